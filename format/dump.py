@@ -1,0 +1,157 @@
+"""Human-readable dumps of segment files, in the spirit of Kafka's DumpLogSegments.
+
+Each function yields lines and never stops at a bad CRC: it reports it
+(``isvalid: false``) and moves on, so one damaged batch does not hide the rest.
+A length or magic that makes the rest of the file unreadable ends the dump with
+an error line. ``DumpResult.corrupt`` tells the caller to exit non-zero.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from . import layout
+from .errors import CorruptIndexError, CorruptRecordError
+from .file_records import FileRecords
+from .index import OffsetIndex, TimeIndex
+from .record_batch import RecordBatch, TimestampType
+from .txn_index import parse_aborted_txns
+
+
+@dataclass
+class DumpResult:
+    lines: list[str] = field(default_factory=list)
+    corrupt: bool = False
+
+
+def _flag(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def _payload(data: bytes | None) -> str:
+    if data is None:
+        return "null"
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "0x" + data.hex()
+
+
+def describe_batch(batch: RecordBatch, valid: bool) -> str:
+    h = batch.header
+    horizon = h.delete_horizon_ms if h.has_delete_horizon_ms else "none"
+    ts_name = "LogAppendTime" if h.timestamp_type == TimestampType.LOG_APPEND_TIME else "CreateTime"
+    return (f"baseOffset: {h.base_offset} lastOffset: {h.last_offset} count: {h.records_count} "
+            f"baseSequence: {h.base_sequence} lastSequence: {h.last_sequence} producerId: {h.producer_id} "
+            f"producerEpoch: {h.producer_epoch} partitionLeaderEpoch: {h.partition_leader_epoch} "
+            f"isTransactional: {_flag(h.is_transactional)} isControl: {_flag(h.is_control)} "
+            f"deleteHorizonMs: {horizon} position: {batch.position} {ts_name}: {h.max_timestamp} "
+            f"size: {h.size_in_bytes} magic: {h.magic} compresscodec: {h.compression_type.name.lower()} "
+            f"crc: {h.crc} isvalid: {_flag(valid)}")
+
+
+def dump_log(path: str, print_data: bool = False) -> DumpResult:
+    result = DumpResult([f"Dumping {path}"])
+    base = layout.offset_from_file_name(os.path.basename(path))
+    result.lines.append(f"Log starting offset: {base}")
+    records = FileRecords.open(path, writable=False)
+    try:
+        for batch in records.batches(stop_at_partial=False):
+            valid = batch.compute_checksum() == batch.header.crc
+            result.lines.append(describe_batch(batch, valid))
+            if not valid:
+                result.corrupt = True
+                result.lines.append(f"  CRC mismatch at {path} position {batch.position}: stored "
+                                    f"0x{batch.header.crc:08x}, computed 0x{batch.compute_checksum():08x}")
+                continue
+            if print_data:
+                result.lines.extend(_record_lines(batch))
+    except CorruptRecordError as exc:
+        result.corrupt = True
+        result.lines.append(f"Found corruption: {exc}")
+    finally:
+        records.close()
+    return result
+
+
+def _record_lines(batch: RecordBatch) -> Iterator[str]:
+    h = batch.header
+    ts_name = "LogAppendTime" if h.timestamp_type == TimestampType.LOG_APPEND_TIME else "CreateTime"
+    marker = batch.end_txn_marker() if h.is_control else None
+    for i, record in enumerate(batch.records()):
+        sequence = -1 if h.base_sequence < 0 else (h.base_sequence + record.offset - h.base_offset)
+        line = (f"| offset: {record.offset} {ts_name}: {record.timestamp} "
+                f"keySize: {-1 if record.key is None else len(record.key)} "
+                f"valueSize: {-1 if record.value is None else len(record.value)} sequence: {sequence} "
+                f"headerKeys: [{','.join(hd.key for hd in record.headers)}]")
+        if marker is not None and i == 0:
+            line += f" endTxnMarker: {marker.control_type.name} coordinatorEpoch: {marker.coordinator_epoch}"
+        else:
+            if record.key is not None:
+                line += f" key: {_payload(record.key)}"
+            line += f" payload: {_payload(record.value)}"
+        yield line
+
+
+def dump_offset_index(path: str) -> DumpResult:
+    base = layout.offset_from_file_name(os.path.basename(path))
+    result = DumpResult([f"Dumping {path}"])
+    index = OffsetIndex(path, base, writable=False)
+    try:
+        for n in range(index.entries):
+            entry = index.entry(n)
+            result.lines.append(f"offset: {entry.offset} position: {entry.position}")
+        index.sanity_check()
+    except CorruptIndexError as exc:
+        result.corrupt = True
+        result.lines.append(f"Found corruption: {exc}")
+    finally:
+        index.close()
+    return result
+
+
+def dump_time_index(path: str) -> DumpResult:
+    base = layout.offset_from_file_name(os.path.basename(path))
+    result = DumpResult([f"Dumping {path}"])
+    index = TimeIndex(path, base, writable=False)
+    try:
+        for n in range(index.entries):
+            entry = index.entry(n)
+            result.lines.append(f"timestamp: {entry.timestamp} offset: {entry.offset}")
+        index.sanity_check()
+    except CorruptIndexError as exc:
+        result.corrupt = True
+        result.lines.append(f"Found corruption: {exc}")
+    finally:
+        index.close()
+    return result
+
+
+def dump_txn_index(path: str) -> DumpResult:
+    result = DumpResult([f"Dumping {path}"])
+    try:
+        with open(path, "rb") as f:
+            for txn in parse_aborted_txns(f.read(), path):
+                result.lines.append(f"version: {txn.version} producerId: {txn.producer_id} "
+                                    f"firstOffset: {txn.first_offset} lastOffset: {txn.last_offset} "
+                                    f"lastStableOffset: {txn.last_stable_offset}")
+    except CorruptIndexError as exc:
+        result.corrupt = True
+        result.lines.append(f"Found corruption: {exc}")
+    return result
+
+
+def dump_file(path: str, print_data: bool = False) -> DumpResult:
+    """Dump one segment file, chosen by its suffix (transient suffixes ignored)."""
+    name = layout.strip_transient_suffix(os.path.basename(path))
+    if name.endswith(layout.LOG_FILE_SUFFIX):
+        return dump_log(path, print_data)
+    if name.endswith(layout.INDEX_FILE_SUFFIX):
+        return dump_offset_index(path)
+    if name.endswith(layout.TIME_INDEX_FILE_SUFFIX):
+        return dump_time_index(path)
+    if name.endswith(layout.TXN_INDEX_FILE_SUFFIX):
+        return dump_txn_index(path)
+    return DumpResult([f"Ignoring unknown file {path}"], corrupt=True)

@@ -1,0 +1,239 @@
+"""A ``.log`` file as a sequence of batches (Kafka's FileRecords).
+
+Reads go through a small reader interface so the same code serves a local
+file (``os.pread`` on a descriptor) and an fsspec file on object storage.
+Writes — appending batches, truncating — are for the local owner only.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Iterator
+
+from .errors import CorruptRecordError
+from .record_batch import (
+    HEADER, LENGTH_OFFSET, LOG_OVERHEAD, CURRENT_MAGIC, MIN_BATCH_LENGTH, BatchHeader, RecordBatch, iter_batches)
+
+# How much to read at a time when walking headers or whole batches.
+HEADER_READ_AHEAD = 64 * 1024
+BATCH_READ_BLOCK = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class LogOffsetPosition:
+    """Where the batch holding an offset starts, and its size (Kafka's LogOffsetPosition)."""
+
+    offset: int
+    position: int
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class TimestampAndOffset:
+    timestamp: int
+    offset: int
+
+
+class _LocalReader:
+    def __init__(self, path: str, writable: bool):
+        flags = (os.O_RDWR | os.O_CREAT) if writable else os.O_RDONLY
+        self.fd = os.open(path, flags, 0o644)
+
+    def size(self) -> int:
+        return os.fstat(self.fd).st_size
+
+    def read_at(self, position: int, size: int) -> bytes:
+        return os.pread(self.fd, size, position)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+class _FsspecReader:
+    def __init__(self, fs, path: str, size: int | None):
+        self.fs = fs
+        self.path = path
+        self._size = size
+        self.file = fs.open(path, "rb", block_size=BATCH_READ_BLOCK, cache_type="readahead")
+
+    def size(self) -> int:
+        if self._size is None:
+            self._size = int(self.fs.size(self.path))
+        return self._size
+
+    def read_at(self, position: int, size: int) -> bytes:
+        self.file.seek(position)
+        return self.file.read(size)
+
+    def close(self) -> None:
+        self.file.close()
+
+
+class FileRecords:
+    """The batches of one ``.log`` file."""
+
+    def __init__(self, path: str, reader, writable: bool):
+        self.path = path
+        self._reader = reader
+        self.writable = writable
+        self._size = reader.size()
+
+    @classmethod
+    def open(cls, path: str | os.PathLike, writable: bool = True) -> "FileRecords":
+        """A local file; created when writable and missing."""
+        path = os.fspath(path)
+        return cls(path, _LocalReader(path, writable), writable)
+
+    @classmethod
+    def open_fs(cls, fs, path: str, size: int | None = None) -> "FileRecords":
+        """A read-only file through fsspec (``size`` saves a metadata round trip)."""
+        return cls(path, _FsspecReader(fs, path, size), False)
+
+    def __repr__(self) -> str:
+        return f"FileRecords({self.path}, size={self._size})"
+
+    @property
+    def size_in_bytes(self) -> int:
+        return self._size
+
+    def refresh_size(self) -> int:
+        """Re-read the size (readers following a file that is still being written)."""
+        self._size = self._reader.size()
+        return self._size
+
+    def read(self, position: int, size: int) -> bytes:
+        size = max(0, min(size, self._size - position))
+        return self._reader.read_at(position, size) if size else b""
+
+    # --- walking -----------------------------------------------------------
+
+    def batch_headers(self, start: int = 0, end: int | None = None,
+                      stop_at_partial: bool = True) -> Iterator[tuple[int, BatchHeader]]:
+        """(position, header) of each batch from ``start``, reading only headers."""
+        end = self._size if end is None else min(end, self._size)
+        block = b""
+        block_start = start
+        pos = start
+        while pos < end:
+            if pos + HEADER.size > block_start + len(block):
+                block_start = pos
+                block = self.read(pos, min(HEADER_READ_AHEAD, end - pos))
+            off = pos - block_start
+            available = end - pos
+            if available < HEADER.size:
+                if stop_at_partial:
+                    return
+                raise CorruptRecordError(f"truncated batch: {available} bytes left, fewer than a batch header",
+                                         path=self.path, position=pos)
+            header = BatchHeader.parse(block, off)
+            self._check_header(header, pos)
+            size = header.size_in_bytes
+            if size > available:
+                if stop_at_partial:
+                    return
+                raise CorruptRecordError(f"truncated batch: length {header.batch_length} needs {size} bytes, "
+                                         f"{available} left", path=self.path, position=pos)
+            yield pos, header
+            pos += size
+
+    def _check_header(self, header: BatchHeader, position: int) -> None:
+        if header.batch_length < MIN_BATCH_LENGTH:
+            raise CorruptRecordError(f"batch length {header.batch_length} is below the minimum {MIN_BATCH_LENGTH}",
+                                     path=self.path, position=position)
+        if header.magic != CURRENT_MAGIC:
+            raise CorruptRecordError(f"unsupported magic {header.magic} (expected {CURRENT_MAGIC})",
+                                     path=self.path, position=position)
+
+    def batches(self, start: int = 0, end: int | None = None, *, validate: bool = False,
+                stop_at_partial: bool = True, max_batch_size: int | None = None) -> Iterator[RecordBatch]:
+        """Whole batches from ``start``, read in large blocks; each knows its file position."""
+        end = self._size if end is None else min(end, self._size)
+        pos = start
+        while pos < end:
+            block = self.read(pos, min(max(BATCH_READ_BLOCK, self._next_batch_size(pos, end)), end - pos))
+            consumed = 0
+            for batch in iter_batches(block, path=self.path, base_position=pos, max_batch_size=max_batch_size,
+                                      stop_at_partial=True, validate=validate):
+                consumed += batch.size_in_bytes
+                yield batch
+            if consumed == 0:
+                # The next batch does not fit before ``end``: a torn tail.
+                if not stop_at_partial:
+                    list(iter_batches(block, path=self.path, base_position=pos, stop_at_partial=False))
+                return
+            pos += consumed
+
+    def _next_batch_size(self, pos: int, end: int) -> int:
+        head = self.read(pos, LOG_OVERHEAD)
+        if len(head) < LOG_OVERHEAD:
+            return 0
+        return int.from_bytes(head[LENGTH_OFFSET:LENGTH_OFFSET + 4], "big", signed=True) + LOG_OVERHEAD
+
+    # --- searching -----------------------------------------------------------
+
+    def search_for_offset(self, target_offset: int, start_position: int = 0) -> LogOffsetPosition | None:
+        """The first batch at or after ``start_position`` whose last offset is >= target."""
+        for position, header in self.batch_headers(start_position):
+            if header.last_offset >= target_offset:
+                return LogOffsetPosition(header.base_offset, position, header.size_in_bytes)
+        return None
+
+    def search_for_timestamp(self, target_timestamp: int, start_position: int,
+                             start_offset: int) -> TimestampAndOffset | None:
+        """The first record at or after ``start_offset`` stamped >= target, as Kafka finds it."""
+        for position, header in self.batch_headers(start_position):
+            if header.max_timestamp < target_timestamp or header.is_control:
+                continue
+            batch = next(self.batches(position, position + header.size_in_bytes))
+            for record in batch.records():
+                if record.offset >= start_offset and record.timestamp >= target_timestamp:
+                    return TimestampAndOffset(record.timestamp, record.offset)
+        return None
+
+    def largest_timestamp_after(self, start_position: int) -> TimestampAndOffset:
+        """The largest batch max timestamp from ``start_position`` and the last offset of its batch."""
+        best = TimestampAndOffset(-1, -1)
+        for _, header in self.batch_headers(start_position):
+            if header.max_timestamp > best.timestamp:
+                best = TimestampAndOffset(header.max_timestamp, header.last_offset)
+        return best
+
+    # --- writing (local owner only) -------------------------------------------
+
+    def _check_writable(self, what: str) -> None:
+        if not self.writable:
+            raise PermissionError(f"{self.path}: cannot {what} a read-only log file")
+
+    def append(self, data) -> int:
+        self._check_writable("append to")
+        view = memoryview(data)
+        written = 0
+        while written < len(view):
+            written += os.pwrite(self._reader.fd, view[written:], self._size + written)
+        self._size += written
+        return written
+
+    def truncate_to(self, size: int) -> int:
+        """Cut the file to ``size`` bytes; returns how many were removed."""
+        self._check_writable("truncate")
+        if size < 0 or size > self._size:
+            raise ValueError(f"{self.path}: cannot truncate a {self._size}-byte file to {size} bytes")
+        removed = self._size - size
+        if removed:
+            os.ftruncate(self._reader.fd, size)
+            self._size = size
+        return removed
+
+    def flush(self) -> None:
+        if self.writable:
+            os.fsync(self._reader.fd)
+
+    def close(self) -> None:
+        self._reader.close()
+
+    def rename_to(self, new_path: str) -> None:
+        os.replace(self.path, new_path)
+        self.path = new_path
