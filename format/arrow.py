@@ -215,7 +215,8 @@ def _headers(A: np.ndarray, arena: pa.Buffer, pos: np.ndarray, counts: np.ndarra
 
 def decode_to_arrow(buf, *, topic: str, partition: int, from_offset: int | None = None,
                     until_offset: int | None = None, include_headers: bool = False,
-                    path: str | None = None, base_position: int = 0, validate: bool = True) -> pa.RecordBatch:
+                    path: str | None = None, base_position: int = 0, validate: bool = True,
+                    stop_at_partial: bool = True) -> pa.RecordBatch:
     """Decode the complete batches of ``buf`` into one Arrow record batch.
 
     Keeps records with ``from_offset <= offset < until_offset`` and skips control
@@ -228,7 +229,7 @@ def decode_to_arrow(buf, *, topic: str, partition: int, from_offset: int | None 
     sections = []
     decompressed = []
     arena_size = 0
-    for batch in iter_batches(data, path=path, base_position=base_position):
+    for batch in iter_batches(data, path=path, base_position=base_position, stop_at_partial=stop_at_partial):
         h = batch.header
         if until_offset is not None and h.base_offset >= until_offset:
             break

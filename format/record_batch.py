@@ -342,6 +342,8 @@ def build_batch(records: Sequence[SimpleRecord], *, base_offset: int = 0,
         if any(d < 0 for d in deltas) or any(b <= a for a, b in zip(deltas, deltas[1:])):
             raise InvalidRecordError(f"offsets {list(offsets)[:5]}... must be strictly increasing "
                                      f"from base offset {base_offset}")
+        if deltas and deltas[-1] > _INT32_MAX:
+            raise InvalidRecordError(f"offset {offsets[-1]} is more than int32 past base offset {base_offset}")
     timestamps = [default_timestamp if r.timestamp is None else r.timestamp for r in records]
     first_timestamp = timestamps[0] if timestamps else NO_TIMESTAMP
     base_timestamp = delete_horizon_ms if delete_horizon_ms is not None else first_timestamp

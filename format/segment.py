@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 
 from . import layout
-from .errors import CorruptRecordError, InvalidRecordError
+from .errors import CorruptRecordError, IndexFullError, InvalidRecordError
 from .file_records import FileRecords, LogOffsetPosition, TimestampAndOffset
 from .index import DEFAULT_MAX_INDEX_SIZE, OffsetIndex, TimeIndex
 from .record_batch import NO_TIMESTAMP, iter_batches
@@ -247,9 +247,12 @@ class LogSegment:
         except CorruptRecordError as exc:
             self.last_recovery_error = exc
         truncated = self.log.truncate_to(valid_bytes)
+        self._max_timestamp_and_offset = max_ts
+        # As a clean close would have, record the largest timestamp before trimming.
+        if max_ts.timestamp != NO_TIMESTAMP:
+            self.time_index.maybe_append(max_ts.timestamp, max_ts.offset, skip_full_check=True)
         self.offset_index.trim_to_valid_size()
         self.time_index.trim_to_valid_size()
-        self._max_timestamp_and_offset = max_ts
         return truncated
 
     def truncate_to(self, offset: int) -> int:
@@ -304,11 +307,18 @@ class LogSegment:
         self.time_index.flush()
         self.txn_index.flush()
 
+    def resize_indexes(self, max_index_size: int) -> None:
+        """Give the indexes room again (the log does this for its active segment on load)."""
+        self.offset_index.resize(max_index_size)
+        self.time_index.resize(max_index_size)
+
     def close(self) -> None:
-        if self._max_timestamp_and_offset is not None:
-            max_ts = self._max_timestamp_and_offset
-            if max_ts.timestamp > self.time_index.last_entry.timestamp:
+        max_ts = self._max_timestamp_and_offset
+        if max_ts is not None and max_ts.timestamp > self.time_index.last_entry.timestamp:
+            try:
                 self.time_index.maybe_append(max_ts.timestamp, max_ts.offset, skip_full_check=True)
+            except IndexFullError:
+                pass  # a trimmed index already took its final entry when it was sealed
         self.offset_index.close()
         self.time_index.close()
         self.txn_index.close()

@@ -1,0 +1,664 @@
+"""Kafka's sparse segment indexes: ``.index`` (offset -> position) and ``.timeindex``.
+
+This module owns the two fixed-width index files that sit beside each
+``.log`` segment, byte for byte as Kafka writes them (big-endian):
+
+* ``.index`` (OffsetIndex): 8-byte entries, int32 offset relative to the
+  segment's base offset, then int32 byte position of the batch in the
+  ``.log`` file;
+* ``.timeindex`` (TimeIndex): 12-byte entries, int64 timestamp, then int32
+  relative offset; an entry (T, O) says T was the largest timestamp in the
+  segment when offset O was written, so any record stamped after T lies at or
+  beyond O.
+
+A writable index is preallocated to ``max_index_size`` (rounded down to whole
+entries) and memory-mapped; appends write into the mapping and ``close()``
+trims the file to its valid entries, so a closed index file is exactly its
+entries. On reopening, every whole entry in the file counts, as in Kafka.
+After an unclean shutdown the file may still be preallocated with trailing
+zeros: the index does not guess; ``sanity_check()`` reports it and the owner
+rebuilds the indexes of unflushed segments from the log, as Kafka does when
+``.kafka_cleanshutdown`` is missing. Nothing here is checksummed.
+
+Read-only indexes (``writable=False``, or ``from_bytes`` for a buffer read
+through fsspec from object storage) never change the file. A reader may open
+the live, preallocated index of the active segment while the writer appends,
+so a read-only index counts entries up to the first all-zero one after the
+first (valid entries after the first are never all zero), and when it found
+such padding it also leaves out the last written entry, which the writer may
+have been halfway through. Lookups then answer from finished entries only;
+the cost is at most one index interval more to scan. A trimmed file (every
+closed segment, and every file in object storage) has no padding and is used
+whole.
+
+Lookups are binary searches over the mapped bytes, reading only the probed
+entries. Like Kafka, a search first tries the last 8 KiB of entries (the
+"warm" section, where followers and tailing consumers look), so the pages a
+lookup touches stay in the page cache as the index grows.
+
+The owner serialises calls; there is no locking here.
+"""
+
+from __future__ import annotations
+
+import bisect
+import io
+import mmap
+import os
+import struct
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Callable, ClassVar, TypeVar
+
+import numpy as np
+
+from format.errors import CorruptIndexError, IndexFullError, InvalidOffsetError
+
+# Kafka's segment.index.bytes default.
+DEFAULT_MAX_INDEX_SIZE = 10 * 1024 * 1024
+
+# Kafka's RecordBatch.NO_TIMESTAMP: what an empty time index reports.
+NO_TIMESTAMP = -1
+
+_INT32_MAX = 2**31 - 1
+
+# How many bytes at the end of the index a search tries first (Kafka's value:
+# three probes touch every page of an 8 KiB section on 4 KiB pages).
+_WARM_SECTION_BYTES = 8192
+
+_OFFSET_ENTRY = struct.Struct(">ii")  # relative offset, position
+_TIME_ENTRY = struct.Struct(">qi")  # timestamp, relative offset
+_INT32 = struct.Struct(">i")
+_INT64 = struct.Struct(">q")
+
+_IndexT = TypeVar("_IndexT", bound="AbstractIndex")
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetPosition:
+    """An offset and the byte position of its batch in the segment's ``.log``."""
+
+    offset: int
+    position: int
+
+
+@dataclass(frozen=True, slots=True)
+class TimestampOffset:
+    """A timestamp and the offset up to which it is the largest timestamp seen."""
+
+    timestamp: int
+    offset: int
+
+
+class AbstractIndex(ABC):
+    """File, mapping and search machinery shared by the two index kinds.
+
+    Subclasses define the entry layout (``entry_size``), how to read an
+    entry's search key and value, and the append rule.
+    """
+
+    entry_size: ClassVar[int]
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        base_offset: int,
+        max_index_size: int = DEFAULT_MAX_INDEX_SIZE,
+        writable: bool = True,
+    ) -> None:
+        self._init_state(os.fspath(path), base_offset, max_index_size, writable)
+        if writable and max_index_size < self.entry_size:
+            raise ValueError(
+                f"{self._path}: invalid max index size {max_index_size}, below one entry of {self.entry_size} bytes"
+            )
+        if writable:
+            try:
+                fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+                newly_created = True
+            except FileExistsError:
+                fd = os.open(self._path, os.O_RDWR)
+                newly_created = False
+            try:
+                if newly_created:
+                    os.ftruncate(fd, self._round_down(max_index_size))
+                self._map(fd, os.fstat(fd).st_size)
+            finally:
+                os.close(fd)
+            # A new file has nothing in it yet; an existing one is trusted whole.
+            self._entries = 0 if newly_created else self._max_entries
+        else:
+            fd = os.open(self._path, os.O_RDONLY)
+            try:
+                self._map(fd, os.fstat(fd).st_size)
+            finally:
+                os.close(fd)
+            self._entries = self._count_written_entries(self._max_entries)
+        self._load_last_entry()
+
+    @classmethod
+    def from_bytes(
+        cls: type[_IndexT], base_offset: int, data: bytes | bytearray | memoryview, *, path: str | None = None
+    ) -> _IndexT:
+        """A read-only index over a buffer, e.g. an index file read through fsspec.
+
+        ``path`` only names the source in error messages. The buffer is not copied.
+        """
+        index = cls.__new__(cls)
+        index._init_state(path, base_offset, len(data), False)
+        index._buf = data
+        index._length = len(data)
+        index._max_entries = len(data) // cls.entry_size
+        index._entries = index._count_written_entries(index._max_entries)
+        index._load_last_entry()
+        return index
+
+    def _init_state(self, path: str | None, base_offset: int, max_index_size: int, writable: bool) -> None:
+        if base_offset < 0:
+            raise ValueError(f"{path}: base offset {base_offset} is negative")
+        self._path = path
+        self.base_offset = base_offset
+        self.max_index_size = max_index_size
+        self._writable = writable
+        self._mmap: mmap.mmap | None = None
+        # What reads go through: the mapping, or an empty/in-memory buffer.
+        self._buf: mmap.mmap | bytes | bytearray | memoryview = b""
+        self._length = 0
+        self._max_entries = 0
+        self._entries = 0
+        self._closed = False
+        self._warm_entries = _WARM_SECTION_BYTES // self.entry_size
+
+    # --- mapping --------------------------------------------------------
+
+    def _map(self, fd: int, length: int) -> None:
+        # mmap refuses an empty file; an empty index simply has no buffer.
+        if length > 0:
+            access = mmap.ACCESS_WRITE if self._writable else mmap.ACCESS_READ
+            self._mmap = mmap.mmap(fd, length, access=access)
+            self._buf = self._mmap
+        else:
+            self._mmap = None
+            self._buf = b""
+        self._length = length
+        self._max_entries = length // self.entry_size
+
+    def _unmap(self) -> None:
+        if self._mmap is not None:
+            self._mmap.close()
+        self._mmap = None
+        self._buf = b""
+
+    def _round_down(self, size: int) -> int:
+        return size - size % self.entry_size
+
+    def _count_written_entries(self, limit: int) -> int:
+        """Entries a reader can trust in a file that may still be written to."""
+        if limit == 0:
+            return 0
+        zero = bytes(self.entry_size)
+        size = self.entry_size
+        buf = self._buf
+        # Entries after the first are never all zero, so "is padding" is
+        # False then True along the file and a bisection finds the boundary.
+        written = bisect.bisect_left(
+            range(limit), True, lo=1, key=lambda n: bytes(buf[n * size : (n + 1) * size]) == zero
+        )
+        if written == limit:
+            return written  # trimmed (or full): nothing is being written
+        # Padding means a live (or crashed) writer: its last entry may be torn.
+        return written - 1
+
+    # --- subclass hooks -------------------------------------------------
+
+    @abstractmethod
+    def _key_at(self, n: int) -> int:
+        """The search key of entry n (relative offset or timestamp)."""
+
+    @abstractmethod
+    def _value_at(self, n: int) -> int:
+        """The secondary, also non-decreasing, field of entry n (position or relative offset)."""
+
+    @abstractmethod
+    def _load_last_entry(self) -> None:
+        """Refresh the cached last entry after the entry count changed."""
+
+    @abstractmethod
+    def sanity_check(self) -> None:
+        """Raise CorruptIndexError if the index is obviously damaged."""
+
+    @abstractmethod
+    def truncate_to(self, offset: int) -> None:
+        """Remove every entry whose offset is >= ``offset``."""
+
+    # --- properties -----------------------------------------------------
+
+    @property
+    def path(self) -> str | None:
+        """The index file, or None for an index built from bytes."""
+        return self._path
+
+    @property
+    def writable(self) -> bool:
+        return self._writable
+
+    @property
+    def entries(self) -> int:
+        return self._entries
+
+    @property
+    def max_entries(self) -> int:
+        return self._max_entries
+
+    @property
+    def length(self) -> int:
+        """Current length of the file (or buffer) in bytes, padding included."""
+        return self._length
+
+    @property
+    def size_in_bytes(self) -> int:
+        """Bytes used by valid entries."""
+        return self._entries * self.entry_size
+
+    @property
+    def is_full(self) -> bool:
+        return self._entries >= self._max_entries
+
+    def _where(self) -> str:
+        return self._path if self._path is not None else "<in-memory index>"
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}({self._where()}, base_offset={self.base_offset}, "
+            f"entries={self._entries}, max_entries={self._max_entries})"
+        )
+
+    # --- offsets --------------------------------------------------------
+
+    def can_append_offset(self, offset: int) -> bool:
+        """True if ``offset`` fits in this index's 32-bit relative offsets."""
+        return 0 <= offset - self.base_offset <= _INT32_MAX
+
+    def relative_offset(self, offset: int) -> int:
+        relative = offset - self.base_offset
+        if not 0 <= relative <= _INT32_MAX:
+            raise InvalidOffsetError(
+                f"{self._where()}: offset {offset} does not fit a 32-bit offset "
+                f"relative to base offset {self.base_offset}"
+            )
+        return relative
+
+    # --- search ---------------------------------------------------------
+
+    def _search_range(self, read: Callable[[int], int], target: int) -> tuple[int, int]:
+        # Try the warm tail first: if its first entry is below the target the
+        # answer lies in the tail and the rest of the file is not touched.
+        first_hot = max(0, self._entries - 1 - self._warm_entries)
+        if read(first_hot) < target:
+            return first_hot, self._entries
+        return 0, first_hot + 1
+
+    def _largest_lower_bound_slot(self, read: Callable[[int], int], target: int) -> int:
+        """The last slot whose field is <= target, or -1."""
+        if self._entries == 0:
+            return -1
+        lo, hi = self._search_range(read, target)
+        return bisect.bisect_right(range(self._entries), target, lo, hi, key=read) - 1
+
+    def _smallest_upper_bound_slot(self, read: Callable[[int], int], target: int) -> int:
+        """The first slot whose field is >= target, or -1."""
+        if self._entries == 0:
+            return -1
+        lo, hi = self._search_range(read, target)
+        slot = bisect.bisect_left(range(self._entries), target, lo, hi, key=read)
+        return slot if slot < self._entries else -1
+
+    def _check_slot(self, n: int) -> None:
+        self._check_open()
+        if not 0 <= n < self._entries:
+            raise IndexError(f"{self._where()}: no entry {n}, the index has {self._entries} entries")
+
+    # --- mutation -------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError(f"{self._where()}: index is closed")
+
+    def _check_writable(self, operation: str) -> None:
+        self._check_open()
+        if not self._writable:
+            raise io.UnsupportedOperation(f"{self._where()}: cannot {operation} a read-only index")
+
+    def _truncate_to_entries(self, entries: int) -> None:
+        if entries < self._entries:
+            # Zero what is cut off so the file again looks like a preallocated
+            # index: a read-only reader stops at the first zero entry, and a
+            # later crash leaves no stale entries past the valid ones.
+            start, end = entries * self.entry_size, self._entries * self.entry_size
+            self._mmap[start:end] = bytes(end - start)  # type: ignore[index]
+        self._entries = entries
+        self._load_last_entry()
+
+    def truncate(self) -> None:
+        """Remove every entry (the file keeps its size)."""
+        self._check_writable("truncate")
+        self._truncate_to_entries(0)
+
+    def reset(self) -> None:
+        """Remove every entry and grow the file back to ``max_index_size``."""
+        self.truncate()
+        self.resize(self.max_index_size)
+
+    def resize(self, new_size: int) -> bool:
+        """Set the file length to ``new_size`` rounded down to whole entries.
+
+        Used to trim on close or roll, and to give a reopened active segment's
+        index room again. Returns False if the length was already right.
+        """
+        self._check_writable("resize")
+        rounded = self._round_down(new_size)
+        if rounded == self._length:
+            return False
+        if rounded < self._entries * self.entry_size:
+            raise ValueError(
+                f"{self._where()}: cannot resize to {new_size} bytes, below the {self._entries} valid entries"
+            )
+        fd = os.open(self._path, os.O_RDWR)  # type: ignore[arg-type]
+        try:
+            # Unmap before shrinking: touching a mapped page past the end of
+            # the file would fault.
+            self._unmap()
+            os.ftruncate(fd, rounded)
+            self._map(fd, rounded)
+        finally:
+            os.close(fd)
+        return True
+
+    def trim_to_valid_size(self) -> None:
+        """Cut the file to its valid entries, dropping the preallocated tail."""
+        self.resize(self.size_in_bytes)
+
+    def flush(self) -> None:
+        """Write dirty pages of the mapping to disk."""
+        self._check_open()
+        if self._writable and self._mmap is not None:
+            self._mmap.flush()
+
+    def close(self) -> None:
+        """Trim a writable index to its valid size, then release the mapping."""
+        if self._closed:
+            return
+        if self._writable:
+            self.trim_to_valid_size()
+        self._close_handler()
+
+    def _close_handler(self) -> None:
+        self._unmap()
+        self._closed = True
+
+    def delete(self) -> bool:
+        """Release the mapping and delete the file; False if it did not exist."""
+        if self._path is None:
+            raise io.UnsupportedOperation("cannot delete an in-memory index")
+        self._close_handler()
+        try:
+            os.remove(self._path)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def rename_to(self, new_path: str | os.PathLike[str]) -> None:
+        """Rename the file; the mapping stays valid (Linux keeps it by inode)."""
+        if self._path is None:
+            raise io.UnsupportedOperation("cannot rename an in-memory index")
+        new_path = os.fspath(new_path)
+        try:
+            os.replace(self._path, new_path)
+        finally:
+            # As Kafka: the index follows the new name even if the move failed,
+            # so a retry or a delete acts on the name the owner expects.
+            self._path = new_path
+
+    def __enter__(self: _IndexT) -> _IndexT:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _columns(self, dtype: np.dtype) -> np.ndarray:
+        # A copy, so no view into the mapping outlives this call (a live
+        # export would stop the mapping from being closed or resized).
+        return np.frombuffer(self._buf, dtype=dtype, count=self._entries).copy()
+
+    def _check_length(self) -> None:
+        if self._length % self.entry_size != 0:
+            raise CorruptIndexError(
+                f"found {self._length} bytes, which is not a multiple of the entry size {self.entry_size}",
+                path=self._path,
+            )
+
+
+class OffsetIndex(AbstractIndex):
+    """The ``.index`` file: sparse map from offset to position in the ``.log``."""
+
+    entry_size: ClassVar[int] = _OFFSET_ENTRY.size
+    _DTYPE: ClassVar[np.dtype] = np.dtype([("relative_offset", ">i4"), ("position", ">i4")])
+
+    def _key_at(self, n: int) -> int:
+        return _INT32.unpack_from(self._buf, n * 8)[0]
+
+    def _value_at(self, n: int) -> int:
+        return _INT32.unpack_from(self._buf, n * 8 + 4)[0]
+
+    def _parse_entry(self, n: int) -> OffsetPosition:
+        relative, position = _OFFSET_ENTRY.unpack_from(self._buf, n * 8)
+        return OffsetPosition(self.base_offset + relative, position)
+
+    def _load_last_entry(self) -> None:
+        self._last_offset = self.base_offset if self._entries == 0 else self._parse_entry(self._entries - 1).offset
+
+    @property
+    def last_offset(self) -> int:
+        """Offset of the last entry, or the base offset when empty."""
+        return self._last_offset
+
+    def entry(self, n: int) -> OffsetPosition:
+        self._check_slot(n)
+        return self._parse_entry(n)
+
+    def lookup(self, target_offset: int) -> OffsetPosition:
+        """The entry with the largest offset <= target, or (base_offset, 0) if none."""
+        self._check_open()
+        slot = self._largest_lower_bound_slot(self._key_at, target_offset - self.base_offset)
+        if slot == -1:
+            return OffsetPosition(self.base_offset, 0)
+        return self._parse_entry(slot)
+
+    def fetch_upper_bound_offset(self, fetch_offset: OffsetPosition, fetch_size: int) -> OffsetPosition | None:
+        """An entry at or past ``fetch_offset.position + fetch_size``, or None.
+
+        Its offset is certainly outside the fetched byte range, though not
+        necessarily the smallest such offset.
+        """
+        self._check_open()
+        slot = self._smallest_upper_bound_slot(self._value_at, fetch_offset.position + fetch_size)
+        return None if slot == -1 else self._parse_entry(slot)
+
+    def append(self, offset: int, position: int) -> None:
+        """Add an entry; ``offset`` must be above the last offset unless the index is empty."""
+        self._check_writable("append to")
+        if self.is_full:
+            raise IndexFullError(f"{self._where()}: attempt to append to a full index ({self._entries} entries)")
+        if self._entries != 0 and offset <= self._last_offset:
+            raise InvalidOffsetError(
+                f"{self._where()}: attempt to append offset {offset} at slot {self._entries}, "
+                f"no larger than the last offset appended ({self._last_offset})"
+            )
+        relative = self.relative_offset(offset)
+        if not 0 <= position <= _INT32_MAX:
+            raise ValueError(f"{self._where()}: position {position} of offset {offset} does not fit an int32")
+        _OFFSET_ENTRY.pack_into(self._mmap, self._entries * 8, relative, position)  # type: ignore[arg-type]
+        self._entries += 1
+        self._last_offset = offset
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every entry whose offset is >= ``offset``; a larger offset changes nothing."""
+        self._check_writable("truncate")
+        # Offsets strictly increase, so the entries to keep are those below it.
+        keep = bisect.bisect_left(range(self._entries), offset - self.base_offset, key=self._key_at)
+        self._truncate_to_entries(keep)
+
+    def sanity_check(self) -> None:
+        """Raise CorruptIndexError on a bad length, a disorder, or offsets below base.
+
+        Stricter than Kafka, which checks only the last offset and the length:
+        zero padding left by a crash shows up here as offsets not increasing.
+        """
+        self._check_open()
+        self._check_length()
+        if self._entries == 0:
+            return
+        columns = self._columns(self._DTYPE)
+        relative = columns["relative_offset"].astype(np.int64)
+        positions = columns["position"].astype(np.int64)
+        if relative[0] < 0:
+            raise CorruptIndexError(
+                f"first offset {self.base_offset + int(relative[0])} is below the base offset {self.base_offset}",
+                path=self._path,
+            )
+        bad = np.flatnonzero(np.diff(relative) <= 0)
+        if bad.size:
+            slot = int(bad[0]) + 1
+            raise CorruptIndexError(
+                f"offsets not strictly increasing at entry {slot}: {self.base_offset + int(relative[slot])} "
+                f"follows {self.base_offset + int(relative[slot - 1])}",
+                path=self._path,
+            )
+        if positions[0] < 0:
+            raise CorruptIndexError(f"negative position {int(positions[0])} at entry 0", path=self._path)
+        bad = np.flatnonzero(np.diff(positions) <= 0)
+        if bad.size:
+            slot = int(bad[0]) + 1
+            raise CorruptIndexError(
+                f"positions not strictly increasing at entry {slot}: {int(positions[slot])} "
+                f"follows {int(positions[slot - 1])}",
+                path=self._path,
+            )
+
+
+class TimeIndex(AbstractIndex):
+    """The ``.timeindex`` file: sparse map from timestamp to offset."""
+
+    entry_size: ClassVar[int] = _TIME_ENTRY.size
+    _DTYPE: ClassVar[np.dtype] = np.dtype([("timestamp", ">i8"), ("relative_offset", ">i4")])
+
+    def _key_at(self, n: int) -> int:
+        return _INT64.unpack_from(self._buf, n * 12)[0]
+
+    def _value_at(self, n: int) -> int:
+        return _INT32.unpack_from(self._buf, n * 12 + 8)[0]
+
+    def _parse_entry(self, n: int) -> TimestampOffset:
+        timestamp, relative = _TIME_ENTRY.unpack_from(self._buf, n * 12)
+        return TimestampOffset(timestamp, self.base_offset + relative)
+
+    def _load_last_entry(self) -> None:
+        if self._entries == 0:
+            self._last_entry = TimestampOffset(NO_TIMESTAMP, self.base_offset)
+        else:
+            self._last_entry = self._parse_entry(self._entries - 1)
+
+    @property
+    def is_full(self) -> bool:
+        # One slot stays free so the segment can always record its largest
+        # timestamp when it is rolled (maybe_append with skip_full_check).
+        return self._entries >= self._max_entries - 1
+
+    @property
+    def last_entry(self) -> TimestampOffset:
+        """The last entry, or (-1, base_offset) when empty."""
+        return self._last_entry
+
+    def entry(self, n: int) -> TimestampOffset:
+        self._check_slot(n)
+        return self._parse_entry(n)
+
+    def lookup(self, target_timestamp: int) -> TimestampOffset:
+        """The entry with the largest timestamp <= target, or (-1, base_offset) if none."""
+        self._check_open()
+        slot = self._largest_lower_bound_slot(self._key_at, target_timestamp)
+        if slot == -1:
+            return TimestampOffset(NO_TIMESTAMP, self.base_offset)
+        return self._parse_entry(slot)
+
+    def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
+        """Record that ``timestamp`` is the largest timestamp seen up to ``offset``.
+
+        Only a timestamp above the last entry's is written; an equal one is
+        ignored, which lets the segment repeat its last entry on roll and
+        close. ``skip_full_check`` lets that final call use the reserved slot.
+        """
+        self._check_writable("append to")
+        if not skip_full_check and self.is_full:
+            raise IndexFullError(f"{self._where()}: attempt to append to a full time index ({self._entries} entries)")
+        last = self._last_entry
+        if self._entries != 0 and offset < last.offset:
+            raise InvalidOffsetError(
+                f"{self._where()}: attempt to append offset {offset} at slot {self._entries}, "
+                f"smaller than the last offset appended ({last.offset})"
+            )
+        if self._entries != 0 and timestamp < last.timestamp:
+            raise ValueError(
+                f"{self._where()}: attempt to append timestamp {timestamp} at slot {self._entries}, "
+                f"smaller than the last timestamp appended ({last.timestamp})"
+            )
+        if timestamp <= last.timestamp:
+            return
+        if self._entries >= self._max_entries:
+            raise IndexFullError(f"{self._where()}: no room left in the time index ({self._entries} entries)")
+        relative = self.relative_offset(offset)
+        _TIME_ENTRY.pack_into(self._mmap, self._entries * 12, timestamp, relative)  # type: ignore[arg-type]
+        self._entries += 1
+        self._last_entry = TimestampOffset(timestamp, offset)
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every entry whose offset is >= ``offset``; a larger offset changes nothing."""
+        self._check_writable("truncate")
+        # Offsets never decrease along the time index, so a bisection finds
+        # the first entry at or above the offset even when offsets repeat.
+        keep = bisect.bisect_left(range(self._entries), offset - self.base_offset, key=self._value_at)
+        self._truncate_to_entries(keep)
+
+    def sanity_check(self) -> None:
+        """Raise CorruptIndexError on a bad length, a disorder, or offsets below base.
+
+        Stricter than Kafka (first vs last timestamp, last offset, length):
+        every step is checked, which also catches zero padding left by a crash.
+        """
+        self._check_open()
+        self._check_length()
+        if self._entries == 0:
+            return
+        columns = self._columns(self._DTYPE)
+        timestamps = columns["timestamp"].astype(np.int64)
+        relative = columns["relative_offset"].astype(np.int64)
+        bad = np.flatnonzero(np.diff(timestamps) <= 0)
+        if bad.size:
+            slot = int(bad[0]) + 1
+            raise CorruptIndexError(
+                f"timestamps not strictly increasing at entry {slot}: {int(timestamps[slot])} "
+                f"follows {int(timestamps[slot - 1])}",
+                path=self._path,
+            )
+        if relative[0] < 0:
+            raise CorruptIndexError(
+                f"first offset {self.base_offset + int(relative[0])} is below the base offset {self.base_offset}",
+                path=self._path,
+            )
+        bad = np.flatnonzero(np.diff(relative) < 0)
+        if bad.size:
+            slot = int(bad[0]) + 1
+            raise CorruptIndexError(
+                f"offsets decreasing at entry {slot}: {self.base_offset + int(relative[slot])} "
+                f"follows {self.base_offset + int(relative[slot - 1])}",
+                path=self._path,
+            )
