@@ -1,0 +1,130 @@
+"""Read-only access to one segment on any fsspec filesystem, for readers that
+never own the log: Spark tasks, dumps, tools pointed at a bucket.
+
+The offset index is read whole (it is small and sparse) and searched in
+memory; the ``.log`` file is read in chunks from the batch that holds the
+first wanted offset, and only complete batches are decoded. The file's size is
+taken once, when the reader opens: a segment still being written is read up
+to that point, which is always a set of whole batches or a torn tail that
+reading stops before.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import pyarrow as pa
+
+from . import layout
+from .arrow import decode_to_arrow
+from .file_records import FileRecords, LogOffsetPosition, TimestampAndOffset
+from .fs import join
+from .index import OffsetIndex, TimeIndex
+from .record_batch import LOG_OVERHEAD, iter_batches
+
+DEFAULT_CHUNK_BYTES = 4 * 1024 * 1024
+
+
+class SegmentReader:
+    """One segment of ``directory`` (a partition directory) on ``fs``."""
+
+    def __init__(self, fs, directory: str, base_offset: int, log_size: int | None = None):
+        self.fs = fs
+        self.directory = directory
+        self.base_offset = base_offset
+        self.log_path = join(fs, directory, layout.log_file_name(base_offset))
+        self.records = FileRecords.open_fs(fs, self.log_path, log_size)
+        self._offset_index: OffsetIndex | None = None
+        self._time_index: TimeIndex | None = None
+
+    def __enter__(self) -> "SegmentReader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.records.close()
+
+    @property
+    def size(self) -> int:
+        return self.records.size_in_bytes
+
+    def _load_index(self, cls, name: str):
+        path = join(self.fs, self.directory, name)
+        try:
+            data = self.fs.cat_file(path)
+        except FileNotFoundError:
+            data = b""  # no index yet: every lookup starts at the top of the file
+        return cls.from_bytes(self.base_offset, data, path=path)
+
+    @property
+    def offset_index(self) -> OffsetIndex:
+        if self._offset_index is None:
+            self._offset_index = self._load_index(OffsetIndex, layout.offset_index_file_name(self.base_offset))
+        return self._offset_index
+
+    @property
+    def time_index(self) -> TimeIndex:
+        if self._time_index is None:
+            self._time_index = self._load_index(TimeIndex, layout.time_index_file_name(self.base_offset))
+        return self._time_index
+
+    def translate_offset(self, offset: int) -> LogOffsetPosition | None:
+        """The batch holding ``offset`` (or the first after it), or None past the end."""
+        start = self.offset_index.lookup(offset).position
+        if start > self.size:
+            start = 0  # an index ahead of a truncated log: fall back to a scan
+        return self.records.search_for_offset(offset, start)
+
+    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int | None = None
+                                 ) -> TimestampAndOffset | None:
+        starting_offset = self.base_offset if starting_offset is None else starting_offset
+        entry = self.time_index.lookup(timestamp)
+        position = self.offset_index.lookup(max(entry.offset, starting_offset)).position
+        return self.records.search_for_timestamp(timestamp, min(position, self.size), starting_offset)
+
+    def read_chunks(self, from_offset: int, until_offset: int | None = None,
+                    chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> Iterator[tuple[int, bytes]]:
+        """(file position, bytes) of complete batches from the one holding ``from_offset``."""
+        start = self.translate_offset(from_offset)
+        if start is None:
+            return
+        pos = start.position
+        size = self.size
+        while pos < size:
+            data = self.records.read(pos, min(chunk_bytes, size - pos))
+            end = 0
+            reached_until = False
+            for batch in iter_batches(data, path=self.log_path, base_position=pos):
+                if until_offset is not None and batch.header.base_offset >= until_offset:
+                    reached_until = True
+                    break
+                end = batch.position - pos + batch.size_in_bytes
+            if end == 0 and not reached_until:
+                # The next batch is larger than a chunk, or it is a torn tail.
+                if len(data) < LOG_OVERHEAD:
+                    return
+                needed = int.from_bytes(data[8:12], "big", signed=True) + LOG_OVERHEAD
+                base_offset = int.from_bytes(data[0:8], "big", signed=True)
+                if needed <= len(data) or pos + needed > size or (
+                        until_offset is not None and base_offset >= until_offset):
+                    return
+                data = self.records.read(pos, needed)
+                end = needed
+            if end:
+                yield pos, data[:end]
+            if reached_until:
+                return
+            pos += end
+
+    def iter_arrow(self, topic: str, partition: int, from_offset: int, until_offset: int | None = None,
+                   include_headers: bool = False, chunk_bytes: int = DEFAULT_CHUNK_BYTES
+                   ) -> Iterator[pa.RecordBatch]:
+        """Arrow record batches of the records with ``from_offset <= offset < until_offset``."""
+        for position, data in self.read_chunks(from_offset, until_offset, chunk_bytes):
+            batch = decode_to_arrow(data, topic=topic, partition=partition, from_offset=from_offset,
+                                    until_offset=until_offset, include_headers=include_headers,
+                                    path=self.log_path, base_position=position)
+            if batch.num_rows:
+                yield batch

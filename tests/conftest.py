@@ -1,0 +1,98 @@
+"""Fixtures shared by every test package: real servers started on loopback."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port_pair(rng: random.Random) -> int:
+    """A port whose gRPC sibling (port + 10000, SeaweedFS's convention) is free too."""
+    for _ in range(200):
+        port = rng.randrange(20000, 45000)
+        if _port_free(port) and _port_free(port + 10000):
+            return port
+    raise RuntimeError("no free loopback port pair found")
+
+
+def _weed_binary() -> str:
+    candidate = os.path.join(os.path.dirname(sys.executable), "weed")
+    return candidate if os.path.exists(candidate) else (shutil.which("weed") or "weed")
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory):
+    """A SeaweedFS server with its S3 gateway on 127.0.0.1; yields storage options for s3fs."""
+    rng = random.Random()
+    data_dir = tmp_path_factory.mktemp("seaweedfs")
+    ports = {}
+    for name in ("master", "volume", "filer", "s3"):
+        while True:
+            port = free_port_pair(rng)
+            if port not in ports.values():
+                ports[name] = port
+                break
+    log = open(data_dir / "weed.log", "wb")
+    proc = subprocess.Popen(
+        [_weed_binary(), "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-dir={data_dir}",
+         f"-master.port={ports['master']}", f"-volume.port={ports['volume']}", f"-filer.port={ports['filer']}",
+         "-s3", f"-s3.port={ports['s3']}", "-s3.port.iceberg=0", "-s3.port.lance=0", "-volume.max=10"],
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    endpoint = f"http://127.0.0.1:{ports['s3']}"
+    deadline = time.monotonic() + 60
+    try:
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"SeaweedFS exited with {proc.returncode}; see {data_dir / 'weed.log'}")
+            try:
+                with urllib.request.urlopen(endpoint + "/", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"SeaweedFS did not answer on {endpoint} within 60 s")
+            time.sleep(0.3)
+        yield {"key": "seglog", "secret": "seglog-secret", "endpoint_url": endpoint}
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=15)
+        log.close()
+
+
+@pytest.fixture()
+def s3_bucket(s3_server):
+    """A fresh bucket on the SeaweedFS server; yields (bucket name, storage options)."""
+    import s3fs
+
+    fs = s3fs.S3FileSystem(**s3_server)
+    name = f"seglog-{random.randrange(1 << 30):x}"
+    fs.mkdir(name)
+    # s3fs caches listings per instance; every test gets a fresh view.
+    s3fs.S3FileSystem.clear_instance_cache()
+    yield name, s3_server
+    try:
+        fs.rm(name, recursive=True)
+    except FileNotFoundError:
+        pass
