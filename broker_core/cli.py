@@ -1,10 +1,137 @@
-"""The ``seglog`` command line."""
+"""The ``seglog`` command line: Kafka's tools in one command.
+
+    seglog topics create|list|describe|delete|alter --log-dir D ...
+    seglog produce --log-dir D --topic T [--key-separator S]     (lines from stdin)
+    seglog consume --log-dir D --topic T [--from-beginning | --partition P --offset O] [--max-messages N]
+    seglog dump FILE...
+
+Errors print one line on stderr and exit non-zero.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from typing import Sequence
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+
+
+def _config_pairs(items: Sequence[str] | None) -> dict[str, str]:
+    out = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--config expects key=value, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _open_broker(args: argparse.Namespace):
+    from .broker import Broker
+
+    return Broker(args.log_dir, _config_pairs(getattr(args, "broker_config", None)), background=False)
+
+
+def _describe_lines(description) -> list[str]:
+    overrides = ",".join(f"{k}={v}" for k, v in sorted(description.config.items()))
+    lines = [f"Topic: {description.name}\tTopicId: {description.topic_id}\t"
+             f"PartitionCount: {description.partition_count}\tReplicationFactor: 1\tConfigs: {overrides}"]
+    for p in description.partitions:
+        lines.append(f"\tTopic: {description.name}\tPartition: {p.partition}\tLeader: {p.leader}\t"
+                     f"Replicas: {p.leader}\tIsr: {p.leader}\tLogStartOffset: {p.log_start_offset}\t"
+                     f"LogEndOffset: {p.log_end_offset}\tSize: {p.size_bytes}\tSegments: {p.segments}")
+    return lines
+
+
+def _topics(args: argparse.Namespace) -> int:
+    with _open_broker(args) as broker:
+        if args.action == "create":
+            broker.create_topic(args.topic, args.partitions, _config_pairs(args.config))
+            print(f"Created topic {args.topic}.")
+        elif args.action == "list":
+            for name in broker.list_topics():
+                print(name)
+        elif args.action == "describe":
+            names = [args.topic] if args.topic else broker.list_topics()
+            for name in names:
+                for line in _describe_lines(broker.describe_topic(name)):
+                    print(line)
+        elif args.action == "delete":
+            broker.delete_topic(args.topic)
+            print(f"Deleted topic {args.topic}.")
+        elif args.action == "alter":
+            if args.partitions is not None:
+                broker.create_partitions(args.topic, args.partitions)
+            if args.config or args.delete_config:
+                broker.alter_topic_config(args.topic, _config_pairs(args.config), args.delete_config or ())
+            print(f"Altered topic {args.topic}.")
+    return 0
+
+
+def _produce(args: argparse.Namespace) -> int:
+    from format.record import SimpleRecord
+
+    sep = args.key_separator.encode() if args.key_separator else None
+    produced = 0
+    with _open_broker(args) as broker:
+        broker.partitions_for(args.topic)
+        pending = []
+        for raw in sys.stdin.buffer:
+            line = raw.rstrip(b"\r\n")
+            if sep is not None:
+                key, found, value = line.partition(sep)
+                if not found:
+                    raise ValueError(f"line {produced + len(pending) + 1} has no key separator "
+                                     f"{args.key_separator!r}")
+                pending.append(SimpleRecord(value, key))
+            else:
+                pending.append(SimpleRecord(line))
+            if len(pending) >= args.batch_size:
+                produced += len(broker.produce(args.topic, pending, partition=args.partition))
+                pending = []
+        if pending:
+            produced += len(broker.produce(args.topic, pending, partition=args.partition))
+    print(f"Produced {produced} records to {args.topic}.", file=sys.stderr)
+    return 0
+
+
+def _consume(args: argparse.Namespace) -> int:
+    if args.offset is not None and args.partition is None:
+        raise ValueError("--offset needs --partition")
+    if args.offset is not None and args.from_beginning:
+        raise ValueError("--offset and --from-beginning exclude each other")
+    shown = 0
+    with _open_broker(args) as broker:
+        count = broker.partitions_for(args.topic)
+        partitions = [args.partition] if args.partition is not None else list(range(count))
+        for p in partitions:
+            if args.offset is not None:
+                position = args.offset
+            elif args.from_beginning:
+                position = broker.list_offsets(args.topic, p, "earliest").offset
+            else:
+                position = broker.list_offsets(args.topic, p, "latest").offset
+            end = broker.list_offsets(args.topic, p, "latest").offset
+            while position < end and (args.max_messages is None or shown < args.max_messages):
+                result = broker.fetch(args.topic, p, position)
+                records = result.decoded(position)
+                if not records:
+                    break
+                for record in records:
+                    if args.max_messages is not None and shown >= args.max_messages:
+                        break
+                    value = "null" if record.value is None else record.value.decode("utf-8", "replace")
+                    if args.print_key:
+                        key = "null" if record.key is None else record.key.decode("utf-8", "replace")
+                        print(f"{key}{args.key_separator}{value}")
+                    else:
+                        print(value)
+                    shown += 1
+                    position = record.offset + 1
+    print(f"Processed a total of {shown} messages", file=sys.stderr)
+    return 0
 
 
 def _dump(args: argparse.Namespace) -> int:
@@ -22,6 +149,41 @@ def _dump(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="seglog", description="A Kafka-compatible commit log that Spark reads.")
     commands = parser.add_subparsers(dest="command", required=True)
+
+    def with_log_dir(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--log-dir", required=True, action="append",
+                       help="a log directory of the broker (repeat for several)")
+        p.add_argument("--broker-config", action="append", metavar="KEY=VALUE",
+                       help="a broker setting, e.g. num.partitions=3")
+
+    topics = commands.add_parser("topics", help="create, list, describe, delete or alter topics")
+    topics.add_argument("action", choices=["create", "list", "describe", "delete", "alter"])
+    with_log_dir(topics)
+    topics.add_argument("--topic")
+    topics.add_argument("--partitions", type=int)
+    topics.add_argument("--config", action="append", metavar="KEY=VALUE", help="a topic setting (repeatable)")
+    topics.add_argument("--delete-config", action="append", metavar="KEY", help="remove a topic override")
+    topics.set_defaults(run=_topics)
+
+    produce = commands.add_parser("produce", help="produce the lines of standard input")
+    with_log_dir(produce)
+    produce.add_argument("--topic", required=True)
+    produce.add_argument("--partition", type=int)
+    produce.add_argument("--key-separator", help="split each line into key and value at this string")
+    produce.add_argument("--batch-size", type=int, default=500, help="records per batch")
+    produce.set_defaults(run=_produce)
+
+    consume = commands.add_parser("consume", help="print records of a topic")
+    with_log_dir(consume)
+    consume.add_argument("--topic", required=True)
+    consume.add_argument("--from-beginning", action="store_true")
+    consume.add_argument("--partition", type=int)
+    consume.add_argument("--offset", type=int)
+    consume.add_argument("--max-messages", type=int)
+    consume.add_argument("--print-key", action="store_true")
+    consume.add_argument("--key-separator", default="\t")
+    consume.set_defaults(run=_consume)
+
     dump = commands.add_parser("dump", help="print the batches of .log files and the entries of index files")
     dump.add_argument("files", nargs="+", help=".log, .index, .timeindex or .txnindex files")
     dump.add_argument("--print-data-log", action="store_true", help="print every record, not only batch headers")
@@ -30,14 +192,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "topics" and args.action != "list" and not args.topic and args.action != "describe":
+        parser.error(f"topics {args.action} needs --topic")
     try:
         return args.run(args)
     except BrokenPipeError:
         return 0
-    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
-        print(f"seglog {args.command}: {exc}", file=sys.stderr)
-        return 2
+    except Exception as exc:  # one clear line, no traceback, for every operator error
+        from .errors import KafkaError
+        from format.errors import FormatError
+
+        if isinstance(exc, (KafkaError, FormatError, ValueError, OSError)):
+            name = getattr(exc, "kafka_error_name", None) or type(exc).__name__
+            print(f"seglog {args.command}: {name}: {exc}", file=sys.stderr)
+            return EXIT_ERROR
+        raise
 
 
 if __name__ == "__main__":

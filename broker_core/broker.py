@@ -1,0 +1,305 @@
+"""The embedded broker: topics, produce, fetch and offsets over a log directory.
+
+``Broker`` is what the socket server serves and what tests, tools and Spark
+use in-process. It owns a LogManager and the topic metadata; it partitions
+records as Kafka's Java producer does (murmur2 of the key; sticky for null
+keys) and builds the batches itself, so embedded producers write exactly what a
+Kafka client would send.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping, Sequence
+
+from format import layout
+from format.compression import CompressionType
+from format.errors import InvalidTopicError as FormatInvalidTopicError
+from format.layout import TopicPartition
+from format.record import Header, Record, SimpleRecord
+from format.record_batch import NO_TIMESTAMP, build_batch, iter_batches
+
+from .clock import SYSTEM_CLOCK, Clock
+from .config import BrokerConfig, LogConfig
+from .errors import (InvalidPartitionsError, InvalidRequestError, InvalidTopicError, TopicAlreadyExistsError,
+                     UnknownTopicOrPartitionError)
+from .log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, LogAppendInfo
+from .log_manager import LogManager
+from .partitioner import StickyPartitioner, partition_for_key
+from .topic_store import TopicMetadata, TopicStore, new_topic_id
+
+log = logging.getLogger(__name__)
+
+DEFAULT_FETCH_MAX_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class RecordMetadata:
+    """Where a produced record landed (the Java client's RecordMetadata)."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+
+
+@dataclass(frozen=True)
+class PartitionDescription:
+    partition: int
+    leader: int
+    log_start_offset: int
+    log_end_offset: int
+    high_watermark: int
+    size_bytes: int
+    segments: int
+
+
+@dataclass(frozen=True)
+class TopicDescription:
+    name: str
+    topic_id: str
+    partitions: list[PartitionDescription]
+    config: dict[str, str] = field(default_factory=dict)  # overrides only
+
+    @property
+    def partition_count(self) -> int:
+        return len(self.partitions)
+
+
+@dataclass(frozen=True)
+class FetchResult:
+    topic: str
+    partition: int
+    records: bytes  # complete v2 batches, as stored
+    high_watermark: int
+    log_start_offset: int
+    last_stable_offset: int
+
+    def decoded(self, from_offset: int | None = None) -> list[Record]:
+        out = []
+        for batch in iter_batches(self.records):
+            if batch.header.is_control:
+                continue
+            out.extend(r for r in batch.records() if from_offset is None or r.offset >= from_offset)
+        return out
+
+
+@dataclass(frozen=True)
+class OffsetAndTimestamp:
+    offset: int
+    timestamp: int
+
+
+_SPEC = {"earliest": EARLIEST_TIMESTAMP, "latest": LATEST_TIMESTAMP, "max_timestamp": MAX_TIMESTAMP}
+
+
+def _as_record(item) -> SimpleRecord:
+    if isinstance(item, SimpleRecord):
+        return item
+    if isinstance(item, (bytes, bytearray, memoryview)) or item is None:
+        return SimpleRecord(None if item is None else bytes(item))
+    if isinstance(item, tuple) and len(item) == 2:
+        key, value = item
+        return SimpleRecord(value, key)
+    raise TypeError(f"cannot produce {type(item).__name__}: give SimpleRecord, bytes or (key, value)")
+
+
+class Broker:
+    """An in-process broker over ``log_dirs``; use as a context manager."""
+
+    def __init__(self, log_dirs: str | Sequence[str], config: Mapping[str, object] | BrokerConfig | None = None,
+                 *, clock: Clock = SYSTEM_CLOCK, background: bool = True):
+        props = dict(config) if isinstance(config, Mapping) else {}
+        dirs = [log_dirs] if isinstance(log_dirs, str) else list(log_dirs)
+        if isinstance(config, BrokerConfig):
+            self.config = config
+        else:
+            props["log.dirs"] = ",".join(str(d) for d in dirs)
+            self.config = BrokerConfig.from_props(props)
+        self.clock = clock
+        self.node_id = self.config.node_id
+        self._lock = threading.RLock()
+        self._partitioner = StickyPartitioner()
+        self.log_manager = LogManager(self.config, clock=clock, log_config_for=self.log_config)
+        try:
+            self.topics = TopicStore(self.log_manager.log_dirs)
+            self.log_manager.load_logs()
+            self._create_missing_partitions()
+        except BaseException:
+            self.log_manager.shutdown()
+            raise
+        if background:
+            self.log_manager.start_background()
+        self._closed = False
+
+    def __enter__(self) -> "Broker":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if not getattr(self, "_closed", True):
+            self._closed = True
+            self.log_manager.shutdown()
+
+    def tick(self) -> None:
+        """Run the background work that is due (for brokers built with ``background=False``)."""
+        self.log_manager.tick()
+
+    # --- topics -----------------------------------------------------------
+
+    def log_config(self, topic: str) -> LogConfig:
+        defaults = self.config.log_config_defaults()
+        meta = self.topics.get(topic) if hasattr(self, "topics") else None
+        return defaults.with_overrides(meta.config) if meta and meta.config else defaults
+
+    def _create_missing_partitions(self) -> None:
+        for meta in self.topics.all():
+            for p in range(meta.partitions):
+                tp = TopicPartition(meta.name, p)
+                if self.log_manager.get_log(tp) is None:
+                    self.log_manager.get_or_create_log(tp, self.log_config(meta.name), meta.topic_id)
+
+    def _meta(self, topic: str) -> TopicMetadata:
+        meta = self.topics.get(topic)
+        if meta is None:
+            raise UnknownTopicOrPartitionError(f"topic {topic!r} does not exist")
+        return meta
+
+    def create_topic(self, name: str, partitions: int | None = None,
+                     config: Mapping[str, object] | None = None) -> TopicDescription:
+        try:
+            layout.validate_topic_name(name)
+        except FormatInvalidTopicError as exc:
+            raise InvalidTopicError(str(exc)) from None
+        partitions = self.config.num_partitions if partitions is None else partitions
+        if partitions < 1:
+            raise InvalidPartitionsError(f"topic {name!r}: the number of partitions must be at least 1, "
+                                         f"not {partitions}")
+        overrides = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (config or {}).items()}
+        self.config.log_config_defaults().with_overrides(overrides)  # validates
+        with self._lock:
+            if self.topics.get(name) is not None:
+                raise TopicAlreadyExistsError(f"topic {name!r} already exists")
+            for other in self.topics.all():
+                if layout.has_collision(name, other.name):
+                    raise InvalidTopicError(f"topic {name!r} collides with existing topic {other.name!r}: "
+                                            f"'.' and '_' are interchangeable in metric names")
+            meta = TopicMetadata(name, new_topic_id(), partitions, overrides)
+            self.topics.put(meta)
+            for p in range(partitions):
+                self.log_manager.get_or_create_log(TopicPartition(name, p), self.log_config(name), meta.topic_id)
+        return self.describe_topic(name)
+
+    def create_partitions(self, name: str, total: int) -> TopicDescription:
+        with self._lock:
+            meta = self._meta(name)
+            if total <= meta.partitions:
+                raise InvalidPartitionsError(f"topic {name!r} has {meta.partitions} partitions; the new count "
+                                             f"{total} must be larger")
+            self.topics.update(name, partitions=total)
+            for p in range(meta.partitions, total):
+                self.log_manager.get_or_create_log(TopicPartition(name, p), self.log_config(name), meta.topic_id)
+        return self.describe_topic(name)
+
+    def delete_topic(self, name: str) -> None:
+        with self._lock:
+            meta = self._meta(name)
+            self.topics.remove(name)
+            for p in range(meta.partitions):
+                self.log_manager.delete_log(TopicPartition(name, p))
+
+    def list_topics(self) -> list[str]:
+        return [t.name for t in self.topics.all()]
+
+    def describe_topic(self, name: str) -> TopicDescription:
+        meta = self._meta(name)
+        parts = []
+        for p in range(meta.partitions):
+            lg = self.log_manager.log_or_raise(TopicPartition(name, p))
+            parts.append(PartitionDescription(p, self.node_id, lg.log_start_offset, lg.log_end_offset,
+                                              lg.high_watermark, lg.size, len(lg.segments)))
+        return TopicDescription(name, meta.topic_id, parts, dict(meta.config))
+
+    def alter_topic_config(self, name: str, set_configs: Mapping[str, object] | None = None,
+                           delete_configs: Iterable[str] = ()) -> dict[str, str]:
+        """Set and remove per-topic overrides; returns the topic's overrides afterwards."""
+        with self._lock:
+            meta = self._meta(name)
+            overrides = dict(meta.config)
+            for key in delete_configs:
+                overrides.pop(key, None)
+            for key, value in (set_configs or {}).items():
+                overrides[key] = str(value).lower() if isinstance(value, bool) else str(value)
+            config = self.config.log_config_defaults().with_overrides(overrides)  # validates
+            self.topics.update(name, config=overrides)
+            self.log_manager.update_config(name, config)
+            return overrides
+
+    # --- produce -----------------------------------------------------------
+
+    def partitions_for(self, topic: str) -> int:
+        return self._meta(topic).partitions
+
+    def produce(self, topic: str, records: Iterable[SimpleRecord | bytes | tuple], partition: int | None = None,
+                compression: CompressionType | str = CompressionType.NONE) -> list[RecordMetadata]:
+        """Append records, partitioned like the Java producer; returns where each landed, in order."""
+        items = [_as_record(r) for r in records]
+        if not items:
+            return []
+        codec = CompressionType.from_name(compression) if isinstance(compression, str) else compression
+        count = self.partitions_for(topic)
+        if partition is not None and not 0 <= partition < count:
+            raise UnknownTopicOrPartitionError(f"topic {topic!r} has no partition {partition} "
+                                               f"(it has {count})")
+        now = self.clock.milliseconds()
+        groups: dict[int, list[int]] = {}
+        for i, record in enumerate(items):
+            if partition is not None:
+                p = partition
+            elif record.key is not None:
+                p = partition_for_key(record.key, count)
+            else:
+                p = self._partitioner.partition(topic, count, len(record.value or b""))
+            groups.setdefault(p, []).append(i)
+        out: list[RecordMetadata | None] = [None] * len(items)
+        for p, indexes in groups.items():
+            batch_records = [items[i] for i in indexes]
+            info = self.produce_batches(topic, p, build_batch(batch_records, compression=codec,
+                                                              default_timestamp=now))
+            for n, i in enumerate(indexes):
+                r = items[i]
+                ts = info.log_append_time if info.log_append_time >= 0 else (now if r.timestamp is None
+                                                                              else r.timestamp)
+                out[i] = RecordMetadata(topic, p, info.first_offset + n, ts)
+        return out  # type: ignore[return-value]
+
+    def produce_batches(self, topic: str, partition: int, records: bytes) -> LogAppendInfo:
+        """Append raw v2 batches, as a Produce request carries them."""
+        lg = self.log_manager.log_or_raise(TopicPartition(topic, partition))
+        return lg.append(records)
+
+    # --- fetch and offsets ---------------------------------------------------
+
+    def fetch(self, topic: str, partition: int, offset: int, max_bytes: int = DEFAULT_FETCH_MAX_BYTES
+              ) -> FetchResult:
+        lg = self.log_manager.log_or_raise(TopicPartition(topic, partition))
+        info = lg.read(offset, max_bytes)
+        return FetchResult(topic, partition, info.records, lg.high_watermark, lg.log_start_offset,
+                           lg.high_watermark)
+
+    def list_offsets(self, topic: str, partition: int, spec: str | int) -> OffsetAndTimestamp | None:
+        """``earliest``, ``latest``, ``max_timestamp`` or a timestamp in ms (first offset at or after it)."""
+        if isinstance(spec, str):
+            if spec not in _SPEC:
+                raise InvalidRequestError(f"unknown offset spec {spec!r}: use earliest, latest, max_timestamp "
+                                          f"or a timestamp in milliseconds")
+            spec = _SPEC[spec]
+        lg = self.log_manager.log_or_raise(TopicPartition(topic, partition))
+        found = lg.offset_for_timestamp(spec)
+        if found is None:
+            return None
+        return OffsetAndTimestamp(found.offset, found.timestamp)

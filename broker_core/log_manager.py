@@ -1,0 +1,271 @@
+"""The logs of a broker across its log directories (Kafka's LogManager).
+
+It owns the directories (a lock file in each), loads every partition's log at
+start-up — in parallel, recovering what an unclean shutdown left — keeps the
+recovery-point and log-start-offset checkpoints, and runs the background work:
+retention, time-based flushes, checkpointing and delayed file deletion. The
+background work is a ``tick`` driven by an injected clock; a thread calls it
+with the real clock, tests call it after moving a simulated one.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import shutil
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Iterable
+
+from format import layout
+from format.checkpoint import OffsetCheckpointFile
+from format.layout import TopicPartition
+
+from .clock import SYSTEM_CLOCK, Clock
+from .config import BrokerConfig, LogConfig
+from .errors import KafkaStorageError, LogDirInUseError, UnknownTopicOrPartitionError
+from .log import Log
+from .scheduler import Scheduler
+
+log = logging.getLogger(__name__)
+
+
+class _DirLock:
+    """An exclusive ``flock`` on ``<dir>/.lock``, as Kafka holds one per log dir."""
+
+    def __init__(self, directory: str):
+        self.path = os.path.join(directory, layout.LOCK_FILE)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self.fd)
+            raise LogDirInUseError(f"log directory {directory} is in use by another broker "
+                                   f"(the lock on {self.path} is held)") from None
+
+    def release(self) -> None:
+        if self.fd >= 0:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = -1
+
+
+class LogManager:
+    def __init__(self, config: BrokerConfig, *, clock: Clock = SYSTEM_CLOCK,
+                 log_config_for: Callable[[str], LogConfig] | None = None):
+        self.config = config
+        self.clock = clock
+        self.scheduler = Scheduler(clock)
+        self.log_dirs = [os.path.abspath(d) for d in config.log_dirs]
+        self._log_config_for = log_config_for or (lambda topic: config.log_config_defaults())
+        self._logs: dict[TopicPartition, Log] = {}
+        self._lock = threading.RLock()
+        self._locks: list[_DirLock] = []
+        self._closed = False
+        now = clock.milliseconds()
+        self._last_retention_check = now
+        self._last_recovery_checkpoint = now
+        self._last_start_checkpoint = now
+        self._background: threading.Thread | None = None
+        self._stop = threading.Event()
+        try:
+            for d in self.log_dirs:
+                os.makedirs(d, exist_ok=True)
+                self._locks.append(_DirLock(d))
+        except BaseException:
+            self._release_locks()
+            raise
+
+    # --- loading -----------------------------------------------------------
+
+    def load_logs(self) -> None:
+        """Open every partition directory of every log dir (Kafka's loadLogs)."""
+        for d in self.log_dirs:
+            clean_marker = os.path.join(d, layout.CLEAN_SHUTDOWN_FILE)
+            had_clean_shutdown = os.path.exists(clean_marker)
+            recovery_points = OffsetCheckpointFile(os.path.join(d, layout.RECOVERY_POINT_CHECKPOINT_FILE)).read()
+            start_offsets = OffsetCheckpointFile(os.path.join(d, layout.LOG_START_OFFSET_CHECKPOINT_FILE)).read()
+            jobs = []
+            for name in sorted(os.listdir(d)):
+                path = os.path.join(d, name)
+                if not os.path.isdir(path):
+                    continue
+                if layout.is_deleted_dir(name):
+                    shutil.rmtree(path, ignore_errors=True)  # finish a topic deletion
+                    continue
+                try:
+                    tp = layout.parse_partition_dir(name)
+                except ValueError:
+                    continue
+                jobs.append((tp, path))
+            threads = max(1, self.config.num_recovery_threads_per_data_dir)
+            with ThreadPoolExecutor(threads, thread_name_prefix=f"log-recovery-{os.path.basename(d)}") as pool:
+                futures = {tp: pool.submit(Log.open, path, self._log_config_for(tp.topic),
+                                           recovery_point=recovery_points.get(tp, 0),
+                                           log_start_offset=start_offsets.get(tp, 0),
+                                           had_clean_shutdown=had_clean_shutdown, clock=self.clock,
+                                           scheduler=self.scheduler)
+                           for tp, path in jobs}
+                for tp, future in futures.items():
+                    loaded = future.result()
+                    with self._lock:
+                        if tp in self._logs:
+                            loaded.close()
+                            raise KafkaStorageError(f"partition {tp} is present in two log dirs: "
+                                                    f"{self._logs[tp].dir} and {loaded.dir}")
+                        self._logs[tp] = loaded
+            # The marker only speaks for the shutdown before this start.
+            if had_clean_shutdown:
+                os.remove(clean_marker)
+            log.info("loaded %d logs from %s (clean shutdown: %s)", len(jobs), d, had_clean_shutdown)
+
+    # --- logs -----------------------------------------------------------
+
+    def get_log(self, tp: TopicPartition) -> Log | None:
+        with self._lock:
+            return self._logs.get(tp)
+
+    def log_or_raise(self, tp: TopicPartition) -> Log:
+        found = self.get_log(tp)
+        if found is None:
+            raise UnknownTopicOrPartitionError(f"this broker has no partition {tp}")
+        return found
+
+    def all_logs(self) -> dict[TopicPartition, Log]:
+        with self._lock:
+            return dict(self._logs)
+
+    def _next_log_dir(self) -> str:
+        """The log dir holding the fewest partitions, as Kafka picks one."""
+        counts = {d: 0 for d in self.log_dirs}
+        for tp, lg in self._logs.items():
+            parent = os.path.dirname(lg.dir)
+            if parent in counts:
+                counts[parent] += 1
+        return min(self.log_dirs, key=lambda d: (counts[d], self.log_dirs.index(d)))
+
+    def get_or_create_log(self, tp: TopicPartition, config: LogConfig, topic_id: str | None = None) -> Log:
+        with self._lock:
+            existing = self._logs.get(tp)
+            if existing is not None:
+                return existing
+            directory = os.path.join(self._next_log_dir(), layout.partition_dir_name(tp))
+            created = Log.open(directory, config, had_clean_shutdown=True, clock=self.clock, scheduler=self.scheduler)
+            if topic_id is not None:
+                from .topic_store import write_partition_metadata
+                write_partition_metadata(directory, topic_id)
+            self._logs[tp] = created
+            return created
+
+    def delete_log(self, tp: TopicPartition) -> None:
+        """Rename the partition dir to Kafka's ``-delete`` form and remove it in the background."""
+        with self._lock:
+            found = self._logs.pop(tp, None)
+        if found is None:
+            return
+        found.close()
+        doomed = os.path.join(os.path.dirname(found.dir), layout.deleted_dir_name(tp, uuid.uuid4().hex))
+        os.replace(found.dir, doomed)
+        self.scheduler.schedule(f"delete-dir-{tp}", lambda: shutil.rmtree(doomed, ignore_errors=True),
+                                self.config.log_segment_delete_delay_ms)
+
+    def update_config(self, topic: str, config: LogConfig) -> None:
+        for tp, lg in self.all_logs().items():
+            if tp.topic == topic:
+                lg.update_config(config)
+
+    # --- background work -----------------------------------------------------
+
+    def cleanup_logs(self) -> int:
+        """One retention pass over every log (Kafka's cleanupLogs); returns segments deleted."""
+        deleted = 0
+        for lg in self.all_logs().values():
+            try:
+                deleted += lg.delete_old_segments_by_retention()
+            except KafkaStorageError:
+                continue  # closed under us by a topic deletion
+        return deleted
+
+    def flush_dirty_logs(self) -> None:
+        now = self.clock.milliseconds()
+        for lg in self.all_logs().values():
+            if lg.unflushed_messages > 0 and now - lg.last_flush_time >= lg.config.flush_ms:
+                lg.flush()
+
+    def checkpoint_recovery_points(self) -> None:
+        self._checkpoint(layout.RECOVERY_POINT_CHECKPOINT_FILE, lambda lg: lg.recovery_point)
+
+    def checkpoint_log_start_offsets(self) -> None:
+        self._checkpoint(layout.LOG_START_OFFSET_CHECKPOINT_FILE, lambda lg: lg.log_start_offset)
+
+    def _checkpoint(self, file_name: str, value: Callable[[Log], int]) -> None:
+        by_dir: dict[str, dict[TopicPartition, int]] = {d: {} for d in self.log_dirs}
+        for tp, lg in self.all_logs().items():
+            parent = os.path.dirname(lg.dir)
+            if parent in by_dir:
+                by_dir[parent][tp] = value(lg)
+        for d, entries in by_dir.items():
+            OffsetCheckpointFile(os.path.join(d, file_name)).write(entries)
+
+    def tick(self) -> None:
+        """Run whatever background work is due at the clock's current time."""
+        now = self.clock.milliseconds()
+        c = self.config
+        if now - self._last_retention_check >= c.log_retention_check_interval_ms:
+            self._last_retention_check = now
+            self.cleanup_logs()
+        self.flush_dirty_logs()
+        if now - self._last_recovery_checkpoint >= c.log_flush_offset_checkpoint_interval_ms:
+            self._last_recovery_checkpoint = now
+            self.checkpoint_recovery_points()
+        if now - self._last_start_checkpoint >= c.log_flush_start_offset_checkpoint_interval_ms:
+            self._last_start_checkpoint = now
+            self.checkpoint_log_start_offsets()
+        self.scheduler.run_due()
+
+    def start_background(self, interval_s: float = 0.2) -> None:
+        """Tick from a daemon thread (with the real clock)."""
+        def loop() -> None:
+            while not self._stop.wait(interval_s):
+                try:
+                    self.tick()
+                except Exception:
+                    log.exception("log manager background work failed")
+
+        self._background = threading.Thread(target=loop, name="log-manager", daemon=True)
+        self._background.start()
+
+    # --- shutdown -----------------------------------------------------------
+
+    def _release_locks(self) -> None:
+        for lock in self._locks:
+            lock.release()
+        self._locks = []
+
+    def shutdown(self) -> None:
+        """Flush, checkpoint, close, and mark each dir cleanly shut down (Kafka's shutdown)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._stop.set()
+        if self._background is not None:
+            self._background.join(timeout=30)
+        try:
+            for lg in self.all_logs().values():
+                lg.flush()
+            self.checkpoint_recovery_points()
+            self.checkpoint_log_start_offsets()
+            self.scheduler.run_all()
+            for lg in self.all_logs().values():
+                lg.close()
+            for d in self.log_dirs:
+                with open(os.path.join(d, layout.CLEAN_SHUTDOWN_FILE), "w"):
+                    pass
+        finally:
+            self._release_locks()
+
+    def partitions_of(self, topics: Iterable[str]) -> list[TopicPartition]:
+        wanted = set(topics)
+        return sorted((tp for tp in self.all_logs() if tp.topic in wanted), key=lambda t: (t.topic, t.partition))

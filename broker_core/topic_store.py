@@ -1,0 +1,121 @@
+"""Topic metadata kept in the log directories: name, topic id, partition count,
+configuration overrides.
+
+Kafka keeps this in its metadata log; an embedded seglog keeps one small JSON
+document, written atomically (temp file, fsync, rename) into every log
+directory with a version counter, so losing or reverting one directory's copy
+cannot lose a topic. Each partition directory also gets Kafka's
+``partition.metadata`` file naming the topic id.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import threading
+import uuid
+from dataclasses import dataclass, field, replace
+
+from format import layout
+from format.checkpoint import fsync_dir
+
+STORE_FILE = "seglog-topics.json"
+STORE_FORMAT_VERSION = 1
+
+
+def new_topic_id() -> str:
+    """A Kafka topic id: a random UUID in URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+
+
+@dataclass(frozen=True)
+class TopicMetadata:
+    name: str
+    topic_id: str
+    partitions: int
+    config: dict[str, str] = field(default_factory=dict)  # overrides of the broker defaults
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "topic_id": self.topic_id, "partitions": self.partitions,
+                "config": dict(sorted(self.config.items()))}
+
+    @classmethod
+    def from_json(cls, doc: dict) -> "TopicMetadata":
+        return cls(doc["name"], doc["topic_id"], int(doc["partitions"]), {k: str(v) for k, v in doc["config"].items()})
+
+
+def _atomic_write(path: str, text: str) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fsync_dir(os.path.dirname(path) or ".")
+
+
+def write_partition_metadata(partition_dir: str, topic_id: str) -> None:
+    """Kafka's ``partition.metadata``: the topic id this directory belongs to."""
+    _atomic_write(os.path.join(partition_dir, layout.PARTITION_METADATA_FILE), f"version: 0\ntopic_id: {topic_id}\n")
+
+
+class TopicStore:
+    """The topics of a broker, persisted in each of its log directories."""
+
+    def __init__(self, log_dirs: list[str]):
+        self.log_dirs = list(log_dirs)
+        self._lock = threading.Lock()
+        self._version = 0
+        self._topics: dict[str, TopicMetadata] = {}
+        self._load()
+
+    def _load(self) -> None:
+        best = None
+        for d in self.log_dirs:
+            path = os.path.join(d, STORE_FILE)
+            try:
+                with open(path, encoding="utf-8") as f:
+                    doc = json.load(f)
+            except FileNotFoundError:
+                continue
+            except (OSError, ValueError) as exc:
+                raise ValueError(f"{path}: unreadable topic metadata: {exc}") from exc
+            if best is None or doc.get("version", 0) > best.get("version", 0):
+                best = doc
+        if best is not None:
+            self._version = int(best.get("version", 0))
+            self._topics = {t["name"]: TopicMetadata.from_json(t) for t in best.get("topics", [])}
+
+    def _save(self) -> None:
+        self._version += 1
+        doc = {"format": STORE_FORMAT_VERSION, "version": self._version,
+               "topics": [t.to_json() for t in sorted(self._topics.values(), key=lambda t: t.name)]}
+        text = json.dumps(doc, indent=1, sort_keys=True)
+        for d in self.log_dirs:
+            _atomic_write(os.path.join(d, STORE_FILE), text)
+
+    def get(self, name: str) -> TopicMetadata | None:
+        with self._lock:
+            return self._topics.get(name)
+
+    def all(self) -> list[TopicMetadata]:
+        with self._lock:
+            return sorted(self._topics.values(), key=lambda t: t.name)
+
+    def put(self, topic: TopicMetadata) -> None:
+        with self._lock:
+            self._topics[topic.name] = topic
+            self._save()
+
+    def update(self, name: str, **changes) -> TopicMetadata:
+        with self._lock:
+            topic = replace(self._topics[name], **changes)
+            self._topics[name] = topic
+            self._save()
+            return topic
+
+    def remove(self, name: str) -> None:
+        with self._lock:
+            if self._topics.pop(name, None) is not None:
+                self._save()
