@@ -98,6 +98,8 @@ def _produce(args: argparse.Namespace) -> int:
 
 
 def _consume(args: argparse.Namespace) -> int:
+    from .errors import OffsetOutOfRangeError
+
     if args.offset is not None and args.partition is None:
         raise ValueError("--offset needs --partition")
     if args.offset is not None and args.from_beginning:
@@ -109,6 +111,11 @@ def _consume(args: argparse.Namespace) -> int:
         for p in partitions:
             if args.offset is not None:
                 position = args.offset
+                earliest = broker.list_offsets(args.topic, p, "earliest").offset
+                latest = broker.list_offsets(args.topic, p, "latest").offset
+                if not earliest <= position <= latest:
+                    raise OffsetOutOfRangeError(f"offset {position} of {args.topic}-{p} is outside "
+                                                f"[{earliest}, {latest}]")
             elif args.from_beginning:
                 position = broker.list_offsets(args.topic, p, "earliest").offset
             else:

@@ -81,6 +81,9 @@ class Log:
         self.scheduler = scheduler
         self._segments = segments
         self._bases = [s.base_offset for s in segments]
+        for segment in segments:
+            if segment.created_ms is None:
+                segment.created_ms = clock.milliseconds()
         self._lock = threading.RLock()
         self._log_end_offset = next_offset
         self.recovery_point = recovery_point
@@ -268,6 +271,7 @@ class Log:
             jitter = random.randrange(self.config.segment_jitter_ms) if self.config.segment_jitter_ms > 0 else 0
             segment = LogSegment.open(self.dir, new_base, index_interval_bytes=self.config.index_interval_bytes,
                                       max_index_size=self.config.segment_index_bytes, rolling_jitter_ms=jitter)
+            segment.created_ms = self.clock.milliseconds()
             self._segments.append(segment)
             self._bases.append(new_base)
             # Kafka flushes the sealed segment asynchronously; its data is below the new base.
@@ -408,6 +412,7 @@ class Log:
                 segment.delete()
             segment = LogSegment.open(self.dir, new_offset, index_interval_bytes=self.config.index_interval_bytes,
                                       max_index_size=self.config.segment_index_bytes)
+            segment.created_ms = self.clock.milliseconds()
             self._segments = [segment]
             self._bases = [new_offset]
             self._log_end_offset = new_offset

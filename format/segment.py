@@ -66,6 +66,8 @@ class LogSegment:
         self.bytes_since_last_index_entry = 0
         self._max_timestamp_and_offset: TimestampAndOffset | None = None
         self.rolling_based_timestamp: int | None = None
+        # When the owner created (or last emptied) the segment: the roll clock without timestamps.
+        self.created_ms: int | None = None
         # Why the last recovery stopped early, if it did (for the log's warning).
         self.last_recovery_error: CorruptRecordError | None = None
 
@@ -278,9 +280,15 @@ class LogSegment:
     # --- rolling -----------------------------------------------------------
 
     def time_waited_for_roll(self, now: int, message_timestamp: int) -> int:
-        if self.rolling_based_timestamp is None or self.rolling_based_timestamp < 0:
-            self.rolling_based_timestamp = message_timestamp if message_timestamp >= 0 else now
-        return now - self.rolling_based_timestamp
+        """How long this segment has been open, measured as Kafka does: in message time
+        (the incoming timestamp minus the segment's first), falling back to the wall
+        clock since the segment was created when it has no timestamp yet."""
+        if self.rolling_based_timestamp is None and self.size > 0:
+            first = next(self.log.batch_headers(), None)
+            self.rolling_based_timestamp = first[1].max_timestamp if first else None
+        if self.rolling_based_timestamp is not None and self.rolling_based_timestamp >= 0:
+            return message_timestamp - self.rolling_based_timestamp
+        return now - (self.created_ms if self.created_ms is not None else now)
 
     def should_roll(self, params: RollParams) -> bool:
         """Kafka's reasons: size, age, a full index, or an offset out of int32 range."""

@@ -125,7 +125,7 @@ def test_should_roll_on_size_time_and_offset_range(tmp_path):
 
     assert not segment.should_roll(params())
     assert segment.should_roll(params(max_segment_bytes=segment.size + 50))
-    assert segment.should_roll(params(now=1009 + 10_001))
+    assert segment.should_roll(params(max_timestamp_in_messages=1009 + 10_001))
     assert segment.should_roll(params(max_offset_in_messages=1 << 31))
 
 
