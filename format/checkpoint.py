@@ -204,6 +204,10 @@ class OffsetCheckpointFile:
         """Offsets by partition; {} if the file does not exist. A repeated partition keeps its last line."""
         return dict(self._checkpoint.read())
 
+    def parse(self, text: str) -> dict[TopicPartition, int]:
+        """Offsets by partition from a checkpoint's text (read elsewhere, e.g. through fsspec)."""
+        return dict(self._checkpoint.parse(text))
+
 
 @dataclass(frozen=True, slots=True)
 class EpochEntry:

@@ -77,6 +77,17 @@ class SegmentReader:
             start = 0  # an index ahead of a truncated log: fall back to a scan
         return self.records.search_for_offset(offset, start)
 
+    def next_offset(self) -> int | None:
+        """The offset after the last complete batch, or None when the segment holds none."""
+        entries = self.offset_index.entries
+        start = self.offset_index.entry(entries - 1).position if entries else 0
+        if start > self.size:
+            start = 0
+        last = None
+        for _, header in self.records.batch_headers(start):
+            last = header
+        return None if last is None else last.next_offset
+
     def find_offset_by_timestamp(self, timestamp: int, starting_offset: int | None = None
                                  ) -> TimestampAndOffset | None:
         starting_offset = self.base_offset if starting_offset is None else starting_offset

@@ -1,0 +1,128 @@
+"""What a log directory holds, read from its files alone: topics, partitions,
+segments, and each partition's log start and end offsets.
+
+Nothing is locked: a broker may be writing the directory. The end offset is
+that of the last complete batch (a torn tail is not data yet); a segment that
+vanishes while being looked at (retention, compaction) is simply not there.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from format import layout
+from format.checkpoint import OffsetCheckpointFile
+from format.fs import filesystem_for, join
+from format.segment_reader import SegmentReader
+
+log = logging.getLogger(__name__)
+
+INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
+
+
+@dataclass(frozen=True)
+class SegmentInfo:
+    base_offset: int
+    size: int
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    topic: str
+    partition: int
+    directory: str
+    segments: tuple[SegmentInfo, ...]
+    log_start_offset: int
+    log_end_offset: int
+
+    @property
+    def size(self) -> int:
+        return sum(s.size for s in self.segments)
+
+
+class LogDirectory:
+    """A log directory on any fsspec filesystem."""
+
+    def __init__(self, url: str, storage_options=None):
+        self.url = url
+        self.storage_options = dict(storage_options or {})
+        self.fs, self.root = filesystem_for(url, self.storage_options)
+
+    def _names(self, path: str) -> list[tuple[str, dict]]:
+        # Listings must be fresh: segments come and go while a broker runs.
+        self.fs.invalidate_cache(path)
+        try:
+            entries = self.fs.ls(path, detail=True)
+        except FileNotFoundError:
+            return []
+        return [(e["name"].rstrip("/").rsplit("/", 1)[-1], e) for e in entries]
+
+    def partitions(self, include_internal: bool = False) -> list[layout.TopicPartition]:
+        """Every partition directory, in topic and partition order."""
+        out = []
+        for name, entry in self._names(self.root):
+            if entry.get("type") != "directory" or layout.is_deleted_dir(name) or layout.is_future_dir(name):
+                continue
+            try:
+                tp = layout.parse_partition_dir(name)
+            except ValueError:
+                continue
+            if not include_internal and tp.topic in INTERNAL_TOPICS:
+                continue
+            out.append(tp)
+        return sorted(out, key=lambda tp: (tp.topic, tp.partition))
+
+    def topics(self, include_internal: bool = False) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for tp in self.partitions(include_internal):
+            out.setdefault(tp.topic, []).append(tp.partition)
+        return out
+
+    def partition_dir(self, tp: layout.TopicPartition) -> str:
+        return join(self.fs, self.root, layout.partition_dir_name(tp))
+
+    def segments(self, tp: layout.TopicPartition) -> list[SegmentInfo]:
+        out = []
+        for name, entry in self._names(self.partition_dir(tp)):
+            if name.endswith(layout.LOG_FILE_SUFFIX):
+                try:
+                    out.append(SegmentInfo(layout.offset_from_file_name(name), int(entry.get("size") or 0)))
+                except ValueError:
+                    continue
+        return sorted(out, key=lambda s: s.base_offset)
+
+    def _checkpointed_start_offsets(self) -> dict[layout.TopicPartition, int]:
+        path = join(self.fs, self.root, layout.LOG_START_OFFSET_CHECKPOINT_FILE)
+        try:
+            text = self.fs.cat_file(path).decode("utf-8")
+        except FileNotFoundError:
+            return {}
+        try:
+            return OffsetCheckpointFile(path).parse(text)
+        except Exception as exc:  # a checkpoint half-written by its owner: fall back to the files
+            log.warning("ignoring %s: %s", path, exc)
+            return {}
+
+    def reader(self, tp: layout.TopicPartition, segment: SegmentInfo) -> SegmentReader:
+        return SegmentReader(self.fs, self.partition_dir(tp), segment.base_offset, segment.size)
+
+    def describe(self, tp: layout.TopicPartition, start_offsets: dict | None = None) -> PartitionInfo:
+        """The partition's segments and its start and end offsets, from the files."""
+        segments = self.segments(tp)
+        if not segments:
+            return PartitionInfo(tp.topic, tp.partition, self.partition_dir(tp), (), 0, 0)
+        starts = self._checkpointed_start_offsets() if start_offsets is None else start_offsets
+        end = segments[-1].base_offset
+        for segment in reversed(segments):
+            with self.reader(tp, segment) as reader:
+                found = reader.next_offset()
+            if found is not None:
+                end = max(found, segments[-1].base_offset)
+                break
+        start = max(segments[0].base_offset, min(starts.get(tp, 0), end))
+        return PartitionInfo(tp.topic, tp.partition, self.partition_dir(tp), tuple(segments), start, end)
+
+    def describe_all(self, partitions: list[layout.TopicPartition]) -> dict[layout.TopicPartition, PartitionInfo]:
+        starts = self._checkpointed_start_offsets()
+        return {tp: self.describe(tp, starts) for tp in partitions}

@@ -1,0 +1,160 @@
+"""Offset-range planning on the driver: which partitions, from where to where, and
+how the ranges become Spark tasks. Plain functions over the files' metadata,
+tested without a SparkSession.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+from format.layout import TopicPartition
+
+from .discovery import LogDirectory, PartitionInfo
+from .options import EARLIEST, LATEST, OffsetSpec, SeglogOptionError, SourceOptions
+
+
+@dataclass(frozen=True)
+class OffsetRange:
+    """Records ``from_offset <= offset < until_offset`` of one partition: one Spark task."""
+
+    topic: str
+    partition: int
+    from_offset: int
+    until_offset: int
+
+    @property
+    def size(self) -> int:
+        return max(0, self.until_offset - self.from_offset)
+
+    @property
+    def topic_partition(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+
+def select_partitions(directory: LogDirectory, options: SourceOptions) -> list[TopicPartition]:
+    """The partitions the query reads, by subscribe, subscribePattern or assign."""
+    if options.assign:
+        present = directory.topics(include_internal=True)
+        out = []
+        for topic, partitions in options.assign.items():
+            if topic not in present:
+                raise SeglogOptionError(f"option assign names topic {topic!r}, which has no partition in "
+                                        f"{directory.url}")
+            for p in partitions:
+                if p not in present[topic]:
+                    raise SeglogOptionError(f"option assign names partition {topic}-{p}, which is not in "
+                                            f"{directory.url} (the topic has {sorted(present[topic])})")
+                out.append(TopicPartition(topic, p))
+        return sorted(out, key=lambda tp: (tp.topic, tp.partition))
+    include_internal = bool(options.subscribe)
+    return [tp for tp in directory.partitions(include_internal) if options.selects(tp.topic)]
+
+
+def to_offsets_json(offsets: Mapping[TopicPartition, int]) -> dict:
+    """Spark's Kafka offset layout: {"topic": {"0": 23}}."""
+    out: dict[str, dict[str, int]] = {}
+    for tp in sorted(offsets, key=lambda t: (t.topic, t.partition)):
+        out.setdefault(tp.topic, {})[str(tp.partition)] = int(offsets[tp])
+    return out
+
+
+def from_offsets_json(doc: Mapping) -> dict[TopicPartition, int]:
+    return {TopicPartition(topic, int(p)): int(o) for topic, parts in doc.items() for p, o in parts.items()}
+
+
+def resolve(spec: OffsetSpec, infos: Mapping[TopicPartition, PartitionInfo], *, option: str, is_start: bool,
+            find_by_timestamp: Callable[[TopicPartition, int], int | None],
+            group_offsets: Callable[[], Mapping[TopicPartition, int]] | None = None,
+            strict_partitions: bool = True) -> dict[TopicPartition, int]:
+    """Turn startingOffsets/endingOffsets (or their timestamp forms) into an offset per partition."""
+    out = {}
+    committed = group_offsets() if spec.kind == "group" and group_offsets else {}
+    for tp, info in infos.items():
+        if spec.kind == "earliest":
+            out[tp] = info.log_start_offset
+        elif spec.kind == "latest":
+            out[tp] = info.log_end_offset
+        elif spec.kind == "group":
+            out[tp] = committed.get(tp, info.log_start_offset)
+        elif spec.kind == "offsets":
+            offset = spec.for_partition(tp.topic, tp.partition)
+            if offset is None:
+                if strict_partitions:
+                    raise SeglogOptionError(f"option {option} gives no offset for {tp}: name every partition "
+                                            f"the query reads")
+                offset = EARLIEST if is_start else LATEST
+            out[tp] = (info.log_start_offset if offset == EARLIEST else info.log_end_offset if offset == LATEST
+                       else offset)
+        else:
+            ts = spec.timestamp if spec.kind == "timestamp" else spec.for_partition(tp.topic, tp.partition)
+            if ts is None:
+                raise SeglogOptionError(f"option {option} gives no timestamp for {tp}")
+            if ts in (EARLIEST, LATEST) and spec.kind == "timestamps":
+                out[tp] = info.log_start_offset if ts == EARLIEST else info.log_end_offset
+                continue
+            found = find_by_timestamp(tp, ts)
+            out[tp] = info.log_end_offset if found is None else found
+    return out
+
+
+def check_ranges(start: Mapping[TopicPartition, int], end: Mapping[TopicPartition, int]) -> None:
+    for tp, until in end.items():
+        begin = start.get(tp)
+        if begin is not None and until < begin:
+            raise SeglogOptionError(f"the ending offset {until} of {tp} is before its starting offset {begin}")
+
+
+def rate_limit(start: Mapping[TopicPartition, int], latest: Mapping[TopicPartition, int],
+               max_offsets: int) -> dict[TopicPartition, int]:
+    """Spread ``max_offsets`` over the partitions in proportion to their backlog, as Spark's
+    Kafka source does (fractions below one round up so small partitions still move)."""
+    backlog = {tp: max(0, latest[tp] - start.get(tp, latest[tp])) for tp in latest}
+    total = sum(backlog.values())
+    if total <= max_offsets:
+        return dict(latest)
+    out = {}
+    for tp, until in latest.items():
+        begin = start.get(tp, until)
+        share = max_offsets * backlog[tp] / total
+        step = math.ceil(share) if share < 1 else math.floor(share)
+        out[tp] = min(until, begin + step)
+    return out
+
+
+def split_ranges(ranges: list[OffsetRange], *, min_partitions: int | None,
+                 max_records_per_partition: int | None,
+                 boundaries: Callable[[OffsetRange], list[int]] | None = None) -> list[OffsetRange]:
+    """Split ranges into more tasks: each at most ``max_records_per_partition`` records, and
+    at least ``min_partitions`` tasks overall, large partitions split first (Spark's rule).
+
+    ``boundaries(range)`` may offer batch-start offsets inside the range; split points
+    snap to the nearest one, so no two tasks decode the same batch.
+    """
+    ranges = [r for r in ranges if r.size > 0]
+    parts = {r: 1 for r in ranges}
+    if max_records_per_partition:
+        for r in ranges:
+            parts[r] = max(parts[r], math.ceil(r.size / max_records_per_partition))
+    total = sum(r.size for r in ranges)
+    if min_partitions and sum(parts.values()) < min_partitions and total > 0:
+        for r in ranges:
+            parts[r] = max(parts[r], math.ceil(min_partitions * r.size / total))
+    out = []
+    for r in ranges:
+        n = min(parts[r], r.size)
+        if n <= 1:
+            out.append(r)
+            continue
+        snaps = sorted(set(boundaries(r))) if boundaries else []
+        cuts = []
+        for i in range(1, n):
+            ideal = r.from_offset + (r.size * i) // n
+            if snaps:
+                ideal = min(snaps, key=lambda b: (abs(b - ideal), b))
+            if r.from_offset < ideal < r.until_offset and (not cuts or ideal > cuts[-1]):
+                cuts.append(ideal)
+        edges = [r.from_offset, *cuts, r.until_offset]
+        out.extend(OffsetRange(r.topic, r.partition, a, b) for a, b in zip(edges, edges[1:]))
+    return out

@@ -1,0 +1,72 @@
+"""Reading one offset range on an executor: segment files straight into Arrow.
+
+The task lists the partition's segments itself (the driver's listing may be
+stale), starts at the segment holding the first offset, and reads segment after
+segment until the range is done. Retention may delete segments under it: a
+range that starts below what is left is data loss, which fails the task
+naming topic, partition and offsets when ``failOnDataLoss`` is true, and skips
+ahead with a warning otherwise.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+from typing import Iterator
+
+import pyarrow as pa
+
+from format.layout import TopicPartition
+
+from .discovery import LogDirectory
+from .planning import OffsetRange
+
+log = logging.getLogger(__name__)
+
+
+class DataLossError(RuntimeError):
+    """Offsets a query needed are gone (retention); raised when failOnDataLoss is true."""
+
+
+def data_loss(message: str, fail_on_data_loss: bool) -> None:
+    if fail_on_data_loss:
+        raise DataLossError(message + ". Some data may have been lost because it is no longer available "
+                            "(retention deleted it). If you want your query to go on, set the option "
+                            "failOnDataLoss to false.")
+    log.warning("%s; skipping ahead (failOnDataLoss is false)", message)
+
+
+def read_range(directory: LogDirectory, r: OffsetRange, *, include_headers: bool, fail_on_data_loss: bool,
+               chunk_bytes: int) -> Iterator[pa.RecordBatch]:
+    """Arrow record batches holding the records of ``r``, in offset order."""
+    tp = TopicPartition(r.topic, r.partition)
+    position = r.from_offset
+    while position < r.until_offset:
+        segments = directory.segments(tp)
+        if not segments:
+            data_loss(f"partition {tp} has no segment left; offsets {position} to {r.until_offset} are gone",
+                      fail_on_data_loss)
+            return
+        bases = [s.base_offset for s in segments]
+        if position < bases[0]:
+            data_loss(f"offsets {position} to {min(bases[0], r.until_offset)} of {tp} are gone: the log now "
+                      f"starts at {bases[0]}", fail_on_data_loss)
+            position = bases[0]
+            continue
+        i = bisect.bisect_right(bases, position) - 1
+        segment = segments[i]
+        next_base = bases[i + 1] if i + 1 < len(bases) else None
+        until = r.until_offset if next_base is None else min(r.until_offset, next_base)
+        try:
+            with directory.reader(tp, segment) as reader:
+                for batch in reader.iter_arrow(r.topic, r.partition, position, until, include_headers,
+                                               chunk_bytes):
+                    yield batch
+                    position = batch.column("offset")[-1].as_py() + 1
+        except FileNotFoundError:
+            # Deleted while being read: list again; the data-loss rule decides what follows.
+            log.info("segment %d of %s vanished while being read; listing again", segment.base_offset, tp)
+            continue
+        if next_base is None:
+            return  # the active segment: what is not there yet is past the log end
+        position = max(position, until)

@@ -1,0 +1,246 @@
+"""The ``seglog`` Spark data source: thin adapters from Spark's calls to the
+connector's planning and reading functions.
+
+    spark.read.format("seglog").option("path", "/data/logs").option("subscribe", "orders").load()
+    spark.readStream.format("seglog").option("path", "s3://bucket/logs").option("subscribe", "orders") \
+        .option("groupId", "orders-etl").load()
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Iterator
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows,
+                                              SupportsTriggerAvailableNow)
+
+from format.layout import TopicPartition
+
+from .discovery import LogDirectory, PartitionInfo
+from .options import SeglogOptionError, SourceOptions, parse_options
+from .planning import (OffsetRange, check_ranges, from_offsets_json, resolve, select_partitions, split_ranges,
+                       rate_limit, to_offsets_json)
+from .reading import data_loss, read_range
+
+log = logging.getLogger(__name__)
+
+KAFKA_SCHEMA = ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
+                "timestampType int")
+HEADERS_COLUMN = "headers array<struct<key: string, value: binary>>"
+
+
+class RangePartition(InputPartition):
+    """One Spark task: an offset range of one partition."""
+
+    def __init__(self, offset_range: OffsetRange):
+        super().__init__(offset_range)
+        self.offset_range = offset_range
+
+
+class _Planner:
+    """Driver-side state shared by the batch and streaming readers."""
+
+    def __init__(self, options: SourceOptions):
+        self.options = options
+        self.directory = LogDirectory(options.path, options.storage_options)
+
+    def partitions(self) -> list[TopicPartition]:
+        return select_partitions(self.directory, self.options)
+
+    def infos(self) -> dict[TopicPartition, PartitionInfo]:
+        return self.directory.describe_all(self.partitions())
+
+    def find_by_timestamp(self, tp: TopicPartition, timestamp: int) -> int | None:
+        for segment in self.directory.segments(tp):
+            with self.directory.reader(tp, segment) as reader:
+                found = reader.find_offset_by_timestamp(timestamp)
+            if found is not None:
+                return found.offset
+        return None
+
+    def group_offsets(self) -> dict[TopicPartition, int]:
+        from broker_core.group_offsets import read_committed_offsets
+
+        groups = read_committed_offsets(self.directory.fs, self.directory.root, self.options.group_id)
+        return {tp: c.offset for tp, c in groups.get(self.options.group_id, {}).items()}
+
+    def resolve(self, spec, infos, *, option: str, is_start: bool, strict: bool = True) -> dict[TopicPartition, int]:
+        return resolve(spec, infos, option=option, is_start=is_start, find_by_timestamp=self.find_by_timestamp,
+                       group_offsets=self.group_offsets, strict_partitions=strict)
+
+    def tasks(self, start: dict[TopicPartition, int], end: dict[TopicPartition, int],
+              infos: dict[TopicPartition, PartitionInfo]) -> list[RangePartition]:
+        ranges = []
+        for tp, until in sorted(end.items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
+            begin = start.get(tp, infos[tp].log_start_offset if tp in infos else until)
+            info = infos.get(tp)
+            if info is not None and begin < info.log_start_offset:
+                data_loss(f"offsets {begin} to {min(until, info.log_start_offset)} of {tp} are gone: the log now "
+                          f"starts at {info.log_start_offset}", self.options.fail_on_data_loss)
+                begin = min(info.log_start_offset, until)
+            if until > begin:
+                ranges.append(OffsetRange(tp.topic, tp.partition, begin, until))
+        ranges = split_ranges(ranges, min_partitions=self.options.min_partitions,
+                              max_records_per_partition=self.options.max_records_per_partition,
+                              boundaries=self.batch_boundaries)
+        return [RangePartition(r) for r in ranges]
+
+    def batch_boundaries(self, r: OffsetRange) -> list[int]:
+        """Offsets where a batch starts inside ``r``, from the sparse offset indexes."""
+        tp = r.topic_partition
+        out = []
+        for segment in self.directory.segments(tp):
+            if segment.base_offset >= r.until_offset:
+                break
+            out.append(segment.base_offset)
+            with self.directory.reader(tp, segment) as reader:
+                index = reader.offset_index
+                out.extend(index.entry(n).offset + 1 for n in range(index.entries))
+        return [b for b in out if r.from_offset < b < r.until_offset]
+
+
+def _read(options: SourceOptions, partition: RangePartition) -> Iterator[pa.RecordBatch]:
+    directory = LogDirectory(options.path, options.storage_options)
+    yield from read_range(directory, partition.offset_range, include_headers=options.include_headers,
+                          fail_on_data_loss=options.fail_on_data_loss, chunk_bytes=options.chunk_bytes)
+
+
+class SeglogBatchReader(DataSourceReader):
+    def __init__(self, options: SourceOptions):
+        self.options = options
+        planner = _Planner(options)
+        infos = planner.infos()
+        start = planner.resolve(options.starting, infos, option="startingOffsets", is_start=True)
+        end = planner.resolve(options.ending, infos, option="endingOffsets", is_start=False)
+        check_ranges(start, end)
+        self._partitions = planner.tasks(start, end, infos)
+
+    def partitions(self):
+        return self._partitions
+
+    def read(self, partition):
+        return _read(self.options, partition)
+
+
+class SeglogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, options: SourceOptions):
+        self.options = options
+        self._planner = _Planner(options)
+        self._target: dict[TopicPartition, int] | None = None
+        self._latest: dict[TopicPartition, int] | None = None
+        self._last_trigger_ms = time.monotonic() * 1000
+        self._committed: dict | None = None
+
+    def initialOffset(self) -> dict:
+        infos = self._planner.infos()
+        start = self._planner.resolve(self.options.starting, infos, option="startingOffsets", is_start=True,
+                                      strict=False)
+        return to_offsets_json(start)
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.options.max_offsets_per_trigger is not None:
+            return ReadMaxRows(self.options.max_offsets_per_trigger)
+        if self.options.min_offsets_per_trigger is not None:
+            return ReadMinRows(self.options.min_offsets_per_trigger)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._target = {tp: info.log_end_offset for tp, info in self._planner.infos().items()}
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        # Everything below ``start`` is done: Spark plans the next batch only after the
+        # previous one committed. Committing here keeps the group at most one trigger behind.
+        self._commit_group(start)
+        begin = from_offsets_json(start)
+        infos = self._planner.infos()
+        latest = {tp: info.log_end_offset for tp, info in infos.items()}
+        for tp, info in infos.items():
+            begin.setdefault(tp, info.log_start_offset)  # a partition created mid-query starts at earliest
+        for tp, offset in begin.items():
+            latest.setdefault(tp, offset)  # a partition that vanished makes no progress
+        if self._target is not None:
+            latest = {tp: min(offset, self._target.get(tp, begin[tp])) if tp in self._target else begin[tp]
+                      for tp, offset in latest.items()}
+        latest = {tp: max(offset, begin[tp]) for tp, offset in latest.items()}
+        self._latest = latest
+        if isinstance(limit, ReadAllAvailable):
+            end = latest
+        else:
+            backlog = sum(latest[tp] - begin[tp] for tp in latest)
+            min_rows = limit.min_rows if isinstance(limit, ReadMinRows) else self.options.min_offsets_per_trigger
+            waited = time.monotonic() * 1000 - self._last_trigger_ms
+            if min_rows is not None and backlog < min_rows and waited < self.options.max_trigger_delay_ms:
+                return to_offsets_json(begin)
+            end = rate_limit(begin, latest, limit.max_rows) if isinstance(limit, ReadMaxRows) else latest
+        if end != begin:
+            self._last_trigger_ms = time.monotonic() * 1000
+        return to_offsets_json(end)
+
+    def reportLatestOffset(self):
+        return None if self._latest is None else to_offsets_json(self._latest)
+
+    def partitions(self, start: dict, end: dict):
+        infos = self._planner.infos()
+        return self._planner.tasks(from_offsets_json(start), from_offsets_json(end), infos)
+
+    def read(self, partition):
+        return _read(self.options, partition)
+
+    def commit(self, end: dict) -> None:
+        self._commit_group(end)
+
+    def _commit_group(self, offsets: dict) -> None:
+        if not self.options.group_id or not offsets or offsets == self._committed:
+            return
+        from .group_commit import commit_group_offsets
+
+        commit_group_offsets(self.options, from_offsets_json(offsets))
+        self._committed = offsets
+
+
+class SeglogDataSource(DataSource):
+    """``format("seglog")``: Spark's Kafka source columns, read from segment files."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "seglog"
+
+    def _options(self, streaming: bool) -> SourceOptions:
+        return parse_options(self.options, streaming=streaming)
+
+    def schema(self):
+        options = parse_options(self.options, streaming=None)
+        if options.view is not None:
+            from .views import view_schema
+
+            return view_schema(options.view)
+        if options.assign:
+            _Planner(options).partitions()  # an unknown topic or partition fails load()
+        return KAFKA_SCHEMA + (", " + HEADERS_COLUMN if options.include_headers else "")
+
+    def reader(self, schema):
+        options = self._options(streaming=False)
+        if options.view is not None:
+            from .views import ViewReader
+
+            return ViewReader(options)
+        return SeglogBatchReader(options)
+
+    def streamReader(self, schema):
+        options = self._options(streaming=True)
+        if options.view is not None:
+            raise SeglogOptionError(f"option view={options.view} is for batch reads and the spark-sql shell")
+        return SeglogStreamReader(options)
+
+    def writer(self, schema, overwrite: bool):
+        from .sink import SeglogWriter
+
+        return SeglogWriter(dict(self.options), schema, overwrite)
+
+    def streamWriter(self, schema, overwrite: bool):
+        from .sink import SeglogStreamWriter
+
+        return SeglogStreamWriter(dict(self.options), schema, overwrite)

@@ -1,0 +1,67 @@
+import pytest
+
+from connector.options import SeglogOptionError, parse_options
+
+BASE = {"path": "/data/logs", "subscribe": "orders"}
+
+
+def test_defaults_follow_sparks_kafka_source():
+    batch = parse_options(BASE)
+    assert batch.starting.kind == "earliest" and batch.ending.kind == "latest"
+    assert batch.fail_on_data_loss and not batch.include_headers
+    assert parse_options(BASE, streaming=True).starting.kind == "latest"
+
+
+def test_option_names_are_case_insensitive():
+    opts = parse_options({"PATH": "/x", "SubScribe": "a,b", "failondataloss": "FALSE", "INCLUDEHEADERS": "true"})
+    assert opts.subscribe == ("a", "b") and not opts.fail_on_data_loss and opts.include_headers
+
+
+def test_offsets_json_is_parsed_per_partition():
+    opts = parse_options({**BASE, "startingOffsets": '{"orders": {"0": 23, "1": -2}}',
+                          "endingOffsets": '{"orders": {"0": -1, "1": 50}}'})
+    assert opts.starting.for_partition("orders", 0) == 23 and opts.starting.for_partition("orders", 1) == -2
+    assert opts.ending.for_partition("orders", 1) == 50
+
+
+@pytest.mark.parametrize("extra, option", [
+    ({"assign": '{"orders": [0]}'}, "subscribe and assign"),
+    ({"startingOffsets": '{"orders": {"0": 1'}, "startingOffsets"),
+    ({"startingOffsets": '{"orders": [1]}'}, "startingOffsets"),
+    ({"endingOffsets": '{"orders": {"0": "x"}}'}, "endingOffsets"),
+    ({"view": "lag"}, "view"),
+    ({"failOnDataLoss": "maybe"}, "failOnDataLoss"),
+    ({"minPartitions": "0"}, "minPartitions"),
+    ({"maxOffsetsPerTrigger": "ten"}, "maxOffsetsPerTrigger"),
+    ({"startingTimestamp": "yesterday"}, "startingTimestamp"),
+    ({"startingTimestamp": "1", "startingOffsets": "earliest"}, "startingOffsets and startingTimestamp"),
+    ({"subscribePattern": "orders["}, "subscribePattern"),
+    ({"startingOffsets": "group"}, "groupId"),
+    ({"minOffsetsPerTrigger": "10", "maxOffsetsPerTrigger": "5"}, "minOffsetsPerTrigger"),
+    ({"maxTriggerDelay": "soon"}, "maxTriggerDelay"),
+    ({"colour": "blue"}, "colour"),
+])
+def test_bad_options_name_the_option(extra, option):
+    with pytest.raises(SeglogOptionError, match=option):
+        parse_options({**BASE, **extra}, streaming=None)
+
+
+def test_a_topic_selector_and_a_path_are_required():
+    with pytest.raises(SeglogOptionError, match="subscribe, subscribePattern or assign"):
+        parse_options({"path": "/x"})
+    with pytest.raises(SeglogOptionError, match="path"):
+        parse_options({"subscribe": "t"})
+
+
+def test_mode_specific_rules():
+    with pytest.raises(SeglogOptionError, match="latest is for streaming"):
+        parse_options({**BASE, "startingOffsets": "latest"}, streaming=False)
+    with pytest.raises(SeglogOptionError, match="batch queries only"):
+        parse_options({**BASE, "endingOffsets": "latest"}, streaming=True)
+    assert parse_options({**BASE, "startingOffsets": "latest"}, streaming=None).starting.kind == "latest"
+
+
+def test_storage_options_are_passed_to_the_filesystem():
+    opts = parse_options({**BASE, "storage.key": "k", "storage.endpoint_url": "http://127.0.0.1:1",
+                          "storage.anon": "false"})
+    assert opts.storage_options == {"key": "k", "endpoint_url": "http://127.0.0.1:1", "anon": False}
