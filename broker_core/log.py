@@ -159,8 +159,10 @@ class Log:
             raise CorruptMessageError(f"{self}: {exc}") from None
         if not batches:
             raise InvalidRecordError(f"{self}: the append holds no record batch")
-        data = self._validate(data, batches, now, from_client)
-        batches = list(iter_batches(data, stop_at_partial=False))
+        validated = self._validate(data, batches, now, from_client)
+        if validated is not data:  # re-compressed: walk the new bytes
+            data = validated
+            batches = list(iter_batches(data, stop_at_partial=False))
         with self._lock:
             self._check_open()
             next_offset = self._log_end_offset

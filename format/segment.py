@@ -305,7 +305,6 @@ class LogSegment:
         self.time_index.maybe_append(max_ts.timestamp, max_ts.offset, skip_full_check=True)
         self.offset_index.trim_to_valid_size()
         self.time_index.trim_to_valid_size()
-        self.log.flush()
 
     # --- files -----------------------------------------------------------
 
