@@ -1,7 +1,9 @@
-"""seglog's demo: an embedded broker, two topics, keyed events, and a look at the files.
+"""seglog's main job: events into an embedded log, Spark reading them into Parquet under a
+consumer group, and the offsets and lag to show for it.
 
-Run with ``make demo``. Everything lands in ``demo-data/logs`` (or the directory
-given as the first argument) in Apache Kafka's own on-disk layout.
+Run with ``make demo``. Everything lands in ``demo-data/`` (or the directory given as the
+first argument): ``logs/`` in Apache Kafka's own on-disk layout, ``pipeline/`` with the
+Parquet output and the query's checkpoint.
 """
 
 from __future__ import annotations
@@ -11,56 +13,76 @@ import os
 import shutil
 import sys
 
-from broker_core import Broker
-from broker_core.cli import main as seglog
-from format import layout
-from format.fs import filesystem_for
-from format.record import Header, SimpleRecord
-from format.segment_reader import SegmentReader
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from broker_core import Broker  # noqa: E402
+from broker_core.cli import main as seglog  # noqa: E402
+from format.record import Header, SimpleRecord  # noqa: E402
+from spark_session import local_spark  # noqa: E402
+from streaming_to_parquet import run as run_pipeline  # noqa: E402
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 CUSTOMERS = ["alice", "bob", "carol", "dave", "erin", "frank"]
 
 
-def produce_sample_events(broker: Broker) -> None:
-    broker.create_topic("orders", 3, {"segment.bytes": 16384})
-    broker.create_topic("customers", 1, {"cleanup.policy": "compact"})
-    orders = []
-    for i in range(600):
+def order_events(first: int, count: int) -> list[SimpleRecord]:
+    out = []
+    for i in range(first, first + count):
         customer = CUSTOMERS[i % len(CUSTOMERS)]
         event = {"order_id": 10_000 + i, "customer": customer, "amount": round(5 + (i * 7.31) % 200, 2)}
-        orders.append(SimpleRecord(json.dumps(event).encode(), customer.encode(), T0 + i * 1000,
-                                   (Header("source", b"demo"),)))
-    for start in range(0, len(orders), 50):
-        broker.produce("orders", orders[start:start + 50], compression="lz4")
-    broker.produce("customers", [SimpleRecord(json.dumps({"name": c, "tier": "gold" if i % 2 else "silver"})
-                                              .encode(), c.encode(), T0) for i, c in enumerate(CUSTOMERS)])
-    broker.produce("customers", [SimpleRecord(None, b"frank", T0 + 5000)])  # a tombstone
+        out.append(SimpleRecord(json.dumps(event).encode(), customer.encode(), T0 + i * 1000,
+                                (Header("source", b"demo"),)))
+    return out
+
+
+def produce(log_dir: str, first: int, count: int) -> None:
+    with Broker(log_dir) as broker:
+        if "orders" not in broker.list_topics():
+            broker.create_topic("orders", 3, {"segment.bytes": 16384})
+        events = order_events(first, count)
+        for start in range(0, len(events), 50):
+            broker.produce("orders", events[start:start + 50], compression="lz4")
+    print(f"produced orders {first}..{first + count - 1} into {log_dir} (keyed by customer)")
+
+
+def show_view(spark, log_dir: str, view: str, columns: list[str]) -> None:
+    df = spark.read.format("seglog").option("path", log_dir).option("view", view).load()
+    print(f"\nview '{view}':")
+    df.select(*columns).orderBy(*columns[:2]).show(truncate=False)
 
 
 def main() -> int:
     root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "demo-data")
-    log_dir = os.path.join(root, "logs")
+    log_dir, out_dir = os.path.join(root, "logs"), os.path.join(root, "pipeline")
     shutil.rmtree(log_dir, ignore_errors=True)
-    with Broker(log_dir) as broker:
-        produce_sample_events(broker)
-        print(f"produced sample events into {log_dir}\n")
-    print("$ seglog topics describe")
-    seglog(["topics", "describe", "--log-dir", log_dir])
-    print("\n$ seglog consume --topic customers --from-beginning --print-key")
-    seglog(["consume", "--log-dir", log_dir, "--topic", "customers", "--from-beginning", "--print-key"])
-    customers_log = os.path.join(log_dir, layout.partition_dir_name(layout.TopicPartition("customers", 0)),
-                                 layout.log_file_name(0))
-    print(f"\n$ seglog dump {customers_log}")
-    seglog(["dump", customers_log])
+    shutil.rmtree(out_dir, ignore_errors=True)
 
-    # What a Spark task does: read a partition straight from its segment files into Arrow.
-    fs, orders_dir = filesystem_for(os.path.join(log_dir, "orders-0"))
-    with SegmentReader(fs, orders_dir, 0) as reader:
-        table = next(reader.iter_arrow("orders", 0, 0, include_headers=True))
-    print(f"\norders-0, first segment, decoded to Arrow: {table.num_rows} rows, columns {table.schema.names}")
-    first = table.slice(0, 1).to_pylist()[0]
-    print(f"first row: offset {first['offset']}, key {first['key']!r}, value {first['value'].decode()}")
+    produce(log_dir, 0, 600)
+    print("\n$ seglog topics describe --topic orders")
+    seglog(["topics", "describe", "--log-dir", log_dir, "--topic", "orders"])
+
+    spark = local_spark("seglog-demo")
+    written = run_pipeline(spark, log_dir, out_dir)
+    print(f"\nfirst run: the streaming query (availableNow, group 'orders-etl') wrote {written} rows to Parquet")
+    totals = spark.read.parquet(os.path.join(out_dir, "data")).groupBy("customer").agg(
+        {"amount": "sum", "order_id": "count"}).orderBy("customer")
+    totals.show()
+    show_view(spark, log_dir, "offsets", ["topic", "partition", "log_start_offset", "log_end_offset",
+                                          "size_bytes", "segments"])
+    show_view(spark, log_dir, "groups", ["group", "topic", "partition", "committed_offset", "log_end_offset",
+                                         "lag"])
+
+    produce(log_dir, 600, 300)
+    show_view(spark, log_dir, "groups", ["group", "topic", "partition", "committed_offset", "log_end_offset",
+                                         "lag"])
+    written = run_pipeline(spark, log_dir, out_dir)
+    print(f"second run: the query resumed from its checkpoint and wrote {written} new rows "
+          f"({spark.read.parquet(os.path.join(out_dir, 'data')).count()} in all)")
+    show_view(spark, log_dir, "groups", ["group", "topic", "partition", "committed_offset", "log_end_offset",
+                                         "lag"])
+    print("$ seglog groups describe --group orders-etl")
+    seglog(["groups", "describe", "--log-dir", log_dir, "--group", "orders-etl"])
+    spark.stop()
     return 0
 
 

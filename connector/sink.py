@@ -1,0 +1,482 @@
+"""The ``seglog`` sink: ``df.write.format("seglog")`` and ``writeStream.format("seglog")``.
+
+Columns and options follow Spark's Kafka sink, so a pipeline moves by changing
+``format("kafka")`` to ``format("seglog")``:
+
+    (df.selectExpr("key", "value").write.format("seglog")
+       .option("path", "/data/logs").option("topic", "orders").mode("append").save())
+
+* ``value`` (binary or string, required; null writes a tombstone), ``key``
+  (binary or string, optional, nullable), ``topic`` (string; the option
+  ``topic`` overrides it), ``partition`` (int; null or absent: Kafka's
+  partitioner, murmur2 of the key and sticky for null keys), ``headers``
+  (``array<struct<key: string, value: binary>>``; string values go as UTF-8)
+  and ``timestamp`` (timestamp; otherwise the broker's time). Other columns
+  are ignored.
+* Options: ``path`` (the local log directory, required), ``topic``,
+  ``compression`` (or Kafka's ``kafka.compression.type``: none, gzip, snappy,
+  lz4, zstd; default none).
+
+How a write runs. One process owns a log directory (the broker's lock file)
+and Spark's tasks run in separate Python workers, so tasks never open a
+broker. Each task stages the sink columns of its Arrow batches in an Arrow IPC
+file under ``<path>/.seglog-staging/<writer id>/<task id>.arrow`` and returns
+the file's name; the driver's ``commit`` opens the embedded ``Broker``, checks
+every destination (topics must exist, as with Kafka without auto-creation;
+partitions must be in range) before appending anything, produces the records
+in batches of up to 10,000 records and 1 MiB (less when the topic's
+``max.message.bytes`` is lower), and deletes the staging files; ``abort``
+deletes them. So the executors must reach the log directory's filesystem
+(local mode, or a shared mount), and no broker may hold the directory while a
+write commits. ``.seglog-staging`` never parses as a ``<topic>-<partition>``
+directory, so brokers and readers skip it, and it is removed once empty.
+
+Guarantee: at least once, as Spark's Kafka sink. A commit that fails midway
+(a crash, a full disk) leaves the records appended so far, and a streaming
+query that restarts from its checkpoint may write a micro-batch again.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from dataclasses import dataclass
+from typing import Iterable, Iterator, Mapping, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
+from pyspark.sql.types import (ArrayType, BinaryType, ByteType, DataType, IntegerType, LongType, ShortType,
+                               StringType, StructType, TimestampType)
+
+from broker_core import Broker
+from broker_core.errors import UnknownTopicOrPartitionError
+from format.compression import CompressionType
+from format.errors import UnsupportedCompressionError
+from format.record import Header, SimpleRecord
+
+from .options import SeglogOptionError
+
+STAGING_DIR = ".seglog-staging"
+SINK_COLUMNS = ("key", "value", "topic", "partition", "headers", "timestamp")
+# Records per produce call: large batches, bounded memory on the driver.
+CHUNK_ROWS = 10_000
+# Bytes per batch when the topic allows more: the Java producer's default
+# max.request.size, and the broker's default max.message.bytes.
+MAX_BATCH_BYTES = 1024 * 1024
+_BATCH_HEADER_BYTES = 61
+# A record's framing beyond its payload: length, attributes, timestamp and
+# offset deltas, key and value lengths, header count (varints at their widest).
+_RECORD_OVERHEAD = 5 + 1 + 10 + 5 + 5 + 5 + 5
+_HEADER_OVERHEAD = 10
+_READER_OPTIONS = ("subscribe", "subscribepattern", "assign")
+
+
+class SinkDataError(ValueError):
+    """A row the sink cannot write; the message names the column."""
+
+
+# --- options and schema (driver) -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SinkOptions:
+    """The sink's options and which of its columns the input has."""
+
+    log_dir: str
+    topic: str | None
+    compression: CompressionType
+    columns: tuple[str, ...]  # the sink columns present in the input, in SINK_COLUMNS order
+
+
+def _type_name(data_type: DataType) -> str:
+    return data_type.simpleString()
+
+
+def _is_bytes_like(data_type: DataType) -> bool:
+    return isinstance(data_type, (BinaryType, StringType))
+
+
+def _is_headers_type(data_type: DataType) -> bool:
+    if not isinstance(data_type, ArrayType) or not isinstance(data_type.elementType, StructType):
+        return False
+    fields = {f.name: f.dataType for f in data_type.elementType.fields}
+    return (set(fields) == {"key", "value"} and isinstance(fields["key"], StringType)
+            and _is_bytes_like(fields["value"]))
+
+
+def local_log_dir(path: str | None) -> str:
+    """The local directory a ``path`` option names; the embedded broker writes only local files."""
+    if not path:
+        raise SeglogOptionError("option path is required: the local log directory to append to")
+    if "://" in path:
+        scheme, rest = path.split("://", 1)
+        if scheme.lower() not in ("file", "local"):
+            raise SeglogOptionError(f"option path={path!r}: the seglog sink appends through the embedded broker, "
+                                    f"which writes local files only; give a local log directory")
+        path = rest
+    if not os.path.isdir(path):
+        raise SeglogOptionError(f"option path={path!r}: log directory does not exist (create its topics "
+                                f"first, as Kafka needs them before a write)")
+    return os.path.abspath(path)
+
+
+def check_schema(schema: StructType, topic_option: str | None) -> tuple[str, ...]:
+    """The sink columns ``schema`` has, checked as Spark's Kafka sink checks them."""
+    types = {f.name: f.dataType for f in schema.fields}
+    if "value" not in types:
+        raise SeglogOptionError(f"column value is required (the record value, binary or string); the input "
+                                f"has {', '.join(types) or 'no columns'}")
+    for name in ("key", "value"):
+        if name in types and not _is_bytes_like(types[name]):
+            raise SeglogOptionError(f"column {name} must be binary or string, not {_type_name(types[name])}")
+    if topic_option is None:
+        if "topic" not in types:
+            raise SeglogOptionError("no topic: give the option topic or a topic column (string)")
+        if not isinstance(types["topic"], StringType):
+            raise SeglogOptionError(f"column topic must be string, not {_type_name(types['topic'])}")
+    if "partition" in types and not isinstance(types["partition"], (IntegerType, ShortType, ByteType, LongType)):
+        raise SeglogOptionError(f"column partition must be int, not {_type_name(types['partition'])}")
+    if "headers" in types and not _is_headers_type(types["headers"]):
+        raise SeglogOptionError(f"column headers must be array<struct<key:string,value:binary>>, not "
+                                f"{_type_name(types['headers'])}")
+    if "timestamp" in types and not isinstance(types["timestamp"], TimestampType):
+        raise SeglogOptionError(f"column timestamp must be timestamp, not {_type_name(types['timestamp'])}")
+    # The option overrides the column, as in Spark's Kafka sink.
+    return tuple(c for c in SINK_COLUMNS if c in types and not (c == "topic" and topic_option is not None))
+
+
+def parse_sink_options(options: Mapping[str, str], schema: StructType, overwrite: bool) -> SinkOptions:
+    """Check options, save mode and input columns; raise SeglogOptionError naming the first bad one."""
+    opts = {k.lower(): v for k, v in options.items()}
+    if overwrite:
+        raise SeglogOptionError("save mode overwrite is not supported: a topic is append-only; use mode append")
+    for name in _READER_OPTIONS:
+        if name in opts:
+            raise SeglogOptionError(f"option {name} is for reading; the sink takes the option topic "
+                                    f"or a topic column")
+    topic = opts.get("topic")
+    if topic is not None and not topic.strip():
+        raise SeglogOptionError("option topic is empty")
+    compression_name = opts.get("compression", opts.get("kafka.compression.type", "none"))
+    try:
+        compression = CompressionType.from_name(compression_name)
+    except UnsupportedCompressionError:
+        raise SeglogOptionError(f"option compression must be one of none, gzip, snappy, lz4, zstd, not "
+                                f"{compression_name!r}") from None
+    columns = check_schema(schema, topic)
+    log_dir = local_log_dir(opts.get("path"))
+    if topic is not None:
+        _check_topic_exists(log_dir, topic)
+    return SinkOptions(log_dir, topic, compression, columns)
+
+
+def _check_topic_exists(log_dir: str, topic: str) -> None:
+    # Fails the write before any task runs; the commit checks again under the broker.
+    from .discovery import LogDirectory
+
+    if topic not in LogDirectory(log_dir).topics(include_internal=True):
+        raise UnknownTopicOrPartitionError(f"topic {topic!r} does not exist")
+
+
+# --- Arrow to records (plain functions) -------------------------------------------------
+
+
+def _bytes_list(column: pa.Array) -> list[bytes | None]:
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        column = column.cast(pa.large_binary())  # UTF-8 bytes, as Spark's Kafka sink sends strings
+    return column.to_pylist()
+
+
+def _timestamps_ms(column: pa.Array) -> list[int | None]:
+    ticks = column.cast(pa.int64())
+    lowest = pc.min(ticks).as_py()
+    if lowest is not None and lowest < 0:
+        raise SinkDataError(f"column timestamp holds {pc.min(column).as_py()}, before 1970: Kafka timestamps "
+                            f"are not negative")
+    unit = column.type.unit
+    if unit == "s":
+        return pc.multiply(ticks, 1000).to_pylist()
+    # Integer division truncates, which is flooring for the non-negative values left.
+    return pc.divide(ticks, {"ms": 1, "us": 1000, "ns": 1_000_000}[unit]).to_pylist()
+
+
+def _headers_list(column: pa.Array) -> list[tuple[Header, ...]]:
+    out = []
+    for row in column.to_pylist():
+        if not row:
+            out.append(())
+            continue
+        headers = []
+        for h in row:
+            if h is None or h["key"] is None:
+                raise SinkDataError("column headers holds a header without a key; Kafka header keys are not null")
+            value = h["value"]
+            headers.append(Header(h["key"], value.encode() if isinstance(value, str) else value))
+        out.append(tuple(headers))
+    return out
+
+
+def records_from_arrow(batch: pa.RecordBatch, topic_option: str | None
+                       ) -> dict[str, list[tuple[int | None, SimpleRecord]]]:
+    """The records of ``batch`` by topic, in row order, each with its partition (None: the partitioner's)."""
+    n = batch.num_rows
+    names = set(batch.schema.names)
+    if "value" not in names:
+        raise SinkDataError("column value is missing")
+    values = _bytes_list(batch.column("value"))
+    keys = _bytes_list(batch.column("key")) if "key" in names else [None] * n
+    partitions = batch.column("partition").to_pylist() if "partition" in names else [None] * n
+    timestamps = _timestamps_ms(batch.column("timestamp")) if "timestamp" in names else [None] * n
+    headers = _headers_list(batch.column("headers")) if "headers" in names else [()] * n
+    if topic_option is not None:
+        topics: list[str] | None = None
+    elif "topic" not in names:
+        raise SinkDataError("no topic: give the option topic or a topic column")
+    else:
+        column = batch.column("topic")
+        if column.null_count:
+            raise SinkDataError("column topic holds null; set a topic on every row or use the option topic")
+        topics = column.to_pylist()
+    out: dict[str, list[tuple[int | None, SimpleRecord]]] = {}
+    for i in range(n):
+        topic = topic_option if topics is None else topics[i]
+        out.setdefault(topic, []).append(
+            (partitions[i], SimpleRecord(values[i], keys[i], timestamps[i], headers[i])))
+    return out
+
+
+def destinations(batch: pa.RecordBatch, topic_option: str | None) -> dict[str, tuple[int, int] | None]:
+    """Each topic ``batch`` writes to, with the lowest and highest explicit partition (None: none given)."""
+    has_partition = "partition" in batch.schema.names
+    if topic_option is not None:
+        if not has_partition:
+            return {topic_option: None}
+        span = pc.min_max(batch.column("partition"))
+        low, high = span["min"].as_py(), span["max"].as_py()
+        return {topic_option: None if low is None else (low, high)}
+    if batch.column("topic").null_count:
+        raise SinkDataError("column topic holds null; set a topic on every row or use the option topic")
+    partitions = batch.column("partition").cast(pa.int64()) if has_partition else pa.nulls(batch.num_rows,
+                                                                                          pa.int64())
+    table = pa.table({"topic": batch.column("topic"), "partition": partitions})
+    grouped = table.group_by("topic").aggregate([("partition", "min"), ("partition", "max")])
+    return {topic: None if low is None else (low, high)
+            for topic, low, high in zip(grouped["topic"].to_pylist(), grouped["partition_min"].to_pylist(),
+                                        grouped["partition_max"].to_pylist())}
+
+
+def record_size(record: SimpleRecord) -> int:
+    """An upper bound of the record's encoded size in a batch."""
+    size = _RECORD_OVERHEAD + len(record.key or b"") + len(record.value or b"")
+    for h in record.headers:
+        size += _HEADER_OVERHEAD + len(h.key.encode()) + len(h.value or b"")
+    return size
+
+
+# --- staging files (tasks) -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StagedBatches(WriterCommitMessage):
+    """What one task staged: the Arrow IPC file (None: the task had no rows) and its row count."""
+
+    path: str | None
+    rows: int
+
+
+def stage_batches(batches: Iterable[pa.RecordBatch], directory: str, columns: Sequence[str]) -> StagedBatches:
+    """Write the sink columns of ``batches`` into a new Arrow IPC file under ``directory``."""
+    path = os.path.join(directory, f"{uuid.uuid4().hex}.arrow")
+    writer = None
+    rows = 0
+    try:
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            batch = batch.select(list(columns))
+            if writer is None:
+                os.makedirs(directory, exist_ok=True)
+                writer = pa.ipc.new_file(path, batch.schema)
+            writer.write_batch(batch)
+            rows += batch.num_rows
+    except BaseException:
+        if writer is not None:
+            writer.close()
+            _remove(path)
+        raise
+    if writer is None:
+        return StagedBatches(None, 0)
+    writer.close()
+    return StagedBatches(path, rows)
+
+
+def _staged(messages: Sequence[WriterCommitMessage | None]) -> list[StagedBatches]:
+    return [m for m in messages if isinstance(m, StagedBatches) and m.path is not None]
+
+
+def read_staged(path: str) -> Iterator[pa.RecordBatch]:
+    with pa.memory_map(path) as source:
+        reader = pa.ipc.open_file(source)
+        for i in range(reader.num_record_batches):
+            yield reader.get_batch(i)
+
+
+def _remove(path: str) -> None:
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
+
+
+def remove_staging(directories: Iterable[str], log_dir: str) -> None:
+    """Delete staging directories, then ``.seglog-staging`` once nothing else is staged there."""
+    for d in set(directories):
+        shutil.rmtree(d, ignore_errors=True)
+    try:
+        os.rmdir(os.path.join(log_dir, STAGING_DIR))
+    except OSError:
+        pass  # another write is staging, or it is gone already
+
+
+# --- producing (driver) -------------------------------------------------------
+
+
+class _BatchingProducer:
+    """Buffers records per topic and partition and produces them in large batches."""
+
+    def __init__(self, broker: Broker, compression: CompressionType):
+        self.broker = broker
+        self.compression = compression
+        self._buffers: dict[tuple[str, int | None], list[SimpleRecord]] = {}
+        self._bytes: dict[tuple[str, int | None], int] = {}
+        self._limits: dict[str, int] = {}
+
+    def _limit(self, topic: str) -> int:
+        if topic not in self._limits:
+            allowed = self.broker.log_config(topic).max_message_bytes - _BATCH_HEADER_BYTES
+            self._limits[topic] = max(1, min(MAX_BATCH_BYTES, allowed))
+        return self._limits[topic]
+
+    def add(self, topic: str, partition: int | None, record: SimpleRecord) -> None:
+        dest = (topic, partition)
+        size = record_size(record)
+        buffer = self._buffers.setdefault(dest, [])
+        if buffer and (len(buffer) >= CHUNK_ROWS or self._bytes[dest] + size > self._limit(topic)):
+            self._flush(dest)
+            buffer = self._buffers.setdefault(dest, [])
+        buffer.append(record)
+        self._bytes[dest] = self._bytes.get(dest, 0) + size
+
+    def _flush(self, dest: tuple[str, int | None]) -> None:
+        records = self._buffers.pop(dest, [])
+        self._bytes.pop(dest, None)
+        if records:
+            self.broker.produce(dest[0], records, partition=dest[1], compression=self.compression)
+
+    def flush(self) -> None:
+        for dest in list(self._buffers):
+            self._flush(dest)
+
+
+def _check_destinations(broker: Broker, found: Mapping[str, tuple[int, int] | None]) -> None:
+    for topic, span in sorted(found.items()):
+        count = broker.partitions_for(topic)  # UnknownTopicOrPartitionError: topics are never auto-created
+        if span is not None:
+            for p in span:
+                if not 0 <= p < count:
+                    raise UnknownTopicOrPartitionError(f"topic {topic!r} has no partition {p} (it has {count}); "
+                                                       f"see column partition")
+
+
+def produce_staged(log_dir: str, staged: Sequence[StagedBatches], topic_option: str | None,
+                   compression: CompressionType) -> int:
+    """Append the staged rows, in task order, through the embedded broker; returns the records written.
+
+    Every destination is checked before the first append, so an unknown topic
+    or partition writes nothing.
+    """
+    staged = [s for s in staged if s.path is not None and s.rows]
+    if not staged:
+        return 0  # an empty micro-batch needs no broker (and no lock)
+    with Broker(log_dir, background=False) as broker:
+        found: dict[str, tuple[int, int] | None] = {}
+        for s in staged:
+            for batch in read_staged(s.path):
+                for topic, span in destinations(batch, topic_option).items():
+                    known = found.get(topic)
+                    if span is None or known is None:
+                        found[topic] = span if known is None else known
+                    else:
+                        found[topic] = (min(known[0], span[0]), max(known[1], span[1]))
+        _check_destinations(broker, found)
+        producer = _BatchingProducer(broker, compression)
+        written = 0
+        for s in staged:
+            for batch in read_staged(s.path):
+                for start in range(0, batch.num_rows, CHUNK_ROWS):
+                    for topic, records in records_from_arrow(batch.slice(start, CHUNK_ROWS), topic_option).items():
+                        for partition, record in records:
+                            producer.add(topic, partition, record)
+                        written += len(records)
+        producer.flush()
+    return written
+
+
+# --- the Spark adapters -----------------------------------------------------------
+
+
+class _SinkBase:
+    def __init__(self, options: Mapping[str, str], schema: StructType, overwrite: bool):
+        self.options = parse_sink_options(options, schema, overwrite)
+        self.staging_dir = os.path.join(self.options.log_dir, STAGING_DIR, uuid.uuid4().hex)
+
+    def _write(self, iterator: Iterator[pa.RecordBatch]) -> StagedBatches:
+        return stage_batches(iterator, self.staging_dir, self.options.columns)
+
+    def _commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
+        staged = _staged(messages)
+        try:
+            produce_staged(self.options.log_dir, staged, self.options.topic, self.options.compression)
+        finally:
+            self._clean(messages)
+
+    def _clean(self, messages: Sequence[WriterCommitMessage | None]) -> None:
+        # Removing whole directories also clears files of failed task attempts,
+        # which sent no message.
+        remove_staging({os.path.dirname(s.path) for s in _staged(messages)}, self.options.log_dir)
+
+
+class SeglogWriter(_SinkBase, DataSourceArrowWriter):
+    """Batch writes: tasks stage Arrow files, the driver appends them at commit."""
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedBatches:
+        return self._write(iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        self._commit(messages)
+        remove_staging([self.staging_dir], self.options.log_dir)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        # The writer that planned the tasks is the one that aborts, so its
+        # directory holds every attempt's file.
+        remove_staging([self.staging_dir], self.options.log_dir)
+
+
+class SeglogStreamWriter(_SinkBase, DataSourceStreamArrowWriter):
+    """Micro-batch writes: each micro-batch's staged files are appended at its commit.
+
+    Spark builds a new writer for each commit, so the staging directory comes
+    from the messages; micro-batches of one query run one after another, so
+    none of the query's tasks is staging while its directory is removed.
+    """
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedBatches:
+        return self._write(iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        self._commit(messages)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        self._clean(messages)
