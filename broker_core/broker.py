@@ -21,10 +21,12 @@ from format.layout import TopicPartition
 from format.record import Header, Record, SimpleRecord
 from format.record_batch import NO_TIMESTAMP, build_batch, iter_batches
 
+from . import group_offsets
 from .clock import SYSTEM_CLOCK, Clock
 from .config import BrokerConfig, LogConfig
 from .errors import (InvalidPartitionsError, InvalidRequestError, InvalidTopicError, TopicAlreadyExistsError,
                      UnknownTopicOrPartitionError)
+from .group_offsets import CommittedOffset
 from .log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, LogAppendInfo
 from .log_manager import LogManager
 from .partitioner import StickyPartitioner, partition_for_key
@@ -303,3 +305,17 @@ class Broker:
         if found is None:
             return None
         return OffsetAndTimestamp(found.offset, found.timestamp)
+
+    # --- consumer group offsets (kept in __consumer_offsets by group_offsets) ---
+
+    def commit_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int], metadata: str = "") -> None:
+        group_offsets.commit_offsets(self, group_id, offsets, metadata)
+
+    def committed_offsets(self, group_id: str) -> dict[TopicPartition, CommittedOffset]:
+        return group_offsets.committed_offsets(self, group_id)
+
+    def list_groups(self) -> list[str]:
+        return group_offsets.list_groups(self.log_manager.log_dirs)
+
+    def delete_group(self, group_id: str) -> None:
+        group_offsets.delete_group(self, group_id)

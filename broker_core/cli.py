@@ -4,6 +4,7 @@
     seglog produce --log-dir D --topic T [--key-separator S]     (lines from stdin)
     seglog consume --log-dir D --topic T [--from-beginning | --partition P --offset O] [--max-messages N]
     seglog dump FILE...
+    seglog groups list|describe|reset-offsets|delete --log-dir D [--group G] ...
 
 Errors print one line on stderr and exit non-zero.
 """
@@ -153,6 +154,81 @@ def _dump(args: argparse.Namespace) -> int:
     return 1 if corrupt else 0
 
 
+def _table(rows: Sequence[Sequence[object]]) -> list[str]:
+    """Columns padded to their widest cell, as kafka-consumer-groups.sh aligns them."""
+    cells = [["-" if c is None else str(c) for c in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
+    return [" ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
+
+
+def _reset_plan(args: argparse.Namespace, broker) -> dict:
+    """The new offset of each partition asked for, clamped to its log as Kafka's tool clamps it."""
+    from format.layout import TopicPartition
+
+    if not (args.to_earliest or args.to_latest or args.to_offset is not None):
+        raise ValueError("groups reset-offsets needs --to-earliest, --to-latest or --to-offset")
+    partitions: list[TopicPartition] = []
+    if args.all_topics:
+        partitions = sorted(broker.committed_offsets(args.group))
+    for spec in args.topic or ():
+        # "topic" or Kafka's "topic:0,2" for some partitions only.
+        name, _, listed = spec.partition(":")
+        count = broker.partitions_for(name)
+        numbers = [int(p) for p in listed.split(",")] if listed else range(count)
+        partitions.extend(TopicPartition(name, p) for p in numbers)
+    if not partitions:
+        raise ValueError("groups reset-offsets needs --topic or --all-topics")
+    plan = {}
+    for tp in partitions:
+        start = broker.list_offsets(tp.topic, tp.partition, "earliest").offset
+        end = broker.list_offsets(tp.topic, tp.partition, "latest").offset
+        if args.to_earliest:
+            plan[tp] = start
+        elif args.to_latest:
+            plan[tp] = end
+        else:
+            plan[tp] = min(max(args.to_offset, start), end)
+            if plan[tp] != args.to_offset:
+                side = "lower than the earliest" if args.to_offset < start else "higher than the latest"
+                print(f"WARN: New offset ({args.to_offset}) is {side} offset for topic partition {tp}. "
+                      f"Value will be set to {plan[tp]}", file=sys.stderr)
+    return plan
+
+
+def _groups(args: argparse.Namespace) -> int:
+    from . import group_offsets
+
+    if args.action != "list" and not args.group:
+        raise ValueError(f"groups {args.action} needs --group")
+    if args.action == "list":
+        # Reading needs no lock: this works beside a running broker.
+        for group in group_offsets.list_groups(args.log_dir):
+            print(group)
+    elif args.action == "describe":
+        rows = group_offsets.describe_group(args.log_dir, args.group)
+        print(f"\nConsumer group '{args.group}' has no active members.\n")
+        print("\n".join(_table([("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
+                                  "CONSUMER-ID", "HOST", "CLIENT-ID")]
+                                + [(r.group, r.topic, r.partition, r.current_offset, r.log_end_offset, r.lag,
+                                    None, None, None) for r in rows])))
+    elif args.action == "reset-offsets":
+        if args.execute and args.dry_run:
+            raise ValueError("--execute and --dry-run exclude each other")
+        with _open_broker(args) as broker:
+            plan = _reset_plan(args, broker)
+            if args.execute:
+                group_offsets.reset_offsets(broker, args.group, plan)
+            elif not args.dry_run:
+                print("WARN: No action will be performed as the --execute option is missing.", file=sys.stderr)
+        print("\n".join(_table([("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")]
+                                + [(args.group, tp.topic, tp.partition, offset) for tp, offset in plan.items()])))
+    elif args.action == "delete":
+        with _open_broker(args) as broker:
+            broker.delete_group(args.group)
+        print(f"Deletion of requested consumer groups ('{args.group}') was successful.")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="seglog", description="A Kafka-compatible commit log that Spark reads.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -195,6 +271,21 @@ def build_parser() -> argparse.ArgumentParser:
     dump.add_argument("files", nargs="+", help=".log, .index, .timeindex or .txnindex files")
     dump.add_argument("--print-data-log", action="store_true", help="print every record, not only batch headers")
     dump.set_defaults(run=_dump)
+
+    groups = commands.add_parser("groups", help="list, describe, reset the offsets of or delete consumer groups")
+    groups.add_argument("action", choices=["list", "describe", "reset-offsets", "delete"])
+    with_log_dir(groups)
+    groups.add_argument("--group")
+    groups.add_argument("--topic", action="append", metavar="TOPIC[:P,...]",
+                        help="reset-offsets: a topic, optionally some partitions (repeatable)")
+    groups.add_argument("--all-topics", action="store_true", help="reset-offsets: every topic the group committed")
+    target = groups.add_mutually_exclusive_group()
+    target.add_argument("--to-earliest", action="store_true")
+    target.add_argument("--to-latest", action="store_true")
+    target.add_argument("--to-offset", type=int, metavar="N")
+    groups.add_argument("--execute", action="store_true", help="reset-offsets: apply the plan (else a dry run)")
+    groups.add_argument("--dry-run", action="store_true", help="reset-offsets: only print the plan")
+    groups.set_defaults(run=_groups)
     return parser
 
 
