@@ -1,0 +1,146 @@
+"""The real ``spark-sql`` shell runs examples/inspect.sql on a log directory.
+
+It checks what a user at a shell relies on: Spark finds the ``seglog`` source
+by itself (``pyspark_seglog``), ``-d logdir=...`` reaches the SQL file, the
+views print exact rows, and spark_conf/ keeps the output quiet and in UTC.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import pyspark
+
+from broker_core import Broker
+from broker_core.clock import MockTime
+from format.layout import TopicPartition
+from tests.connector.conftest import T0, produce_numbered
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
+SPARK_SQL = os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-sql")
+TIMEOUT_S = 240
+# What the shell leaves in its working directory unless told otherwise.
+SHELL_LITTER = ("metastore_db", "derby.log", "spark-warehouse")
+
+
+def run_spark_sql(sql_file: Path, variables: dict[str, str], scratch: Path) -> subprocess.CompletedProcess:
+    """``spark-sql -f`` from the repository root, as the example's header says to run it."""
+    env = dict(os.environ)
+    env.pop("SPARK_HOME", None)  # bin/spark-sql finds pyspark's own directory
+    env["PYSPARK_PYTHON"] = sys.executable
+    command = [
+        SPARK_SQL, "--properties-file", "spark_conf/spark-defaults.conf",
+        # The test's interpreter, wherever its virtualenv is (the properties file names .venv's).
+        "--conf", f"spark.pyspark.python={sys.executable}",
+        "--conf", f"spark.pyspark.driver.python={sys.executable}",
+        "--conf", "spark.ui.enabled=false",
+        "--conf", f"spark.sql.warehouse.dir={scratch / 'warehouse'}",
+        # Replaces spark.driver.extraJavaOptions, so it repeats the log4j2 setting; the metastore
+        # goes to scratch instead of the working directory.
+        "--driver-java-options",
+        f"-Dlog4j2.configurationFile=spark_conf/log4j2.properties -Dderby.system.home={scratch}",
+        "--hiveconf", "hive.cli.print.header=true",
+    ]
+    for name, value in variables.items():
+        command += ["-d", f"{name}={value}"]
+    command += ["-f", str(sql_file)]
+    proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # the JVM and its Python workers
+        out, err = proc.communicate()
+        pytest.fail(f"spark-sql did not finish in {TIMEOUT_S} s; stderr ends:\n{err[-3000:]}")
+    return subprocess.CompletedProcess(command, proc.returncode, out, err)
+
+
+def result_tables(stdout: str) -> list[tuple[tuple[str, ...], list[tuple[str, ...]]]]:
+    """(header, rows) of each result the shell printed with hive.cli.print.header=true."""
+    tables: list[tuple[tuple[str, ...], list[tuple[str, ...]]]] = []
+    current: list[tuple[str, ...]] | None = None
+    width = 0
+    for line in stdout.splitlines():
+        fields = tuple(line.split("\t"))
+        if fields == ("Response code",):  # what a CREATE VIEW prints
+            current = None
+        elif current is None or len(fields) != width:
+            current, width = [], len(fields)
+            tables.append((fields, current))
+        else:
+            current.append(fields)
+    return tables
+
+
+def log_bytes(log_dir: str, partition_dir: str) -> int:
+    d = os.path.join(log_dir, partition_dir)
+    return sum(os.path.getsize(os.path.join(d, name)) for name in os.listdir(d) if name.endswith(".log"))
+
+
+@pytest.fixture(scope="module")
+def shell_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("spark_sql")
+    log_dir = str(root / "logs")
+    produce_numbered(log_dir, "orders", 2, 25, config={"segment.bytes": 1024})
+    produce_numbered(log_dir, "clicks", 1, 7)
+    with Broker(log_dir, background=False, clock=MockTime(current_time_ms=T0 + 60_000)) as broker:
+        broker.commit_offsets("etl", {TopicPartition("orders", 0): 10, TopicPartition("orders", 1): 25})
+    litter_before = {name for name in SHELL_LITTER if (REPO / name).exists()}
+    result = run_spark_sql(REPO / "examples" / "inspect.sql", {"logdir": log_dir}, root / "scratch")
+    assert result.returncode == 0, f"spark-sql failed:\n{result.stderr[-5000:]}"
+    litter = {name for name in SHELL_LITTER if (REPO / name).exists()} - litter_before
+    return log_dir, result, result_tables(result.stdout), litter
+
+
+def test_offsets_view_prints_each_partitions_offsets(shell_run):
+    log_dir, _, tables, _ = shell_run
+    header, rows = tables[0]
+    assert header == ("topic", "partition", "log_start_offset", "log_end_offset", "size_bytes", "segments",
+                      "first_timestamp", "last_timestamp")
+    assert [row[:4] for row in rows] == [("clicks", "0", "0", "7"), ("orders", "0", "0", "25"),
+                                         ("orders", "1", "0", "25")]
+    assert [int(row[4]) for row in rows] == [log_bytes(log_dir, d) for d in ("clicks-0", "orders-0", "orders-1")]
+    # Timestamps print in UTC (spark-defaults.conf sets the session time zone).
+    assert rows[0][6:] == ("2026-01-01 00:00:00", "2026-01-01 00:00:06")
+    assert rows[1][6:] == ("2026-01-01 00:00:00", "2026-01-01 00:00:24")
+
+
+def test_groups_view_prints_lag(shell_run):
+    _, _, tables, _ = shell_run
+    header, rows = tables[1]
+    assert header == ("group", "topic", "partition", "committed_offset", "log_end_offset", "lag", "commit_time")
+    assert rows == [("etl", "orders", "0", "10", "25", "15", "2026-01-01 00:01:00"),
+                    ("etl", "orders", "1", "25", "25", "0", "2026-01-01 00:01:00")]
+
+
+def test_segments_view_prints_every_segment(shell_run):
+    log_dir, _, tables, _ = shell_run
+    header, rows = tables[2]
+    assert header[:4] == ("topic", "partition", "base_offset", "next_offset") and header[-1] == "active"
+    orders_0 = sorted(int(name[:20]) for name in os.listdir(os.path.join(log_dir, "orders-0"))
+                      if name.endswith(".log"))
+    assert [int(row[2]) for row in rows if row[:2] == ("orders", "0")] == orders_0
+    assert [row[-1] for row in rows if row[:2] == ("orders", "0")] == ["false"] * (len(orders_0) - 1) + ["true"]
+
+
+def test_totals_per_topic(shell_run):
+    _, _, tables, _ = shell_run
+    header, rows = tables[3]
+    assert header[:3] == ("topic", "partitions", "retained_offsets")
+    assert [row[:3] for row in rows] == [("clicks", "1", "7"), ("orders", "2", "50")]
+
+
+def test_shell_output_is_quiet_and_leaves_nothing_in_the_repository(shell_run):
+    _, result, tables, litter = shell_run
+    assert len(tables) == 4
+    # spark_conf/log4j2.properties is in effect, not Spark's default profile.
+    assert "Using Spark's default log4j profile" not in result.stderr
+    assert "NativeCodeLoader" not in result.stderr and " INFO " not in result.stderr
+    assert not litter
