@@ -64,8 +64,10 @@ def main() -> int:
     spark = local_spark("seglog-demo")
     written = run_pipeline(spark, log_dir, out_dir)
     print(f"\nfirst run: the streaming query (availableNow, group 'orders-etl') wrote {written} rows to Parquet")
+    from pyspark.sql import functions as F
+
     totals = spark.read.parquet(os.path.join(out_dir, "data")).groupBy("customer").agg(
-        {"amount": "sum", "order_id": "count"}).orderBy("customer")
+        F.count("order_id").alias("orders"), F.round(F.sum("amount"), 2).alias("amount")).orderBy("customer")
     totals.show()
     show_view(spark, log_dir, "offsets", ["topic", "partition", "log_start_offset", "log_end_offset",
                                           "size_bytes", "segments"])

@@ -18,11 +18,14 @@ def spark(tmp_path_factory):
     # Spark's Python workers must run this interpreter (the one with seglog installed).
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     from pyspark.sql import SparkSession
 
     warehouse = tmp_path_factory.mktemp("warehouse")
     session = (SparkSession.builder.master("local[2]").appName("seglog-tests")
                .config("spark.ui.enabled", "false")
+               .config("spark.driver.host", "127.0.0.1")
+               .config("spark.driver.bindAddress", "127.0.0.1")
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.sql.warehouse.dir", str(warehouse))

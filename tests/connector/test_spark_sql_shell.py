@@ -35,6 +35,7 @@ def run_spark_sql(sql_file: Path, variables: dict[str, str], scratch: Path) -> s
     env = dict(os.environ)
     env.pop("SPARK_HOME", None)  # bin/spark-sql finds pyspark's own directory
     env["PYSPARK_PYTHON"] = sys.executable
+    env["SPARK_LOCAL_IP"] = "127.0.0.1"
     command = [
         SPARK_SQL, "--properties-file", "spark_conf/spark-defaults.conf",
         # The test's interpreter, wherever its virtualenv is (the properties file names .venv's).
