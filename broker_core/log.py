@@ -32,7 +32,7 @@ from .clock import SYSTEM_CLOCK, Clock
 from .config import LogConfig
 from .errors import (CorruptMessageError, InvalidRecordError, InvalidTimestampError, KafkaStorageError,
                      MessageTooLargeError, OffsetOutOfRangeError)
-from .log_loader import load_segments
+from .log_loader import load_segments, open_segment
 from .scheduler import Scheduler
 
 log = logging.getLogger(__name__)
@@ -271,8 +271,7 @@ class Log:
                 if os.path.exists(path) and os.path.getsize(path) == 0:
                     os.remove(path)
             jitter = random.randrange(self.config.segment_jitter_ms) if self.config.segment_jitter_ms > 0 else 0
-            segment = LogSegment.open(self.dir, new_base, index_interval_bytes=self.config.index_interval_bytes,
-                                      max_index_size=self.config.segment_index_bytes, rolling_jitter_ms=jitter)
+            segment = open_segment(self.dir, new_base, self.config, rolling_jitter_ms=jitter)
             segment.created_ms = self.clock.milliseconds()
             self._segments.append(segment)
             self._bases.append(new_base)
@@ -412,8 +411,7 @@ class Log:
         with self._lock:
             for segment in self._segments:
                 segment.delete()
-            segment = LogSegment.open(self.dir, new_offset, index_interval_bytes=self.config.index_interval_bytes,
-                                      max_index_size=self.config.segment_index_bytes)
+            segment = open_segment(self.dir, new_offset, self.config)
             segment.created_ms = self.clock.milliseconds()
             self._segments = [segment]
             self._bases = [new_offset]

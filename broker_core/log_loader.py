@@ -43,10 +43,12 @@ def _base_offsets_with_suffix(directory: str, names: list[str], suffix: str) -> 
                   if n.endswith(layout.LOG_FILE_SUFFIX + suffix))
 
 
-def _open(directory: str, base_offset: int, config, suffix: str = "") -> LogSegment:
+def open_segment(directory: str, base_offset: int, config, suffix: str = "", rolling_jitter_ms: int = 0
+                 ) -> LogSegment:
+    """A segment opened with the topic's index settings."""
     return LogSegment.open(directory, base_offset, index_interval_bytes=config.index_interval_bytes,
                            max_index_size=config.segment_index_bytes, file_suffix=suffix,
-                           rolling_jitter_ms=0)
+                           rolling_jitter_ms=rolling_jitter_ms)
 
 
 def _clean_transient_files(directory: str) -> None:
@@ -62,7 +64,7 @@ def _complete_swaps(directory: str, config) -> None:
         for index_name in (layout.offset_index_file_name(base), layout.time_index_file_name(base),
                            layout.txn_index_file_name(base)):
             _remove(os.path.join(directory, index_name + layout.SWAP_FILE_SUFFIX))
-        swap = _open(directory, base, config, layout.SWAP_FILE_SUFFIX)
+        swap = open_segment(directory, base, config, layout.SWAP_FILE_SUFFIX)
         swap.recover(config.max_message_bytes)
         next_offset = swap.read_next_offset()
         for name in os.listdir(directory):
@@ -92,7 +94,7 @@ def load_segments(directory: str, config, *, recovery_point: int, had_clean_shut
     segments: list[LogSegment] = []
     for base in sorted(log_bases):
         index_missing = not os.path.exists(os.path.join(directory, layout.offset_index_file_name(base)))
-        segment = _open(directory, base, config)
+        segment = open_segment(directory, base, config)
         try:
             if index_missing:
                 raise CorruptIndexError("offset index is missing")
@@ -125,7 +127,7 @@ def load_segments(directory: str, config, *, recovery_point: int, had_clean_shut
             i += 1
 
     if not segments:
-        segments.append(_open(directory, max(log_start_offset, 0), config))
+        segments.append(open_segment(directory, max(log_start_offset, 0), config))
     active = segments[-1]
     active.resize_indexes(config.segment_index_bytes)
     next_offset = active.read_next_offset()

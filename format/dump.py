@@ -95,14 +95,13 @@ def _record_lines(batch: RecordBatch) -> Iterator[str]:
         yield line
 
 
-def dump_offset_index(path: str) -> DumpResult:
+def _dump_index(path: str, index_class, describe) -> DumpResult:
     base = layout.offset_from_file_name(os.path.basename(path))
     result = DumpResult([f"Dumping {path}"])
-    index = OffsetIndex(path, base, writable=False)
+    index = index_class(path, base, writable=False)
     try:
         for n in range(index.entries):
-            entry = index.entry(n)
-            result.lines.append(f"offset: {entry.offset} position: {entry.position}")
+            result.lines.append(describe(index.entry(n)))
         index.sanity_check()
     except CorruptIndexError as exc:
         result.corrupt = True
@@ -110,23 +109,14 @@ def dump_offset_index(path: str) -> DumpResult:
     finally:
         index.close()
     return result
+
+
+def dump_offset_index(path: str) -> DumpResult:
+    return _dump_index(path, OffsetIndex, lambda e: f"offset: {e.offset} position: {e.position}")
 
 
 def dump_time_index(path: str) -> DumpResult:
-    base = layout.offset_from_file_name(os.path.basename(path))
-    result = DumpResult([f"Dumping {path}"])
-    index = TimeIndex(path, base, writable=False)
-    try:
-        for n in range(index.entries):
-            entry = index.entry(n)
-            result.lines.append(f"timestamp: {entry.timestamp} offset: {entry.offset}")
-        index.sanity_check()
-    except CorruptIndexError as exc:
-        result.corrupt = True
-        result.lines.append(f"Found corruption: {exc}")
-    finally:
-        index.close()
-    return result
+    return _dump_index(path, TimeIndex, lambda e: f"timestamp: {e.timestamp} offset: {e.offset}")
 
 
 def dump_txn_index(path: str) -> DumpResult:
