@@ -39,6 +39,9 @@ def produce(log_dir: str, first: int, count: int) -> None:
     with Broker(log_dir) as broker:
         if "orders" not in broker.list_topics():
             broker.create_topic("orders", 3, {"segment.bytes": 16384})
+            broker.create_topic("customers", 1, {"cleanup.policy": "compact"})
+            broker.produce("customers", [SimpleRecord(json.dumps({"name": c, "tier": "gold" if i % 2 else "silver"})
+                                                      .encode(), c.encode(), T0) for i, c in enumerate(CUSTOMERS)])
         events = order_events(first, count)
         for start in range(0, len(events), 50):
             broker.produce("orders", events[start:start + 50], compression="lz4")
@@ -58,8 +61,8 @@ def main() -> int:
     shutil.rmtree(out_dir, ignore_errors=True)
 
     produce(log_dir, 0, 600)
-    print("\n$ seglog topics describe --topic orders")
-    seglog(["topics", "describe", "--log-dir", log_dir, "--topic", "orders"])
+    print("\n$ seglog topics describe")
+    seglog(["topics", "describe", "--log-dir", log_dir])
 
     spark = local_spark("seglog-demo")
     written = run_pipeline(spark, log_dir, out_dir)
