@@ -1,0 +1,79 @@
+"""ApiVersions and Metadata: how a client learns what the broker speaks and where partitions live."""
+
+from __future__ import annotations
+
+from ..api_keys import ApiKey
+from ..schema import F, api
+
+__all__ = ["API_VERSIONS", "METADATA"]
+
+API_VERSIONS = api(
+    ApiKey.API_VERSIONS, "0-4", flexible="3+",
+    request=(
+        F("ClientSoftwareName", "string", "3+"),
+        F("ClientSoftwareVersion", "string", "3+"),
+    ),
+    response=(
+        F("ErrorCode", "int16", "0+"),
+        F("ApiKeys", "[]ApiVersion", "0+", fields=(
+            F("ApiKey", "int16", "0+"),
+            F("MinVersion", "int16", "0+"),
+            F("MaxVersion", "int16", "0+"),
+        )),
+        F("ThrottleTimeMs", "int32", "1+"),
+        F("SupportedFeatures", "[]SupportedFeatureKey", "3+", tag=0, fields=(
+            F("Name", "string", "3+"),
+            F("MinVersion", "int16", "3+"),
+            F("MaxVersion", "int16", "3+"),
+        )),
+        F("FinalizedFeaturesEpoch", "int64", "3+", tag=1, default=-1),
+        F("FinalizedFeatures", "[]FinalizedFeatureKey", "3+", tag=2, fields=(
+            F("Name", "string", "3+"),
+            F("MaxVersionLevel", "int16", "3+"),
+            F("MinVersionLevel", "int16", "3+"),
+        )),
+        F("ZkMigrationReady", "bool", "3+", tag=3, default=False),
+    ),
+)
+
+METADATA = api(
+    ApiKey.METADATA, "0-12", flexible="9+",
+    request=(
+        # Null (v1+) asks for every topic; in v0 an empty list does.
+        F("Topics", "[]MetadataRequestTopic", "0+", nullable="1+", fields=(
+            F("TopicId", "uuid", "10+"),
+            F("Name", "string", "0+", nullable="10+"),
+        )),
+        F("AllowAutoTopicCreation", "bool", "4+", default=True),
+        F("IncludeClusterAuthorizedOperations", "bool", "8-10"),
+        F("IncludeTopicAuthorizedOperations", "bool", "8+"),
+    ),
+    response=(
+        F("ThrottleTimeMs", "int32", "3+"),
+        F("Brokers", "[]MetadataResponseBroker", "0+", fields=(
+            F("NodeId", "int32", "0+"),
+            F("Host", "string", "0+"),
+            F("Port", "int32", "0+"),
+            F("Rack", "string", "1+", nullable="1+", default=None),
+        )),
+        F("ClusterId", "string", "2+", nullable="2+", default=None),
+        F("ControllerId", "int32", "1+", default=-1),
+        F("Topics", "[]MetadataResponseTopic", "0+", fields=(
+            F("ErrorCode", "int16", "0+"),
+            F("Name", "string", "0+", nullable="12+"),
+            F("TopicId", "uuid", "10+"),
+            F("IsInternal", "bool", "1+", default=False),
+            F("Partitions", "[]MetadataResponsePartition", "0+", fields=(
+                F("ErrorCode", "int16", "0+"),
+                F("PartitionIndex", "int32", "0+"),
+                F("LeaderId", "int32", "0+"),
+                F("LeaderEpoch", "int32", "7+", default=-1),
+                F("ReplicaNodes", "[]int32", "0+"),
+                F("IsrNodes", "[]int32", "0+"),
+                F("OfflineReplicas", "[]int32", "5+"),
+            )),
+            F("TopicAuthorizedOperations", "int32", "8+", default=-2147483648),
+        )),
+        F("ClusterAuthorizedOperations", "int32", "8-10", default=-2147483648),
+    ),
+)
