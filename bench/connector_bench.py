@@ -1,0 +1,554 @@
+"""Benchmarks of the Spark connector end to end: rows/s of Spark reading a log through ``format("seglog")``.
+
+Figures, each beside two peers in the same run on the same rows (absolute
+rates drift on shared machines; ratios hold better):
+
+* ``count()``, ``sum(length(value))`` (a full scan: every value reaches the
+  JVM) and a write to Parquet of ``spark.read.format("seglog")`` over a topic
+  of 8 partitions, then the same with ``minPartitions=16``;
+* the ceiling: a Python data source defined here whose reader yields
+  pre-built ``pyarrow.RecordBatch`` es of the same rows with the seglog
+  schema, so no decoding at all: what Spark's Python data source path itself
+  costs (planning in a Python worker, Arrow IPC from the Python workers to the
+  JVM, Arrow to rows). It has as many partitions as the seglog read has tasks;
+* Spark reading the same rows from Parquet (written once from the log,
+  outside the timing). Its ``count()`` may read row-group metadata only, so
+  ``sum(length(value))`` is the figure that scans.
+
+Records are 100-byte JSON-like values with 10-byte keys, in batches of 135
+records (16,268 bytes: what fills Kafka's default ``batch.size``), appended
+with ``Log.append`` from a pool of distinct batches (more distinct values than
+a Parquet dictionary page holds, so Parquet stores them plainly, as real
+events). Spark runs ``local[2]`` (both cores; nothing is pinned).
+
+Run ``python bench/connector_bench.py``; ``--quick`` for a smoke run,
+``--markdown`` for rows to paste into BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import gc
+import os
+import platform
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+from broker_core import Broker
+from connector.discovery import LogDirectory
+from connector.planning import OffsetRange
+from connector.reading import read_range
+from format.arrow import decode_to_arrow, kafka_schema
+from format.layout import TopicPartition
+from format.record import SimpleRecord
+from format.record_batch import build_batch, set_base_offset
+
+VALUE_SIZE = 100
+KEY_SIZE = 10
+# The most such records a batch of Kafka's default batch.size (16384 bytes) holds.
+BATCH_RECORDS = 135
+# 256 distinct batches: 34,560 distinct values (3.5 MB), more than a 1 MiB Parquet
+# dictionary page holds, so Parquet's dictionary encoding falls back to plain.
+POOL_BATCHES = 256
+TOPIC = "bench"
+PARTITIONS = 8
+MIN_PARTITIONS = 16
+CEILING_BATCH_ROWS = 10_000
+# Spark's Kafka source columns, as connector.source declares them.
+KAFKA_SCHEMA = ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
+                "timestampType int")
+SCAN = "sum(length(value))"
+MIN_FREE_BYTES = 8 * 1024 ** 3
+MIB = 1024 * 1024
+
+
+# --- the ceiling: a Python data source that only hands Spark pre-built Arrow batches ---------
+
+
+class CeilingPartition(InputPartition):
+    def __init__(self, partition: int, rows: int):
+        super().__init__(partition)
+        self.partition = partition
+        self.rows = rows
+
+
+class CeilingReader(DataSourceReader):
+    def __init__(self, path: str, rows: int, partitions: int):
+        self.path, self.rows, self.partitions_count = path, rows, partitions
+
+    def partitions(self):
+        share, extra = divmod(self.rows, self.partitions_count)
+        return [CeilingPartition(p, share + (p < extra)) for p in range(self.partitions_count)]
+
+    def read(self, partition: CeilingPartition) -> Iterator[pa.RecordBatch]:
+        # Built once per task, in a few milliseconds: compact batches of the log's rows
+        # (the pool's Arrow form), with this task's partition number.
+        with pa.OSFile(self.path, "rb") as f:
+            pool = pa.ipc.open_file(f).read_all()
+        batches = []
+        for batch in pool.to_batches():
+            column = pa.array(np.full(batch.num_rows, partition.partition, dtype=np.int32))
+            batches.append(batch.set_column(batch.schema.get_field_index("partition"), "partition", column))
+        left, i = partition.rows, 0
+        while left > 0:
+            batch = batches[i % len(batches)]
+            if batch.num_rows > left:
+                batch = batch.slice(0, left)
+            yield batch
+            left -= batch.num_rows
+            i += 1
+
+
+class CeilingSource(DataSource):
+    """``format("seglog_ceiling")``: options path (an Arrow IPC file of rows), rows, partitions."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "seglog_ceiling"
+
+    def schema(self):
+        return KAFKA_SCHEMA
+
+    def reader(self, schema):
+        return CeilingReader(self.options["path"], int(self.options["rows"]), int(self.options["partitions"]))
+
+
+# --- results ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Wall-clock seconds of each run over the same ``rows``."""
+
+    rows: int
+    seconds: tuple[float, ...]
+
+    @property
+    def best_rate(self) -> float:
+        return self.rows / min(self.seconds)
+
+    @property
+    def median_rate(self) -> float:
+        return self.rows / statistics.median(self.seconds)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One figure: seglog, the ceiling and Parquet doing the same action on the same rows."""
+
+    figure: str
+    tasks: dict[str, int]
+    timings: dict[str, Timing]
+
+    def ratio(self, peer: str) -> float:
+        return self.timings["seglog"].best_rate / self.timings[peer].best_rate
+
+
+SOURCES = ("seglog", "ceiling", "parquet")
+
+
+# --- environment -----------------------------------------------------------------------
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def memory_total() -> str:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return f"{int(line.split()[1]) / 1024 ** 2:.0f} GiB"
+    except OSError:
+        pass
+    return "unknown"
+
+
+def file_system(path: str) -> str:
+    """The device and type of the mount holding ``path``."""
+    best = ("", "unknown", "unknown")
+    path = os.path.realpath(path)
+    try:
+        with open("/proc/mounts") as f:
+            for line in f:
+                device, mount, fstype = line.split()[:3]
+                if (path == mount or path.startswith(mount.rstrip("/") + "/")) and len(mount) >= len(best[0]):
+                    best = (mount, device, fstype)
+    except OSError:
+        pass
+    return f"{path} on {best[1]} ({best[2]}), {shutil.disk_usage(path).free / 1024 ** 3:.0f} GiB free"
+
+
+def git_revision() -> str:
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        out = subprocess.run(["git", "-C", root, "describe", "--always", "--dirty"],
+                             capture_output=True, text=True, timeout=10)
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def interpreter() -> str:
+    """The interpreter as typed: relative when it is under the working directory (the venv)."""
+    relative = os.path.relpath(sys.executable)
+    return os.path.basename(sys.executable) if relative.startswith("..") else relative
+
+
+def environment(spark, directory: str, master: str) -> list[tuple[str, str]]:
+    import pyspark
+
+    java = spark.sparkContext._jvm.java.lang.System.getProperty("java.version")
+    return [
+        ("date", datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
+        ("python", f"{platform.python_implementation()} {platform.python_version()}"),
+        ("cpu", f"{cpu_model()} ({os.cpu_count()} cores), {memory_total()} RAM"),
+        ("spark", f"pyspark {pyspark.__version__}, Java {java}, {master}, not pinned"),
+        ("files", file_system(directory)),
+        ("page cache", "warm: the log and the Parquet copy are read once before timing"),
+        ("libraries", f"numpy {np.__version__}, pyarrow {pa.__version__}"),
+        ("revision", git_revision()),
+        ("command", " ".join([interpreter()] + sys.argv)),
+    ]
+
+
+# --- input -----------------------------------------------------------------------------
+
+
+def make_records(count: int, timestamp_ms: int, rng: random.Random) -> list[SimpleRecord]:
+    """Small JSON events padded to 100 bytes, keyed by user, CreateTime around ``timestamp_ms``."""
+    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+    events = ("view", "click", "cart", "buy", "search", "login")
+    records = []
+    for i in range(count):
+        user = rng.randrange(100_000)
+        head = f'{{"user":{user},"event":"{rng.choice(events)}","page":"/p/{rng.randrange(10_000)}","s":"'
+        value = (head + "".join(rng.choices(alphabet, k=VALUE_SIZE - len(head) - 2)) + '"}').encode()
+        key = f"user-{user:05d}".encode()
+        assert len(value) == VALUE_SIZE and len(key) == KEY_SIZE
+        records.append(SimpleRecord(value, key, timestamp_ms + i))
+    return records
+
+
+def make_pool(batches: int, timestamp_ms: int, seed: int = 42) -> tuple[bytes, ...]:
+    rng = random.Random(seed)
+    return tuple(build_batch(make_records(BATCH_RECORDS, timestamp_ms, rng)) for _ in range(batches))
+
+
+def write_log(log_dir: str, pool: Sequence[bytes], per_partition: int, partitions: int, timestamp_ms: int) -> int:
+    """Fill topic ``bench`` with ``per_partition`` records in each partition; returns bytes written.
+
+    One ``Log.append`` per 16 KiB batch, as produce requests bring them, without
+    building a record in the loop: the log assigns offsets to the pooled batches.
+    """
+    full, tail = divmod(per_partition, BATCH_RECORDS)
+    tail_batch = build_batch(make_records(tail, timestamp_ms, random.Random(7))) if tail else None
+    written = 0
+    with Broker(log_dir, background=False) as broker:
+        broker.create_topic(TOPIC, partitions)
+        for p in range(partitions):
+            log = broker.log_manager.get_log(TopicPartition(TOPIC, p))
+            for i in range(full):
+                log.append(pool[(i + p) % len(pool)])
+            if tail_batch is not None:
+                log.append(tail_batch)
+            if log.log_end_offset != per_partition:
+                raise AssertionError(f"{log}: log end offset {log.log_end_offset}, expected {per_partition}")
+            log.flush()
+            written += log.size
+    return written
+
+
+def write_ceiling_rows(path: str, pool: Sequence[bytes], batch_rows: int) -> int:
+    """The pool's records as Arrow, in compact batches of exactly ``batch_rows`` rows; returns the batch count."""
+    laid = bytearray(b"".join(pool))
+    position, offset = 0, 0
+    for batch in pool:
+        set_base_offset(laid, position, offset)
+        position += len(batch)
+        offset += BATCH_RECORDS
+    rows = decode_to_arrow(bytes(laid), topic=TOPIC, partition=0)
+    count = rows.num_rows // batch_rows
+    if count == 0:
+        raise ValueError(f"the pool holds {rows.num_rows} rows, fewer than one batch of {batch_rows}")
+    table = pa.Table.from_batches([rows]).slice(0, count * batch_rows)
+    with pa.OSFile(path, "wb") as f, pa.ipc.new_file(f, kafka_schema()) as writer:
+        writer.write_table(table, max_chunksize=batch_rows)
+    return count
+
+
+# --- measuring -------------------------------------------------------------------------
+
+
+def timed(action: Callable[[], object]) -> tuple[float, object]:
+    gc.collect()
+    start = time.perf_counter()
+    result = action()
+    return time.perf_counter() - start, result
+
+
+def measure(actions: dict[str, Callable[[], object]], check: Callable[[str, object], None], rows: int,
+            runs: int, name: str, log) -> dict[str, Timing]:
+    """Time each source's action ``runs`` times after one warm-up, rotating which goes first."""
+    seconds: dict[str, list[float]] = {who: [] for who in actions}
+    names = list(actions)
+    for i in range(runs + 1):
+        order = names[i % len(names):] + names[:i % len(names)]
+        took = []
+        for who in order:
+            s, result = timed(actions[who])
+            check(who, result)
+            if i:
+                seconds[who].append(s)
+            took.append(f"{who} {s:.2f} s")
+        log(f"  {name}: {'warm-up' if i == 0 else f'run {i} of {runs}'}: {', '.join(took)}")
+    return {who: Timing(rows, tuple(s)) for who, s in seconds.items()}
+
+
+def decode_alone(log_dir: str, per_partition: int) -> Timing:
+    """``connector.reading.read_range`` over partition 0 in this process, without Spark: the
+    Python side of one task (listing, reading 4 MiB chunks, decoding to Arrow)."""
+    directory = LogDirectory(log_dir)
+    r = OffsetRange(TOPIC, 0, 0, per_partition)
+
+    def run() -> int:
+        return sum(b.num_rows for b in read_range(directory, r, include_headers=False, fail_on_data_loss=True,
+                                                  chunk_bytes=4 * MIB))
+
+    got = run()
+    if got != per_partition:
+        raise AssertionError(f"read_range gave {got} rows, expected {per_partition}")
+    seconds = []
+    for _ in range(5):
+        s, _ = timed(run)
+        seconds.append(s)
+    return Timing(per_partition, tuple(seconds))
+
+
+def spark_session(master: str, warehouse: str):
+    # Spark's Python workers must run this interpreter (the one with seglog installed).
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    session = (SparkSession.builder.master(master).appName("seglog-connector-bench")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.driver.memory", "4g")
+               .config("spark.sql.warehouse.dir", warehouse)
+               .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={warehouse}")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def figures(spark, root: str, log_dir: str, parquet_dir: str, ceiling_path: str, rows: int, runs: int,
+            log) -> list[Row]:
+    out_dir = os.path.join(root, "out")
+    expected_sum = rows * VALUE_SIZE
+
+    def check_count(who: str, got) -> None:
+        if got != rows:
+            raise AssertionError(f"{who}: count() gave {got}, expected {rows}")
+
+    def check_sum(who: str, got) -> None:
+        if got != expected_sum:
+            raise AssertionError(f"{who}: {SCAN} gave {got}, expected {expected_sum}")
+
+    written = set()
+
+    def check_written(who: str, _) -> None:
+        if who not in written:  # once per source: reading it back costs a full scan
+            got = spark.read.parquet(out_dir).count()
+            if got != rows:
+                raise AssertionError(f"{who}: the Parquet write holds {got} rows, expected {rows}")
+            written.add(who)
+
+    result = []
+    for tasks_wanted, min_partitions in ((PARTITIONS, None), (MIN_PARTITIONS, MIN_PARTITIONS)):
+        reader = spark.read.format("seglog").option("path", log_dir).option("subscribe", TOPIC)
+        if min_partitions:
+            reader = reader.option("minPartitions", str(min_partitions))
+        frames = {
+            "seglog": reader.load(),
+            "ceiling": (spark.read.format(CeilingSource.name()).option("path", ceiling_path)
+                        .option("rows", str(rows)).option("partitions", str(tasks_wanted)).load()),
+            "parquet": spark.read.parquet(parquet_dir),
+        }
+        tasks = {who: df.rdd.getNumPartitions() for who, df in frames.items()}
+        label = f"{tasks['seglog']} tasks" + (f" (minPartitions={min_partitions})" if min_partitions else "")
+        log(f"{label}: tasks {tasks}")
+        for action, make, check in (
+                ("count()", lambda df: df.count, check_count),
+                (SCAN, lambda df: (lambda: df.selectExpr(f"{SCAN} AS s").collect()[0]["s"]), check_sum),
+                ("write Parquet", lambda df: (lambda: df.write.mode("overwrite").parquet(out_dir)),
+                 check_written)):
+            name = f"{action}, {label}"
+            timings = measure({who: make(df) for who, df in frames.items()}, check, rows, runs, name, log)
+            result.append(Row(name, tasks, timings))
+        shutil.rmtree(out_dir, ignore_errors=True)
+    return result
+
+
+# --- reporting -------------------------------------------------------------------------
+
+
+def rate(r: float) -> str:
+    return f"{r / 1e6:.2f} M" if r >= 1e6 else f"{r / 1e3:.0f} k"
+
+
+@dataclass(frozen=True)
+class Target:
+    description: str
+    measured: str
+    met: bool
+
+
+def targets(rows: list[Row]) -> list[Target]:
+    """The issue's target: seglog's count() at least 50% of the ceiling's."""
+    return [Target(f"{row.figure}: seglog at least 50% of the ceiling",
+                   f"{row.ratio('ceiling'):.0%} ({rate(row.timings['seglog'].best_rate)} against "
+                   f"{rate(row.timings['ceiling'].best_rate)} rows/s)", row.ratio("ceiling") >= 0.5)
+            for row in rows if row.figure.startswith("count()")]
+
+
+def print_table(env, rows: list[Row], alone: Timing | None, notes: list[str], runs: int) -> None:
+    print()
+    for k, v in env:
+        print(f"{k:>10}: {v}")
+    print(f"\nrows/s, best of {runs} runs (median); ratios of the best runs")
+    header = (f"{'figure':<48} {'seglog':>18} {'ceiling':>18} {'parquet':>18} {'/ceiling':>9} "
+              f"{'/parquet':>9}")
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        cells = [f"{rate(t.best_rate)} ({rate(t.median_rate)})" for t in (row.timings[w] for w in SOURCES)]
+        print(f"{row.figure:<48} {cells[0]:>18} {cells[1]:>18} {cells[2]:>18} "
+              f"{row.ratio('ceiling'):>8.2f}x {row.ratio('parquet'):>8.2f}x")
+    for row in rows:
+        if not row.figure.startswith("count()"):
+            continue
+        print(f"  {row.figure}: tasks " + ", ".join(f"{w} {row.tasks[w]}" for w in SOURCES) + "; best "
+              + ", ".join(f"{w} {min(row.timings[w].seconds):.2f} s" for w in SOURCES))
+    for note in notes:
+        print(f"  {note}")
+    if alone is not None:
+        print(f"  read_range alone, partition 0, no Spark, one thread: {rate(alone.best_rate)} rows/s "
+              f"({rate(alone.median_rate)}), best of {len(alone.seconds)}")
+    print("\ntargets")
+    for t in targets(rows):
+        print(f"  {t.description}: {t.measured} -> {'met' if t.met else 'NOT met'}")
+
+
+def print_markdown(env, rows: list[Row], runs: int) -> None:
+    env_map = dict(env)
+    date = env_map["date"].split()[0]
+    command = env_map["command"]
+    print(f"\n| figure | seglog, rows/s (best of {runs}; median) | ceiling, rows/s | Parquet, rows/s | "
+          f"seglog / ceiling | seglog / Parquet | command | date |")
+    print("|---|---|---|---|---|---|---|---|")
+    for row in rows:
+        cells = [f"{rate(t.best_rate)}; {rate(t.median_rate)}" for t in (row.timings[w] for w in SOURCES)]
+        print(f"| {row.figure} | {cells[0]} | {cells[1]} | {cells[2]} | {row.ratio('ceiling'):.2f}x | "
+              f"{row.ratio('parquet'):.2f}x | `{command}` | {date} |")
+    print("\n| target | measured | met |")
+    print("|---|---|---|")
+    for t in targets(rows):
+        print(f"| {t.description} | {t.measured} | {'yes' if t.met else 'no'} |")
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="a smoke run: 500,000 records, 2 runs")
+    p.add_argument("--markdown", action="store_true", help="also print rows ready for BENCHMARKS.md")
+    p.add_argument("--runs", type=int, help="timed runs per figure, after one warm-up (default 5, 2 with --quick)")
+    p.add_argument("--records", type=int, help="records in the topic, over 8 partitions (default 10,000,000)")
+    p.add_argument("--ceiling-batch-rows", type=int, default=CEILING_BATCH_ROWS,
+                   help=f"rows per Arrow batch the ceiling yields (default {CEILING_BATCH_ROWS:,})")
+    p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    p.add_argument("--dir", default="/tmp", help="where the temporary log and Parquet files go (default /tmp)")
+    args = p.parse_args(argv)
+    args.runs = args.runs or (2 if args.quick else 5)
+    args.records = args.records or (500_000 if args.quick else 10_000_000)
+    if args.records % PARTITIONS:
+        p.error(f"--records must be a multiple of {PARTITIONS}")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+
+    def log(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    free = shutil.disk_usage(args.dir).free
+    needed = max(MIN_FREE_BYTES // 10, MIN_FREE_BYTES * args.records // 10_000_000)
+    if free < needed:
+        log(f"{free / 1024 ** 3:.1f} GiB free in {args.dir}, fewer than the {needed / 1024 ** 3:.1f} GiB "
+            f"this run needs (the log, a Parquet copy and a written copy)")
+        return 1
+    root = tempfile.mkdtemp(prefix="seglog-connector-bench-", dir=args.dir)
+    spark = None
+    try:
+        log_dir = os.path.join(root, "logs")
+        parquet_dir = os.path.join(root, "parquet")
+        ceiling_path = os.path.join(root, "ceiling.arrow")
+        per_partition = args.records // PARTITIONS
+        now_ms = int(time.time() * 1000)
+        log(f"building a pool of {POOL_BATCHES} batches of {BATCH_RECORDS} records")
+        pool = make_pool(POOL_BATCHES, now_ms)
+        log(f"writing {args.records:,} records over {PARTITIONS} partitions with Log.append")
+        s, log_bytes = timed(lambda: write_log(log_dir, pool, per_partition, PARTITIONS, now_ms))
+        log(f"  {log_bytes / MIB:,.0f} MiB in {s:.1f} s")
+        ceiling_batches = write_ceiling_rows(ceiling_path, pool, args.ceiling_batch_rows)
+        del pool
+        log("reading partition 0 with read_range alone (no Spark)")
+        alone = decode_alone(log_dir, per_partition)
+
+        spark = spark_session(args.master, os.path.join(root, "warehouse"))
+        spark.dataSource.register(CeilingSource)
+        env = environment(spark, args.dir, args.master)
+        log("writing the Parquet copy from the log (untimed)")
+        (spark.read.format("seglog").option("path", log_dir).option("subscribe", TOPIC).load()
+         .write.parquet(parquet_dir))
+        parquet_bytes = sum(os.path.getsize(os.path.join(parquet_dir, n)) for n in os.listdir(parquet_dir))
+        rows = figures(spark, root, log_dir, parquet_dir, ceiling_path, args.records, args.runs, log)
+        notes = [f"log: {log_bytes / MIB:,.0f} MiB ({log_bytes / args.records:.1f} B/record) in {PARTITIONS} "
+                 f"partitions; Parquet copy: {parquet_bytes / MIB:,.0f} MiB",
+                 f"ceiling: {ceiling_batches} distinct Arrow batches of {args.ceiling_batch_rows:,} rows, "
+                 f"cycled; seglog yields one batch per 4 MiB chunk (~{4 * MIB * args.records // log_bytes:,} "
+                 f"rows)"]
+        print_table(env, rows, alone, notes, args.runs)
+        if args.markdown:
+            print_markdown(env, rows, args.runs)
+        return 0
+    finally:
+        if spark is not None:
+            spark.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
