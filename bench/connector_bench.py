@@ -28,16 +28,10 @@ Run ``python bench/connector_bench.py``; ``--quick`` for a smoke run,
 from __future__ import annotations
 
 import argparse
-import datetime
-import gc
 import os
-import platform
 import random
 import shutil
-import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
@@ -55,8 +49,15 @@ from format.layout import TopicPartition
 from format.record import SimpleRecord
 from format.record_batch import build_batch, set_base_offset
 
-VALUE_SIZE = 100
-KEY_SIZE = 10
+# Spark's Python workers unpickle the ceiling data source below by value, as part of
+# __main__. It must not use anything from bench_common: that would be pickled by
+# reference, and the workers cannot import bench_common (bench/ is not on their path).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_common import (GIB, MIB, VALUE_SIZE, Environment, Target, Timing, argument_parser,  # noqa: E402
+                          date_and_command, environment, event_record, file_system, log, print_environment,
+                          print_header, print_markdown_header, print_markdown_row, print_markdown_targets,
+                          print_targets, rate, scratch_directory, short_of_disk, timed)
+
 # The most such records a batch of Kafka's default batch.size (16384 bytes) holds.
 BATCH_RECORDS = 135
 # 256 distinct batches: 34,560 distinct values (3.5 MB), more than a 1 MiB Parquet
@@ -70,8 +71,7 @@ CEILING_BATCH_ROWS = 10_000
 KAFKA_SCHEMA = ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
                 "timestampType int")
 SCAN = "sum(length(value))"
-MIN_FREE_BYTES = 8 * 1024 ** 3
-MIB = 1024 * 1024
+MIN_FREE_BYTES = 8 * GIB
 
 
 # --- the ceiling: a Python data source that only hands Spark pre-built Arrow batches ---------
@@ -129,22 +129,6 @@ class CeilingSource(DataSource):
 
 
 @dataclass(frozen=True)
-class Timing:
-    """Wall-clock seconds of each run over the same ``rows``."""
-
-    rows: int
-    seconds: tuple[float, ...]
-
-    @property
-    def best_rate(self) -> float:
-        return self.rows / min(self.seconds)
-
-    @property
-    def median_rate(self) -> float:
-        return self.rows / statistics.median(self.seconds)
-
-
-@dataclass(frozen=True)
 class Row:
     """One figure: seglog, the ceiling and Parquet doing the same action on the same rows."""
 
@@ -162,74 +146,16 @@ SOURCES = ("seglog", "ceiling", "parquet")
 # --- environment -----------------------------------------------------------------------
 
 
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def memory_total() -> str:
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemTotal:"):
-                    return f"{int(line.split()[1]) / 1024 ** 2:.0f} GiB"
-    except OSError:
-        pass
-    return "unknown"
-
-
-def file_system(path: str) -> str:
-    """The device and type of the mount holding ``path``."""
-    best = ("", "unknown", "unknown")
-    path = os.path.realpath(path)
-    try:
-        with open("/proc/mounts") as f:
-            for line in f:
-                device, mount, fstype = line.split()[:3]
-                if (path == mount or path.startswith(mount.rstrip("/") + "/")) and len(mount) >= len(best[0]):
-                    best = (mount, device, fstype)
-    except OSError:
-        pass
-    return f"{path} on {best[1]} ({best[2]}), {shutil.disk_usage(path).free / 1024 ** 3:.0f} GiB free"
-
-
-def git_revision() -> str:
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    try:
-        out = subprocess.run(["git", "-C", root, "describe", "--always", "--dirty"],
-                             capture_output=True, text=True, timeout=10)
-        return out.stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
-def interpreter() -> str:
-    """The interpreter as typed: relative when it is under the working directory (the venv)."""
-    relative = os.path.relpath(sys.executable)
-    return os.path.basename(sys.executable) if relative.startswith("..") else relative
-
-
-def environment(spark, directory: str, master: str) -> list[tuple[str, str]]:
+def spark_environment(spark, directory: str, master: str) -> Environment:
     import pyspark
 
     java = spark.sparkContext._jvm.java.lang.System.getProperty("java.version")
-    return [
-        ("date", datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
-        ("python", f"{platform.python_implementation()} {platform.python_version()}"),
-        ("cpu", f"{cpu_model()} ({os.cpu_count()} cores), {memory_total()} RAM"),
+    return environment([
         ("spark", f"pyspark {pyspark.__version__}, Java {java}, {master}, not pinned"),
-        ("files", file_system(directory)),
+        ("files", file_system(directory, with_options=False)),
         ("page cache", "warm: the log and the Parquet copy are read once before timing"),
         ("libraries", f"numpy {np.__version__}, pyarrow {pa.__version__}"),
-        ("revision", git_revision()),
-        ("command", " ".join([interpreter()] + sys.argv)),
-    ]
+    ])
 
 
 # --- input -----------------------------------------------------------------------------
@@ -237,17 +163,7 @@ def environment(spark, directory: str, master: str) -> list[tuple[str, str]]:
 
 def make_records(count: int, timestamp_ms: int, rng: random.Random) -> list[SimpleRecord]:
     """Small JSON events padded to 100 bytes, keyed by user, CreateTime around ``timestamp_ms``."""
-    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
-    events = ("view", "click", "cart", "buy", "search", "login")
-    records = []
-    for i in range(count):
-        user = rng.randrange(100_000)
-        head = f'{{"user":{user},"event":"{rng.choice(events)}","page":"/p/{rng.randrange(10_000)}","s":"'
-        value = (head + "".join(rng.choices(alphabet, k=VALUE_SIZE - len(head) - 2)) + '"}').encode()
-        key = f"user-{user:05d}".encode()
-        assert len(value) == VALUE_SIZE and len(key) == KEY_SIZE
-        records.append(SimpleRecord(value, key, timestamp_ms + i))
-    return records
+    return [event_record(rng, timestamp_ms + i) for i in range(count)]
 
 
 def make_pool(batches: int, timestamp_ms: int, seed: int = 42) -> tuple[bytes, ...]:
@@ -298,13 +214,6 @@ def write_ceiling_rows(path: str, pool: Sequence[bytes], batch_rows: int) -> int
 
 
 # --- measuring -------------------------------------------------------------------------
-
-
-def timed(action: Callable[[], object]) -> tuple[float, object]:
-    gc.collect()
-    start = time.perf_counter()
-    result = action()
-    return time.perf_counter() - start, result
 
 
 def measure(actions: dict[str, Callable[[], object]], check: Callable[[str, object], None], rows: int,
@@ -415,17 +324,6 @@ def figures(spark, root: str, log_dir: str, parquet_dir: str, ceiling_path: str,
 # --- reporting -------------------------------------------------------------------------
 
 
-def rate(r: float) -> str:
-    return f"{r / 1e6:.2f} M" if r >= 1e6 else f"{r / 1e3:.0f} k"
-
-
-@dataclass(frozen=True)
-class Target:
-    description: str
-    measured: str
-    met: bool
-
-
 def targets(rows: list[Row]) -> list[Target]:
     """The issue's target: seglog's count() at least 50% of the ceiling's."""
     return [Target(f"{row.figure}: seglog at least 50% of the ceiling",
@@ -434,15 +332,10 @@ def targets(rows: list[Row]) -> list[Target]:
             for row in rows if row.figure.startswith("count()")]
 
 
-def print_table(env, rows: list[Row], alone: Timing | None, notes: list[str], runs: int) -> None:
-    print()
-    for k, v in env:
-        print(f"{k:>10}: {v}")
+def print_table(env: Environment, rows: list[Row], alone: Timing | None, notes: list[str], runs: int) -> None:
+    print_environment(env)
     print(f"\nrows/s, best of {runs} runs (median); ratios of the best runs")
-    header = (f"{'figure':<48} {'seglog':>18} {'ceiling':>18} {'parquet':>18} {'/ceiling':>9} "
-              f"{'/parquet':>9}")
-    print(header)
-    print("-" * len(header))
+    print_header(f"{'figure':<48} {'seglog':>18} {'ceiling':>18} {'parquet':>18} {'/ceiling':>9} {'/parquet':>9}")
     for row in rows:
         cells = [f"{rate(t.best_rate)} ({rate(t.median_rate)})" for t in (row.timings[w] for w in SOURCES)]
         print(f"{row.figure:<48} {cells[0]:>18} {cells[1]:>18} {cells[2]:>18} "
@@ -457,32 +350,22 @@ def print_table(env, rows: list[Row], alone: Timing | None, notes: list[str], ru
     if alone is not None:
         print(f"  read_range alone, partition 0, no Spark, one thread: {rate(alone.best_rate)} rows/s "
               f"({rate(alone.median_rate)}), best of {len(alone.seconds)}")
-    print("\ntargets")
-    for t in targets(rows):
-        print(f"  {t.description}: {t.measured} -> {'met' if t.met else 'NOT met'}")
+    print_targets(targets(rows))
 
 
-def print_markdown(env, rows: list[Row], runs: int) -> None:
-    env_map = dict(env)
-    date = env_map["date"].split()[0]
-    command = env_map["command"]
-    print(f"\n| figure | seglog, rows/s (best of {runs}; median) | ceiling, rows/s | Parquet, rows/s | "
-          f"seglog / ceiling | seglog / Parquet | command | date |")
-    print("|---|---|---|---|---|---|---|---|")
+def print_markdown(env: Environment, rows: list[Row], runs: int) -> None:
+    date, command = date_and_command(env)
+    print_markdown_header(("figure", f"seglog, rows/s (best of {runs}; median)", "ceiling, rows/s", "Parquet, rows/s",
+                           "seglog / ceiling", "seglog / Parquet", "command", "date"))
     for row in rows:
         cells = [f"{rate(t.best_rate)}; {rate(t.median_rate)}" for t in (row.timings[w] for w in SOURCES)]
-        print(f"| {row.figure} | {cells[0]} | {cells[1]} | {cells[2]} | {row.ratio('ceiling'):.2f}x | "
-              f"{row.ratio('parquet'):.2f}x | `{command}` | {date} |")
-    print("\n| target | measured | met |")
-    print("|---|---|---|")
-    for t in targets(rows):
-        print(f"| {t.description} | {t.measured} | {'yes' if t.met else 'no'} |")
+        print_markdown_row((row.figure, *cells, f"{row.ratio('ceiling'):.2f}x", f"{row.ratio('parquet'):.2f}x",
+                            f"`{command}`", date))
+    print_markdown_targets(targets(rows))
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="a smoke run: 500,000 records, 2 runs")
-    p.add_argument("--markdown", action="store_true", help="also print rows ready for BENCHMARKS.md")
+    p = argument_parser(__doc__, "a smoke run: 500,000 records, 2 runs", pin=False)
     p.add_argument("--runs", type=int, help="timed runs per figure, after one warm-up (default 5, 2 with --quick)")
     p.add_argument("--records", type=int, help="records in the topic, over 8 partitions (default 10,000,000)")
     p.add_argument("--ceiling-batch-rows", type=int, default=CEILING_BATCH_ROWS,
@@ -499,17 +382,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-
-    def log(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
-
-    free = shutil.disk_usage(args.dir).free
     needed = max(MIN_FREE_BYTES // 10, MIN_FREE_BYTES * args.records // 10_000_000)
-    if free < needed:
-        log(f"{free / 1024 ** 3:.1f} GiB free in {args.dir}, fewer than the {needed / 1024 ** 3:.1f} GiB "
-            f"this run needs (the log, a Parquet copy and a written copy)")
+    short = short_of_disk(args.dir, needed)
+    if short:
+        log(f"{short}, fewer than the {needed / GIB:.1f} GiB this run needs (the log, a Parquet copy and a "
+            f"written copy)")
         return 1
-    root = tempfile.mkdtemp(prefix="seglog-connector-bench-", dir=args.dir)
+    with scratch_directory("seglog-connector-bench-", args.dir) as root:
+        return run_all(args, root)
+
+
+def run_all(args: argparse.Namespace, root: str) -> int:
+    """All figures, with Spark, in the scratch directory ``root``."""
     spark = None
     try:
         log_dir = os.path.join(root, "logs")
@@ -529,7 +413,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         spark = spark_session(args.master, os.path.join(root, "warehouse"))
         spark.dataSource.register(CeilingSource)
-        env = environment(spark, args.dir, args.master)
+        env = spark_environment(spark, args.dir, args.master)
         log("writing the Parquet copy from the log (untimed)")
         (spark.read.format("seglog").option("path", log_dir).option("subscribe", TOPIC).load()
          .write.parquet(parquet_dir))
@@ -547,7 +431,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if spark is not None:
             spark.stop()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -24,19 +24,14 @@ run, ``--markdown`` for rows to paste into BENCHMARKS.md.
 from __future__ import annotations
 
 import argparse
-import datetime
 import gc
 import os
-import platform
 import random
-import shutil
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -50,8 +45,11 @@ from format.record import SimpleRecord
 from format.record_batch import build_batch, iter_batches, set_base_offset
 from format.segment import LogSegment
 
-VALUE_SIZE = 100
-KEY_SIZE = 10
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_common import (GIB, VALUE_SIZE, Environment, Timing, argument_parser, date_and_command,  # noqa: E402
+                          environment, event_record, log, pinning, print_environment, print_header,
+                          print_markdown_header, print_markdown_row, rate, scratch_directory, short_of_disk, timed)
+
 # The most such records a batch of Kafka's default batch.size (16384 bytes) holds.
 DEFAULT_BATCH_RECORDS = 135
 LARGE_BATCH_RECORDS = 1000
@@ -61,22 +59,6 @@ BASE_TIMESTAMP = 1_795_000_000_000
 # kafka-python's codec ids in the batch attributes (none, lz4).
 KAFKA_PYTHON_CODEC = {CompressionType.NONE: 0, CompressionType.LZ4: 3}
 TOPIC = "bench"
-
-
-@dataclass(frozen=True)
-class Timing:
-    """Wall-clock seconds of each run over the same ``records``."""
-
-    records: int
-    seconds: tuple[float, ...]
-
-    @property
-    def best_rate(self) -> float:
-        return self.records / min(self.seconds)
-
-    @property
-    def median_rate(self) -> float:
-        return self.records / statistics.median(self.seconds)
 
 
 @dataclass(frozen=True)
@@ -105,52 +87,11 @@ class LatencyRow:
 # --- environment ------------------------------------------------------------------
 
 
-def pin_to_core(cpu: int) -> None:
-    """Pin every thread of the process (numpy and pyarrow may have started some) to ``cpu``."""
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            os.sched_setaffinity(int(tid), {cpu})
-        except ProcessLookupError:
-            pass  # the thread ended meanwhile
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def git_revision() -> str:
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    try:
-        out = subprocess.run(["git", "-C", root, "describe", "--always", "--dirty"],
-                             capture_output=True, text=True, timeout=10)
-        return out.stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
-def interpreter() -> str:
-    """The interpreter as typed: relative when it is under the working directory (the venv)."""
-    relative = os.path.relpath(sys.executable)
-    return os.path.basename(sys.executable) if relative.startswith("..") else relative
-
-
-def environment(pinned: str) -> list[tuple[str, str]]:
-    return [
-        ("date", datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
-        ("python", f"{platform.python_implementation()} {platform.python_version()}"),
-        ("cpu", f"{cpu_model()} ({os.cpu_count()} cores)"),
+def format_environment(pinned: str) -> Environment:
+    return environment([
         ("pinned", pinned),
         ("libraries", f"numpy {np.__version__}, pyarrow {pa.__version__}, kafka-python {kafka.__version__}"),
-        ("revision", git_revision()),
-        ("command", " ".join([interpreter()] + sys.argv)),
-    ]
+    ], with_memory=False)
 
 
 # --- input ------------------------------------------------------------------------
@@ -163,19 +104,7 @@ def make_records(count: int, seed: int = 42) -> list[SimpleRecord]:
     so lz4 has realistic work, unlike with constant or random bytes.
     """
     rng = random.Random(seed)
-    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
-    events = ("view", "click", "cart", "buy", "search", "login")
-    records = []
-    for i in range(count):
-        user = rng.randrange(100_000)
-        head = (f'{{"user":{user},"event":"{rng.choice(events)}","ts":{BASE_TIMESTAMP + i},'
-                f'"page":"/p/{rng.randrange(10_000)}","s":"')
-        pad = VALUE_SIZE - len(head) - 2
-        value = (head + "".join(rng.choices(alphabet, k=pad)) + '"}').encode()
-        key = f"user-{user:05d}".encode()
-        assert len(value) == VALUE_SIZE and len(key) == KEY_SIZE
-        records.append(SimpleRecord(value, key, BASE_TIMESTAMP + i))
-    return records
+    return [event_record(rng, BASE_TIMESTAMP + i, ts_field=True) for i in range(count)]
 
 
 def groups_of(records: Sequence[SimpleRecord], size: int) -> list[Sequence[SimpleRecord]]:
@@ -212,13 +141,7 @@ def measure(run: Callable[[], int], expected_records: int, runs: int) -> Timing:
     got = run()
     if got != expected_records:
         raise AssertionError(f"benchmark handled {got} records, expected {expected_records}")
-    seconds = []
-    for _ in range(runs):
-        gc.collect()
-        start = time.perf_counter()
-        run()
-        seconds.append(time.perf_counter() - start)
-    return Timing(expected_records, tuple(seconds))
+    return Timing(expected_records, tuple(timed(run)[0] for _ in range(runs)))
 
 
 def seglog_decode(chunks: Sequence[bytes]) -> int:
@@ -276,56 +199,58 @@ def check_same_records(chunks: Sequence[bytes], sample: Sequence[SimpleRecord]) 
         assert table.column("offset")[i].as_py() == i == theirs.offset, f"record {i}: offsets differ"
 
 
-def decode_figures(records: list[SimpleRecord], peer_records: int, runs: int, log) -> list[RateRow]:
-    rows = []
+def cases(records: Sequence[SimpleRecord],
+          what: str) -> Iterator[tuple[str, int, list[Sequence[SimpleRecord]], CompressionType]]:
+    """Each figure of ``what``: its name, records per batch, ``records`` in groups of that many, and codec."""
     for per_batch in (DEFAULT_BATCH_RECORDS, LARGE_BATCH_RECORDS):
         groups = groups_of(records, per_batch)
         for codec in (CompressionType.NONE, CompressionType.LZ4):
-            name = f"decode to Arrow, {per_batch} rec/batch, {codec.name.lower()}"
-            log(f"  {name}: building input")
-            batches = encode_log(groups, codec)
-            chunks = chunk(batches)
-            check_same_records(chunks, records[:per_batch])
-            total = len(records)
-            log_bytes = sum(map(len, batches))
-            # kafka-python is slow: time it on the first batches holding >= peer_records records.
-            peer_batches = batches[:max(1, -(-peer_records // per_batch))]
-            peer_count = sum(len(g) for g in groups[:len(peer_batches)])
-            peer_chunks = chunk(peer_batches)
-            log(f"  {name}: seglog on {total} records")
-            ours = measure(lambda: seglog_decode(chunks), total, runs)
-            log(f"  {name}: kafka-python on {peer_count} records")
-            theirs = measure(lambda: kafka_python_decode(peer_chunks), peer_count, runs)
-            note = (f"{len(chunks)} chunks of <= 4 MiB, {log_bytes / total:.1f} B/record on disk; "
-                    f"kafka-python timed on {peer_count} records, rate per record")
-            rows.append(RateRow(name, ours, theirs, note))
-            del batches, chunks, peer_chunks
+            yield f"{what}, {per_batch} rec/batch, {codec.name.lower()}", per_batch, groups, codec
+
+
+def decode_figures(records: list[SimpleRecord], peer_records: int, runs: int, log) -> list[RateRow]:
+    rows = []
+    for name, per_batch, groups, codec in cases(records, "decode to Arrow"):
+        log(f"  {name}: building input")
+        batches = encode_log(groups, codec)
+        chunks = chunk(batches)
+        check_same_records(chunks, records[:per_batch])
+        total = len(records)
+        log_bytes = sum(map(len, batches))
+        # kafka-python is slow: time it on the first batches holding >= peer_records records.
+        peer_batches = batches[:max(1, -(-peer_records // per_batch))]
+        peer_count = sum(len(g) for g in groups[:len(peer_batches)])
+        peer_chunks = chunk(peer_batches)
+        log(f"  {name}: seglog on {total} records")
+        ours = measure(lambda: seglog_decode(chunks), total, runs)
+        log(f"  {name}: kafka-python on {peer_count} records")
+        theirs = measure(lambda: kafka_python_decode(peer_chunks), peer_count, runs)
+        note = (f"{len(chunks)} chunks of <= 4 MiB, {log_bytes / total:.1f} B/record on disk; "
+                f"kafka-python timed on {peer_count} records, rate per record")
+        rows.append(RateRow(name, ours, theirs, note))
+        del batches, chunks, peer_chunks
     return rows
 
 
 def encode_figures(records: list[SimpleRecord], runs: int, log) -> list[RateRow]:
     rows = []
-    for per_batch in (DEFAULT_BATCH_RECORDS, LARGE_BATCH_RECORDS):
-        groups = groups_of(records, per_batch)
-        for codec in (CompressionType.NONE, CompressionType.LZ4):
-            name = f"encode batches, {per_batch} rec/batch, {codec.name.lower()}"
-            log(f"  {name}")
-            ours = measure(lambda: seglog_encode(groups, codec), len(records), runs)
-            theirs = measure(lambda: kafka_python_encode(groups, codec), len(records), runs)
-            rows.append(RateRow(name, ours, theirs, f"{len(records)} records, both encoders"))
+    for name, _, groups, codec in cases(records, "encode batches"):
+        log(f"  {name}")
+        ours = measure(lambda: seglog_encode(groups, codec), len(records), runs)
+        theirs = measure(lambda: kafka_python_encode(groups, codec), len(records), runs)
+        rows.append(RateRow(name, ours, theirs, f"{len(records)} records, both encoders"))
     return rows
 
 
 def offset_lookup_figures(segment_bytes: int, samples: int, log) -> list[LatencyRow] | str:
     """Build a real segment of ``segment_bytes`` and time random offset lookups in it."""
-    free = shutil.disk_usage(tempfile.gettempdir()).free
-    if free < 3 * 1024 ** 3:
-        return f"skipped: {free / 1024 ** 3:.1f} GiB free in {tempfile.gettempdir()}, fewer than 3 GiB"
+    short = short_of_disk(tempfile.gettempdir(), 3 * GIB)
+    if short:
+        return f"skipped: {short}, fewer than 3 GiB"
     template = bytearray(build_batch(make_records(DEFAULT_BATCH_RECORDS, seed=7)))
     (batch,) = iter_batches(template)
     per_batch = batch.header.records_count
-    directory = tempfile.mkdtemp(prefix="seglog-bench-", dir=tempfile.gettempdir())
-    try:
+    with scratch_directory("seglog-bench-") as directory:
         segment = LogSegment.open(directory, base_offset=0, index_interval_bytes=INDEX_INTERVAL_BYTES)
         try:
             log(f"  writing a {segment_bytes / 1024 ** 2:.0f} MiB segment in {len(template)}-byte batches")
@@ -364,25 +289,15 @@ def offset_lookup_figures(segment_bytes: int, samples: int, log) -> list[Latency
             return rows
         finally:
             segment.close()
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
 
 
 # --- reporting ----------------------------------------------------------------------
 
 
-def rate(r: float) -> str:
-    return f"{r / 1e6:.2f} M" if r >= 1e6 else f"{r / 1e3:.0f} k"
-
-
-def print_table(env, rate_rows: list[RateRow], latency: list[LatencyRow] | str, runs: int) -> None:
-    print()
-    for k, v in env:
-        print(f"{k:>10}: {v}")
+def print_table(env: Environment, rate_rows: list[RateRow], latency: list[LatencyRow] | str, runs: int) -> None:
+    print_environment(env)
     print(f"\nrecords/s, best of {runs} runs (median); ratio = seglog best / kafka-python best")
-    header = f"{'figure':<44} {'seglog':>18} {'kafka-python':>18} {'ratio':>7}"
-    print(header)
-    print("-" * len(header))
+    print_header(f"{'figure':<44} {'seglog':>18} {'kafka-python':>18} {'ratio':>7}")
     for row in rate_rows:
         ours = f"{rate(row.seglog.best_rate)} ({rate(row.seglog.median_rate)})"
         theirs = "-" if row.peer is None else f"{rate(row.peer.best_rate)} ({rate(row.peer.median_rate)})"
@@ -400,36 +315,27 @@ def print_table(env, rate_rows: list[RateRow], latency: list[LatencyRow] | str, 
                   f"mean {row.mean_us:.1f} us over {row.samples} random offsets")
 
 
-def print_markdown(env, rate_rows: list[RateRow], latency: list[LatencyRow] | str, runs: int) -> None:
-    env_map = dict(env)
-    date = env_map["date"].split()[0]
-    command = env_map["command"]
+def print_markdown(env: Environment, rate_rows: list[RateRow], latency: list[LatencyRow] | str, runs: int) -> None:
+    date, command = date_and_command(env)
     for kind in ("decode", "encode"):
         rows = [row for row in rate_rows if row.figure.startswith(kind)]
         if not rows:
             continue
-        print(f"\n| figure | seglog, records/s (best of {runs}; median) | kafka-python, records/s "
-              f"(best of {runs}; median) | ratio (best) | command | date |")
-        print("|---|---|---|---|---|---|")
+        print_markdown_header(("figure", f"seglog, records/s (best of {runs}; median)",
+                               f"kafka-python, records/s (best of {runs}; median)", "ratio (best)", "command", "date"))
         for row in rows:
             ours = f"{rate(row.seglog.best_rate)}; {rate(row.seglog.median_rate)}"
             theirs = "—" if row.peer is None else f"{rate(row.peer.best_rate)}; {rate(row.peer.median_rate)}"
             ratio = "—" if row.ratio is None else f"{row.ratio:.1f}x"
-            print(f"| {row.figure} | {ours} | {theirs} | {ratio} | `{command}` | {date} |")
+            print_markdown_row((row.figure, ours, theirs, ratio, f"`{command}`", date))
     if not isinstance(latency, str):
-        print("\n| figure | p50 | p99 | peer | command | date |")
-        print("|---|---|---|---|---|---|")
+        print_markdown_header(("figure", "p50", "p99", "peer", "command", "date"))
         for row in latency:
-            print(f"| {row.figure} | {row.p50_us:.1f} µs | {row.p99_us:.1f} µs | — | `{command}` | {date} |")
+            print_markdown_row((row.figure, f"{row.p50_us:.1f} µs", f"{row.p99_us:.1f} µs", "—", f"`{command}`", date))
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="a smoke run: fewer records, 64 MiB segment, 2 runs")
-    p.add_argument("--markdown", action="store_true", help="also print rows ready for BENCHMARKS.md")
-    p.add_argument("--no-pin", dest="pin", action="store_false",
-                   help="do not pin the process to one core")
-    p.add_argument("--cpu", type=int, default=0, help="the core to pin to (default 0)")
+    p = argument_parser(__doc__, "a smoke run: fewer records, 64 MiB segment, 2 runs")
     p.add_argument("--runs", type=int, help="timed runs per figure (default 5, 2 with --quick)")
     p.add_argument("--records", type=int, help="records decoded by seglog (default 1,000,000)")
     p.add_argument("--peer-records", type=int,
@@ -451,16 +357,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    if args.pin:
-        pin_to_core(args.cpu)
-        pinned = f"core {args.cpu} (of {sorted(os.sched_getaffinity(0))} now allowed)"
-    else:
-        pinned = f"no (allowed cores {sorted(os.sched_getaffinity(0))})"
-    env = environment(pinned)
-
-    def log(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
-
+    env = format_environment(pinning(args.pin, args.cpu))
     rate_rows: list[RateRow] = []
     latency: list[LatencyRow] | str = "skipped (--skip lookup)"
     if "decode" not in args.skip:

@@ -31,30 +31,27 @@ for rows to paste into BENCHMARKS.md.
 from __future__ import annotations
 
 import argparse
-import datetime
-import gc
 import os
-import platform
 import random
 import shutil
-import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Iterator, Sequence
 
 import crc32c
 
 from broker_core.config import LogConfig
 from broker_core.log import Log
 from format import layout
-from format.record import SimpleRecord
 from format.record_batch import LENGTH_OFFSET, LOG_OVERHEAD, BatchHeader, build_batch
 
-VALUE_SIZE = 100
-KEY_SIZE = 10
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_common import (GIB, MIB, Environment, Target, Timing, argument_parser, date_and_command,  # noqa: E402
+                          environment, event_record, file_system, log, pinning, print_environment, print_header,
+                          print_markdown_header, print_markdown_row, print_markdown_targets, print_targets, rate,
+                          scratch_directory, short_of_disk, timed)
+
 # The most such records a batch of Kafka's default batch.size (16384 bytes) holds.
 DEFAULT_BATCH_RECORDS = 135
 # The most such records (8658) under the default max.message.bytes, less a margin.
@@ -63,31 +60,8 @@ LARGE_BATCH_RECORDS = 8650
 POOL_BYTES = 16 * 1024 * 1024
 MIN_POOL_BATCHES = 8
 READ_MAX_BYTES = 1024 * 1024
-MIN_FREE_BYTES = 4 * 1024 ** 3
+MIN_FREE_BYTES = 4 * GIB
 TOPIC = "bench"
-MB = 1e6
-MIB = 1024 * 1024
-
-
-@dataclass(frozen=True)
-class Timing:
-    """Wall-clock seconds of each run over the same ``bytes`` and ``records``."""
-
-    bytes: int
-    records: int
-    seconds: tuple[float, ...]
-
-    @property
-    def best_mb_s(self) -> float:
-        return self.bytes / min(self.seconds) / MB
-
-    @property
-    def median_mb_s(self) -> float:
-        return self.bytes / statistics.median(self.seconds) / MB
-
-    @property
-    def best_records_s(self) -> float:
-        return self.records / min(self.seconds)
 
 
 @dataclass(frozen=True)
@@ -121,89 +95,25 @@ class Workload:
     def bytes(self) -> int:
         return sum(len(self.pool[i % len(self.pool)]) for i in range(self.count))
 
-    def batches(self):
+    def batches(self) -> Iterator[bytes]:
         pool, n = self.pool, len(self.pool)
         return (pool[i % n] for i in range(self.count))
+
+    def timing(self, seconds: Sequence[float]) -> Timing:
+        """The runs of a figure over all of this workload."""
+        return Timing(self.records, tuple(seconds), self.bytes)
 
 
 # --- environment ------------------------------------------------------------------
 
 
-def pin_to_core(cpu: int) -> None:
-    """Pin every thread of the process to ``cpu``."""
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            os.sched_setaffinity(int(tid), {cpu})
-        except ProcessLookupError:
-            pass  # the thread ended meanwhile
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def memory_total() -> str:
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemTotal:"):
-                    return f"{int(line.split()[1]) / 1024 ** 2:.0f} GiB"
-    except OSError:
-        pass
-    return "unknown"
-
-
-def file_system(path: str) -> str:
-    """The device, type and options of the mount holding ``path``."""
-    best = ("", "unknown", "unknown", "")
-    path = os.path.realpath(path)
-    try:
-        with open("/proc/mounts") as f:
-            for line in f:
-                device, mount, fstype, options = line.split()[:4]
-                if (path == mount or path.startswith(mount.rstrip("/") + "/")) and len(mount) >= len(best[0]):
-                    best = (mount, device, fstype, options)
-    except OSError:
-        pass
-    mount, device, fstype, options = best
-    return f"{path} on {device} ({fstype}, {options}), {shutil.disk_usage(path).free / 1024 ** 3:.0f} GiB free"
-
-
-def git_revision() -> str:
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    try:
-        out = subprocess.run(["git", "-C", root, "describe", "--always", "--dirty"],
-                             capture_output=True, text=True, timeout=10)
-        return out.stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
-def interpreter() -> str:
-    """The interpreter as typed: relative when it is under the working directory (the venv)."""
-    relative = os.path.relpath(sys.executable)
-    return os.path.basename(sys.executable) if relative.startswith("..") else relative
-
-
-def environment(pinned: str, directory: str) -> list[tuple[str, str]]:
-    return [
-        ("date", datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
-        ("python", f"{platform.python_implementation()} {platform.python_version()}"),
-        ("cpu", f"{cpu_model()} ({os.cpu_count()} cores), {memory_total()} RAM"),
+def log_environment(pinned: str, directory: str) -> Environment:
+    return environment([
         ("pinned", pinned),
         ("files", file_system(directory)),
         ("page cache", "warm: every read and recovery figure reads what is cached (no root to drop it)"),
         ("libraries", f"crc32c {getattr(crc32c, '__version__', 'unknown')}"),
-        ("revision", git_revision()),
-        ("command", " ".join([interpreter()] + sys.argv)),
-    ]
+    ])
 
 
 # --- input ------------------------------------------------------------------------
@@ -212,20 +122,8 @@ def environment(pinned: str, directory: str) -> list[tuple[str, str]]:
 def make_pool(records_per_batch: int, batches: int, timestamp_ms: int, seed: int = 42) -> tuple[bytes, ...]:
     """Distinct batches of 100-byte JSON-like values, stamped around ``timestamp_ms`` (CreateTime)."""
     rng = random.Random(seed)
-    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
-    events = ("view", "click", "cart", "buy", "search", "login")
-    pool = []
-    for _ in range(batches):
-        records = []
-        for i in range(records_per_batch):
-            user = rng.randrange(100_000)
-            head = f'{{"user":{user},"event":"{rng.choice(events)}","page":"/p/{rng.randrange(10_000)}","s":"'
-            value = (head + "".join(rng.choices(alphabet, k=VALUE_SIZE - len(head) - 2)) + '"}').encode()
-            key = f"user-{user:05d}".encode()
-            assert len(value) == VALUE_SIZE and len(key) == KEY_SIZE
-            records.append(SimpleRecord(value, key, timestamp_ms + i))
-        pool.append(build_batch(records))
-    return tuple(pool)
+    return tuple(build_batch([event_record(rng, timestamp_ms + i) for i in range(records_per_batch)])
+                 for _ in range(batches))
 
 
 def make_workload(name: str, records_per_batch: int, total_bytes: int, config: LogConfig,
@@ -258,13 +156,6 @@ def partition_dir(root: str) -> str:
     return os.path.join(root, f"{TOPIC}-0")
 
 
-def timed(run: Callable[[], object]) -> float:
-    gc.collect()
-    start = time.perf_counter()
-    run()
-    return time.perf_counter() - start
-
-
 def log_append(directory: str, work: Workload, config: LogConfig) -> tuple[float, float]:
     """Append ``work`` to a new log in ``directory``; seconds appending, then flushing."""
     log = Log.open(directory, config, had_clean_shutdown=True)
@@ -275,8 +166,8 @@ def log_append(directory: str, work: Workload, config: LogConfig) -> tuple[float
             for batch in work.batches():
                 append(batch)
 
-        appended = timed(run)
-        flushed = timed(log.flush)
+        appended, _ = timed(run)
+        flushed, _ = timed(log.flush)
         if log.log_end_offset != work.records:
             raise AssertionError(f"{log}: log end offset {log.log_end_offset}, expected {work.records}")
         if log.size != work.bytes:
@@ -296,8 +187,8 @@ def raw_write(path: str, work: Workload) -> tuple[float, float]:
                 write(batch)
             f.flush()  # Python's buffer, not the disk: part of writing
 
-        written = timed(run)
-        synced = timed(lambda: os.fsync(f.fileno()))
+        written, _ = timed(run)
+        synced, _ = timed(lambda: os.fsync(f.fileno()))
     if os.path.getsize(path) != work.bytes:
         raise AssertionError(f"{path}: {os.path.getsize(path)} bytes, expected {work.bytes}")
     return written, synced
@@ -327,10 +218,7 @@ def raw_read_all(path: str, chunk_bytes: int) -> int:
 
 def log_recover(directory: str, config: LogConfig, expected_end_offset: int) -> float:
     """Seconds to open the log after an unclean shutdown, re-validating everything from offset 0."""
-    opened: list[Log] = []
-    seconds = timed(lambda: opened.append(Log.open(directory, config, recovery_point=0,
-                                                   had_clean_shutdown=False)))
-    log = opened[0]
+    seconds, log = timed(lambda: Log.open(directory, config, recovery_point=0, had_clean_shutdown=False))
     try:
         if log.log_end_offset != expected_end_offset:
             raise AssertionError(f"{log}: recovery ended at offset {log.log_end_offset}, "
@@ -345,13 +233,12 @@ def log_recover(directory: str, config: LogConfig, expected_end_offset: int) -> 
 
 def enough_disk(directory: str, part: str, log) -> str | None:
     """None when there is room, else why ``part`` is skipped."""
-    free = shutil.disk_usage(directory).free
-    if free < MIN_FREE_BYTES:
-        message = (f"{part}: skipped, {free / 1024 ** 3:.1f} GiB free in {directory}, "
-                   f"fewer than {MIN_FREE_BYTES / 1024 ** 3:.0f} GiB")
-        log(f"  {message}")
-        return message
-    return None
+    short = short_of_disk(directory, MIN_FREE_BYTES)
+    if short is None:
+        return None
+    message = f"{part}: skipped, {short}, fewer than {MIN_FREE_BYTES / GIB:.0f} GiB"
+    log(f"  {message}")
+    return message
 
 
 def remove(path: str) -> None:
@@ -393,11 +280,8 @@ def append_and_read_figures(root: str, work: Workload, config: LogConfig, runs: 
             note = (f"{work.count} batches of {work.records_per_batch} records "
                     f"({len(work.pool[0]):,} bytes), {work.bytes / MIB:.0f} MiB, one segment, from a pool of "
                     f"{len(work.pool)} distinct batches; one Log.append per batch, flush not included")
-            rows.append(Row(f"append, {work.name}", Timing(work.bytes, work.records, tuple(append_s)),
-                            Timing(work.bytes, work.records, tuple(write_s)), note))
-            rows.append(Row(f"flush after append, {work.name}",
-                            Timing(work.bytes, work.records, tuple(log_flush_s)),
-                            Timing(work.bytes, work.records, tuple(raw_sync_s)),
+            rows.append(Row(f"append, {work.name}", work.timing(append_s), work.timing(write_s), note))
+            rows.append(Row(f"flush after append, {work.name}", work.timing(log_flush_s), work.timing(raw_sync_s),
                             "Log.flush() against os.fsync of the raw file, after each append run"))
         if do_read:
             if not do_append:
@@ -409,18 +293,16 @@ def append_and_read_figures(root: str, work: Workload, config: LogConfig, runs: 
                 read_s, raw_s = [], []
                 for i in range(runs + 1):
                     log(f"  read, {work.name}: {'warm-up' if i == 0 else f'run {i} of {runs}'}")
-                    got: list[int] = []
-                    ours = timed(lambda: got.append(log_read_all(reader, READ_MAX_BYTES)))
-                    theirs = timed(lambda: got.append(raw_read_all(raw_path, READ_MAX_BYTES)))
-                    if got != [work.bytes, work.bytes]:
-                        raise AssertionError(f"read {got} bytes, expected {work.bytes} each")
+                    ours, got_log = timed(lambda: log_read_all(reader, READ_MAX_BYTES))
+                    theirs, got_raw = timed(lambda: raw_read_all(raw_path, READ_MAX_BYTES))
+                    if [got_log, got_raw] != [work.bytes, work.bytes]:
+                        raise AssertionError(f"read {[got_log, got_raw]} bytes, expected {work.bytes} each")
                     if i:
                         read_s.append(ours)
                         raw_s.append(theirs)
             finally:
                 reader.close()
-            rows.append(Row(f"sequential read, {work.name}", Timing(work.bytes, work.records, tuple(read_s)),
-                            Timing(work.bytes, work.records, tuple(raw_s)),
+            rows.append(Row(f"sequential read, {work.name}", work.timing(read_s), work.timing(raw_s),
                             f"Log.read(offset, {READ_MAX_BYTES:,}) to the log end against f.read("
                             f"{READ_MAX_BYTES:,}); warm page cache, both read once before timing"))
     finally:
@@ -450,15 +332,13 @@ def recovery_figure(root: str, work: Workload, config: LogConfig, runs: int, log
         for i in range(runs + 1):
             log(f"  recovery, {work.name}: {'warm-up' if i == 0 else f'run {i} of {runs}'}")
             ours = log_recover(log_dir, config, work.records)
-            got: list[int] = []
-            theirs = timed(lambda: got.append(raw_read_all(segment_path, READ_MAX_BYTES)))
-            if got != [work.bytes]:
-                raise AssertionError(f"{segment_path}: read {got[0]} bytes, expected {work.bytes}")
+            theirs, got = timed(lambda: raw_read_all(segment_path, READ_MAX_BYTES))
+            if got != work.bytes:
+                raise AssertionError(f"{segment_path}: read {got} bytes, expected {work.bytes}")
             if i:
                 recover_s.append(ours)
                 raw_s.append(theirs)
-        return Row(f"recovery, {work.name}", Timing(work.bytes, work.records, tuple(recover_s)),
-                   Timing(work.bytes, work.records, tuple(raw_s)),
+        return Row(f"recovery, {work.name}", work.timing(recover_s), work.timing(raw_s),
                    f"Log.open(recovery_point=0, had_clean_shutdown=False) of one {work.bytes / MIB:.0f} MiB "
                    f"segment ({work.count} batches) against f.read({READ_MAX_BYTES:,}) of its .log; warm")
     finally:
@@ -466,13 +346,6 @@ def recovery_figure(root: str, work: Workload, config: LogConfig, runs: int, log
 
 
 # --- targets and reporting ------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Target:
-    description: str
-    measured: str
-    met: bool
 
 
 def targets(rows: list[Row]) -> list[Target]:
@@ -489,24 +362,16 @@ def targets(rows: list[Row]) -> list[Target]:
     return found
 
 
-def records_rate(r: float) -> str:
-    return f"{r / 1e6:.2f} M" if r >= 1e6 else f"{r / 1e3:.0f} k"
-
-
 def records_column(row: Row, none: str = "-") -> str:
     # A flush moves bytes, not records.
-    return none if row.figure.startswith("flush") else records_rate(row.seglog.best_records_s)
+    return none if row.figure.startswith("flush") else rate(row.seglog.best_rate)
 
 
-def print_table(env, rows: list[Row], skipped: list[str], runs: int) -> None:
-    print()
-    for k, v in env:
-        print(f"{k:>10}: {v}")
+def print_table(env: Environment, rows: list[Row], skipped: list[str], runs: int) -> None:
+    print_environment(env)
     print(f"\nMB/s (10^6 bytes/s), best of {runs} runs (median); records/s at the best run; "
           f"ratio = seglog best / raw best")
-    header = f"{'figure':<38} {'seglog MB/s':>16} {'records/s':>10} {'raw MB/s':>16} {'ratio':>6}"
-    print(header)
-    print("-" * len(header))
+    print_header(f"{'figure':<38} {'seglog MB/s':>16} {'records/s':>10} {'raw MB/s':>16} {'ratio':>6}")
     for row in rows:
         ours = f"{row.seglog.best_mb_s:,.0f} ({row.seglog.median_mb_s:,.0f})"
         theirs = f"{row.raw.best_mb_s:,.0f} ({row.raw.median_mb_s:,.0f})"
@@ -523,40 +388,28 @@ def print_table(env, rows: list[Row], skipped: list[str], runs: int) -> None:
         print(f"  {message}")
     found = targets(rows)
     if found:
-        print("\ntargets")
-        for t in found:
-            print(f"  {t.description}: {t.measured} -> {'met' if t.met else 'NOT met'}")
+        print_targets(found)
 
 
-def print_markdown(env, rows: list[Row], runs: int) -> None:
-    env_map = dict(env)
-    date = env_map["date"].split()[0]
-    command = env_map["command"]
+def print_markdown(env: Environment, rows: list[Row], runs: int) -> None:
+    date, command = date_and_command(env)
     for kind in ("append", "flush", "sequential read", "recovery"):
         chosen = [row for row in rows if row.figure.startswith(kind)]
         if not chosen:
             continue
-        print(f"\n| figure | seglog, MB/s (best of {runs}; median) | seglog, records/s (best) | "
-              f"raw file system, MB/s (best of {runs}; median) | ratio (best) | command | date |")
-        print("|---|---|---|---|---|---|---|")
+        print_markdown_header(("figure", f"seglog, MB/s (best of {runs}; median)", "seglog, records/s (best)",
+                               f"raw file system, MB/s (best of {runs}; median)", "ratio (best)", "command", "date"))
         for row in chosen:
-            print(f"| {row.figure} | {row.seglog.best_mb_s:,.0f}; {row.seglog.median_mb_s:,.0f} | "
-                  f"{records_column(row, '—')} | {row.raw.best_mb_s:,.0f}; "
-                  f"{row.raw.median_mb_s:,.0f} | {row.ratio:.2f}x | `{command}` | {date} |")
+            print_markdown_row((row.figure, f"{row.seglog.best_mb_s:,.0f}; {row.seglog.median_mb_s:,.0f}",
+                                records_column(row, "—"), f"{row.raw.best_mb_s:,.0f}; {row.raw.median_mb_s:,.0f}",
+                                f"{row.ratio:.2f}x", f"`{command}`", date))
     found = targets(rows)
     if found:
-        print("\n| target | measured | met |")
-        print("|---|---|---|")
-        for t in found:
-            print(f"| {t.description} | {t.measured} | {'yes' if t.met else 'no'} |")
+        print_markdown_targets(found)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="a smoke run: 64 MiB instead of 1 GiB, 2 runs")
-    p.add_argument("--markdown", action="store_true", help="also print rows ready for BENCHMARKS.md")
-    p.add_argument("--no-pin", dest="pin", action="store_false", help="do not pin the process to one core")
-    p.add_argument("--cpu", type=int, default=0, help="the core to pin to (default 0)")
+    p = argument_parser(__doc__, "a smoke run: 64 MiB instead of 1 GiB, 2 runs")
     p.add_argument("--runs", type=int, help="timed runs per figure, after one warm-up (default 3, 2 with --quick)")
     p.add_argument("--total-mib", type=int,
                    help="bytes per append, read and recovery run (default 1024: one default segment)")
@@ -574,16 +427,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    if args.pin:
-        pin_to_core(args.cpu)
-        pinned = f"core {args.cpu} (of {sorted(os.sched_getaffinity(0))} now allowed)"
-    else:
-        pinned = f"no (allowed cores {sorted(os.sched_getaffinity(0))})"
-    env = environment(pinned, args.dir)
-
-    def log(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
-
+    env = log_environment(pinning(args.pin, args.cpu), args.dir)
     config = LogConfig.from_props({})
     total = args.total_mib * MIB
     now_ms = int(time.time() * 1000)
@@ -594,8 +438,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     rows: list[Row] = []
     skipped: list[str] = []
-    root = tempfile.mkdtemp(prefix="seglog-log-bench-", dir=args.dir)
-    try:
+    with scratch_directory("seglog-log-bench-", args.dir) as root:
         do_append, do_read = "append" not in args.skip, "read" not in args.skip
         if do_append or do_read:
             for work in workloads:
@@ -611,8 +454,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                     skipped.append(result)
                 else:
                     rows.append(result)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
     print_table(env, rows, skipped, args.runs)
     if args.markdown:
         print_markdown(env, rows, args.runs)
