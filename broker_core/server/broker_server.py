@@ -1,0 +1,135 @@
+"""The broker as a network server: the embedded ``Broker`` behind the Kafka protocol (Kafka's BrokerServer).
+
+``BrokerServer`` wires the parts together and owns their order:
+
+start-up — open the ``Broker`` (which locks and recovers the log dirs),
+check or write ``meta.properties`` (the cluster id), bind the listeners,
+start the handler threads, then the network threads;
+
+shutdown — stop accepting and reading requests, answer parked fetches at
+once, wait until every request taken has been answered, write the last
+responses, close the connections, stop the threads, then close the
+``Broker``: flush, checkpoint and write the clean-shutdown marker, so the
+next start skips recovery.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Mapping
+
+from ..broker import Broker
+from ..clock import SYSTEM_CLOCK, Clock
+from ..config import BrokerConfig
+from ..delayed_fetch import DelayedFetch
+from ..kafka_apis import KafkaApis
+from ..meta_properties import ensure_meta_properties
+from ..purgatory import DelayedOperationPurgatory
+from .endpoint import EndPoint, advertised_endpoints
+from .handler_pool import KafkaRequestHandlerPool
+from .producer_id_manager import ProducerIdManager
+from .request_channel import DEFAULT_QUEUED_MAX_REQUESTS, RequestChannel
+from .socket_server import SocketServer
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000
+#: Kafka settings the server reads that BrokerConfig keeps among its unknown ("extra") keys.
+SERVER_CONFIG_NAMES = frozenset({"queued.max.requests", "listener.security.protocol.map"})
+
+
+class BrokerServer:
+    """A running broker: ``startup``, serve, ``shutdown``; also a context manager."""
+
+    def __init__(self, config: BrokerConfig | Mapping[str, object], *, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.config = config if isinstance(config, BrokerConfig) else BrokerConfig.from_props(config)
+        self.clock = clock
+        self.broker: Broker | None = None
+        self.cluster_id: str | None = None
+        self.socket_server: SocketServer | None = None
+        self.apis: KafkaApis | None = None
+        self._request_channel: RequestChannel | None = None
+        self._handler_pool: KafkaRequestHandlerPool | None = None
+        self._fetch_purgatory: DelayedOperationPurgatory[DelayedFetch] | None = None
+        self._lock = threading.Lock()
+        self._shut_down = threading.Event()
+
+    # --- lifecycle ------------------------------------------------------------
+
+    def startup(self) -> BrokerServer:
+        config = self.config
+        try:
+            self.broker = Broker(list(config.log_dirs), config, clock=self.clock)
+            self.cluster_id = ensure_meta_properties(self.broker.log_manager.log_dirs, config.node_id)
+            producer_ids = ProducerIdManager(self.broker.log_manager.log_dirs[0])
+            self._fetch_purgatory = DelayedOperationPurgatory("Fetch", clock=self.clock, broker_id=config.node_id)
+            queue_size = int(config.extra.get("queued.max.requests", DEFAULT_QUEUED_MAX_REQUESTS))
+            self._request_channel = RequestChannel(queue_size)
+            self.socket_server = SocketServer(config, self._request_channel, clock=self.clock)
+            advertised = advertised_endpoints(self.socket_server.bound_endpoints, config.advertised_listeners,
+                                              config.extra)
+            self.apis = KafkaApis(self.broker, self._request_channel, cluster_id=self.cluster_id,
+                                  advertised=advertised, fetch_purgatory=self._fetch_purgatory,
+                                  producer_id_manager=producer_ids)
+            self._handler_pool = KafkaRequestHandlerPool(self._request_channel, self.apis, config.num_io_threads)
+            self._handler_pool.start()
+            self.socket_server.startup()
+        except BaseException:
+            self.shutdown()
+            raise
+        log.info("[BrokerServer id=%d] started: cluster %s, listening on %s", config.node_id, self.cluster_id,
+                 ", ".join(e.connection_string for e in self.socket_server.bound_endpoints))
+        return self
+
+    def shutdown(self, timeout_ms: int = DEFAULT_SHUTDOWN_TIMEOUT_MS) -> None:
+        """Finish in-flight requests (up to ``timeout_ms``), then stop everything; safe to call twice."""
+        with self._lock:
+            if self._shut_down.is_set():
+                return
+            self._shut_down.set()
+        log.info("[BrokerServer id=%d] shutting down", self.config.node_id)
+        try:
+            if self.socket_server is not None:
+                self.socket_server.stop_processing_requests()
+            if self.apis is not None:
+                self.apis.complete_delayed_fetches()
+            if self._request_channel is not None and not self._request_channel.wait_until_idle(timeout_ms / 1000):
+                log.warning("[BrokerServer id=%d] %d requests still unanswered after %d ms; closing anyway",
+                            self.config.node_id, self._request_channel.in_flight, timeout_ms)
+            if self._handler_pool is not None:
+                self._handler_pool.shutdown()
+            if self.socket_server is not None:
+                self.socket_server.shutdown()
+            if self._fetch_purgatory is not None:
+                self._fetch_purgatory.shutdown()
+        finally:
+            if self.broker is not None:
+                self.broker.close()  # flush, checkpoints, clean-shutdown marker
+        log.info("[BrokerServer id=%d] shut down", self.config.node_id)
+
+    def __enter__(self) -> BrokerServer:
+        return self.startup()
+
+    def __exit__(self, *exc) -> None:
+        self.shutdown()
+
+    # --- where it listens ----------------------------------------------------------
+
+    @property
+    def bound_endpoints(self) -> list[EndPoint]:
+        if self.socket_server is None:
+            raise RuntimeError("BrokerServer: not started")
+        return self.socket_server.bound_endpoints
+
+    def bound_port(self, listener_name: str | None = None) -> int:
+        if self.socket_server is None:
+            raise RuntimeError("BrokerServer: not started")
+        return self.socket_server.bound_port(listener_name)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """``host:port`` of the first listener, as a client's ``bootstrap.servers``."""
+        endpoint = self.bound_endpoints[0]
+        host = endpoint.host or "127.0.0.1"
+        return f"{host}:{endpoint.port}"

@@ -1,0 +1,351 @@
+"""A network thread: reads requests from its connections and writes their responses (Kafka's Processor).
+
+Each processor owns a set of non-blocking client sockets and one selector.
+Its loop, like Kafka's, takes on connections the acceptor handed over, takes
+the responses the handlers produced, polls, reads and writes, and closes
+connections idle longer than ``connections.max.idle.ms``.
+
+One request per connection is in flight at a time: once a complete frame is
+read the connection is *muted* (no more reads) until its response has been
+written, so responses leave in request order and a client cannot make the
+broker buffer its whole pipeline. Bytes of the next request that arrived with
+the previous one stay in the connection's ``NetworkReceive`` and are
+dispatched as soon as the connection is unmuted.
+
+A frame whose size prefix is negative or above ``socket.request.max.bytes``
+closes the connection; so do read and write errors. None of that touches
+other connections.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import selectors
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+
+from ..clock import SYSTEM_CLOCK, Clock
+from .connection_quotas import ConnectionQuotas
+from .network_receive import InvalidReceiveError, NetworkReceive
+from .request_channel import CloseConnectionResponse, NoOpResponse, Request, RequestChannel, Response, SendResponse
+
+log = logging.getLogger(__name__)
+
+# Kafka's processor polls for 300 ms at most, so it looks at new connections
+# and responses at least that often even when no socket is ready.
+POLL_TIMEOUT_S = 0.3
+_MIN_RECV = 64 * 1024
+# One recv never asks for more: a 100 MiB request arrives in slices rather
+# than as one 100 MiB allocation per call.
+_MAX_RECV = 1024 * 1024
+# How long a processor blocked on a full request queue waits before looking
+# whether it is being shut down.
+_QUEUE_RETRY_S = 0.3
+
+
+@dataclass(eq=False)
+class _Connection:
+    """A client connection and its read/write state."""
+
+    connection_id: str
+    sock: socket.socket
+    address: tuple[str, int]
+    listener_name: str
+    receive: NetworkReceive
+    last_active_ms: int
+    muted: bool = False  # a request is with the handlers
+    send: memoryview | None = None  # the rest of the response being written
+    events: int = 0  # what the selector watches for
+    closed: bool = field(default=False)
+
+
+class Processor(threading.Thread):
+    """One network thread; ``accept`` hands it sockets, ``enqueue_response`` answers."""
+
+    def __init__(self, processor_id: int, request_channel: RequestChannel, connection_quotas: ConnectionQuotas,
+                 *, max_request_size: int, connections_max_idle_ms: int, clock: Clock = SYSTEM_CLOCK) -> None:
+        super().__init__(name=f"data-plane-network-thread-{processor_id}", daemon=True)
+        self.processor_id = processor_id
+        self.request_channel = request_channel
+        self.connection_quotas = connection_quotas
+        self.max_request_size = max_request_size
+        self.connections_max_idle_ms = connections_max_idle_ms
+        self.clock = clock
+        self._selector = selectors.DefaultSelector()
+        self._wakeup_r, self._wakeup_w = socket.socketpair()
+        self._wakeup_r.setblocking(False)
+        self._wakeup_w.setblocking(False)
+        self._selector.register(self._wakeup_r, selectors.EVENT_READ, None)
+        self._new_connections: queue.SimpleQueue[tuple[socket.socket, tuple[str, int], str]] = queue.SimpleQueue()
+        self._responses: queue.SimpleQueue[Response] = queue.SimpleQueue()
+        self._connections: dict[str, _Connection] = {}
+        self._next_index = 0
+        self._reading = True
+        self._running = True
+        self._drain_deadline: float | None = None
+        self._stopped = threading.Event()
+        request_channel.add_processor(processor_id, self)
+
+    # -- called from other threads ------------------------------------------
+
+    def accept(self, sock: socket.socket, address: tuple[str, int], listener_name: str) -> None:
+        """Take over an accepted socket (from the acceptor thread)."""
+        self._new_connections.put((sock, address, listener_name))
+        self.wakeup()
+
+    def enqueue_response(self, response: Response) -> None:
+        """Queue a handler's response for this processor's connection (from any thread)."""
+        self._responses.put(response)
+        self.wakeup()
+
+    def wakeup(self) -> None:
+        """Cut the current poll short."""
+        try:
+            self._wakeup_w.send(b"\0")
+        except (BlockingIOError, OSError):
+            pass  # the pipe is full (a wake-up is pending anyway) or closed (shut down)
+
+    def stop_reading(self) -> None:
+        """Dispatch no more requests; responses to those in flight are still written."""
+        self._reading = False
+        self.wakeup()
+
+    def shutdown(self, drain_timeout_ms: int = 0) -> None:
+        """Write what is queued (for up to ``drain_timeout_ms``), close every connection and stop."""
+        # Real time, not the injected clock: a simulated clock would never let the drain end.
+        self._drain_deadline = time.monotonic() + drain_timeout_ms / 1000
+        self._running = False
+        self.wakeup()
+        if self.is_alive():
+            self.join()
+        else:
+            self._close_all()
+
+    @property
+    def connection_count(self) -> int:
+        return len(self._connections)
+
+    # -- the loop --------------------------------------------------------------
+
+    def run(self) -> None:
+        try:
+            while self._running or self._draining():
+                try:
+                    self._configure_new_connections()
+                    self._process_new_responses()
+                    self._poll(POLL_TIMEOUT_S)
+                    self._close_idle_connections()
+                except Exception:
+                    # A bug here must not take every connection of the thread down with it.
+                    log.exception("Processor %d: unexpected error in the network loop", self.processor_id)
+        finally:
+            self._close_all()
+
+    def _draining(self) -> bool:
+        """While shutting down: keep going as long as responses remain to be written, up to the deadline."""
+        if self._drain_deadline is None or time.monotonic() >= self._drain_deadline:
+            return False
+        return not self._responses.empty() or any(c.send is not None for c in self._connections.values())
+
+    def _configure_new_connections(self) -> None:
+        while True:
+            try:
+                sock, address, listener_name = self._new_connections.get_nowait()
+            except queue.Empty:
+                return
+            if not self._running:
+                self._release(sock)
+                continue
+            try:
+                sock.setblocking(False)
+                local = sock.getsockname()
+                connection_id = f"{local[0]}:{local[1]}-{address[0]}:{address[1]}-{self._next_index}"
+            except OSError as exc:
+                log.debug("Processor %d: connection from %s failed before setup: %s", self.processor_id,
+                          address, exc)
+                self._release(sock)
+                continue
+            self._next_index += 1
+            conn = _Connection(connection_id, sock, address, listener_name,
+                               NetworkReceive(self.max_request_size, connection_id),
+                               self.clock.hi_res_clock_ms())
+            self._connections[connection_id] = conn
+            self._update_interest(conn)
+
+    def _process_new_responses(self) -> None:
+        while True:
+            try:
+                response = self._responses.get_nowait()
+            except queue.Empty:
+                return
+            conn = self._connections.get(response.request.connection_id)
+            if conn is None or conn.closed:
+                continue  # the client went away while its request was handled
+            if isinstance(response, SendResponse):
+                conn.send = memoryview(response.payload)
+                self._write(conn)
+            elif isinstance(response, NoOpResponse):
+                self._unmute(conn)
+            elif isinstance(response, CloseConnectionResponse):
+                log.debug("Processor %d: closing %s: %s", self.processor_id, conn.connection_id, response.reason)
+                self._close(conn)
+
+    def _poll(self, timeout_s: float) -> None:
+        for key, mask in self._selector.select(timeout_s):
+            conn = key.data
+            if conn is None:
+                self._drain_wakeups()
+                continue
+            if conn.closed:
+                continue
+            if mask & selectors.EVENT_WRITE:
+                self._write(conn)
+            if mask & selectors.EVENT_READ and not conn.closed:
+                self._read(conn)
+
+    def _drain_wakeups(self) -> None:
+        try:
+            while self._wakeup_r.recv(4096):
+                pass
+        except (BlockingIOError, OSError):
+            pass
+
+    # -- reading -------------------------------------------------------------
+
+    def _read(self, conn: _Connection) -> None:
+        want = min(max(conn.receive.bytes_wanted, _MIN_RECV), _MAX_RECV)
+        try:
+            data = conn.sock.recv(want)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            log.debug("Processor %d: read from %s failed: %s", self.processor_id, conn.connection_id, exc)
+            self._close(conn)
+            return
+        if not data:
+            self._close(conn)  # the client closed its side
+            return
+        conn.last_active_ms = self.clock.hi_res_clock_ms()
+        try:
+            conn.receive.feed(data)
+        except InvalidReceiveError as exc:
+            log.warning("Processor %d: closing %s: %s", self.processor_id, conn.connection_id, exc)
+            self._close(conn)
+            return
+        self._maybe_dispatch(conn)
+
+    def _maybe_dispatch(self, conn: _Connection) -> None:
+        """Hand the next complete frame to the handlers, unless one is in flight already."""
+        if conn.muted or conn.closed or not self._reading:
+            return
+        frame = conn.receive.next_frame()
+        if frame is None:
+            return
+        conn.muted = True
+        self._update_interest(conn)
+        request = Request(self.processor_id, conn.connection_id, conn.listener_name, conn.address, frame,
+                          self.clock.hi_res_clock_ms())
+        while not self.request_channel.send_request(request, timeout_s=_QUEUE_RETRY_S):
+            if not self._running:
+                self._close(conn)
+                return
+
+    def _unmute(self, conn: _Connection) -> None:
+        conn.muted = False
+        conn.last_active_ms = self.clock.hi_res_clock_ms()
+        self._update_interest(conn)
+        self._maybe_dispatch(conn)
+
+    # -- writing -------------------------------------------------------------
+
+    def _write(self, conn: _Connection) -> None:
+        if conn.send is None:
+            self._update_interest(conn)
+            return
+        try:
+            while conn.send:
+                sent = conn.sock.send(conn.send)
+                conn.send = conn.send[sent:]
+        except (BlockingIOError, InterruptedError):
+            self._update_interest(conn)  # wait until the socket takes more
+            return
+        except OSError as exc:
+            log.debug("Processor %d: write to %s failed: %s", self.processor_id, conn.connection_id, exc)
+            self._close(conn)
+            return
+        conn.send = None
+        self._unmute(conn)
+
+    # -- selector interest, idleness and closing --------------------------------
+
+    def _update_interest(self, conn: _Connection) -> None:
+        if conn.closed:
+            return
+        wanted = 0
+        if conn.send is not None:
+            wanted |= selectors.EVENT_WRITE
+        if not conn.muted:
+            # Idle connections stay readable even while not dispatching, so a
+            # client hanging up is still noticed.
+            wanted |= selectors.EVENT_READ
+        if wanted == conn.events:
+            return
+        if conn.events == 0:
+            self._selector.register(conn.sock, wanted, conn)
+        elif wanted == 0:
+            self._selector.unregister(conn.sock)
+        else:
+            self._selector.modify(conn.sock, wanted, conn)
+        conn.events = wanted
+
+    def _close_idle_connections(self) -> None:
+        if self.connections_max_idle_ms < 0:
+            return
+        now = self.clock.hi_res_clock_ms()
+        for conn in list(self._connections.values()):
+            # A connection waiting for its response is busy, not idle.
+            if not conn.muted and now - conn.last_active_ms > self.connections_max_idle_ms:
+                log.debug("Processor %d: closing %s, idle for more than %d ms", self.processor_id,
+                          conn.connection_id, self.connections_max_idle_ms)
+                self._close(conn)
+
+    def _close(self, conn: _Connection) -> None:
+        if conn.closed:
+            return
+        conn.closed = True
+        if conn.events:
+            try:
+                self._selector.unregister(conn.sock)
+            except (KeyError, ValueError):
+                pass
+            conn.events = 0
+        self._connections.pop(conn.connection_id, None)
+        self._release(conn.sock)
+
+    def _release(self, sock: socket.socket) -> None:
+        try:
+            sock.close()
+        finally:
+            self.connection_quotas.dec()
+
+    def _close_all(self) -> None:
+        if self._stopped.is_set():
+            return
+        self._stopped.set()
+        for conn in list(self._connections.values()):
+            self._close(conn)
+        while True:
+            try:
+                sock, _, _ = self._new_connections.get_nowait()
+            except queue.Empty:
+                break
+            self._release(sock)
+        self.request_channel.remove_processor(self.processor_id)
+        try:
+            self._selector.close()
+        finally:
+            self._wakeup_r.close()
+            self._wakeup_w.close()

@@ -1,0 +1,91 @@
+"""A small blocking Kafka protocol client: one connection, one request at a time.
+
+What the ``seglog`` admin commands (with ``--bootstrap``) and the tests use
+to talk to a broker without a client library: it connects, asks ApiVersions,
+and from then on sends each request at the highest version both sides speak,
+with the protocol package's ``encode_request`` / ``parse_response``. It is
+not a producer or a consumer: no batching, no retries, no metadata cache.
+"""
+
+from __future__ import annotations
+
+import itertools
+import socket
+import struct
+from typing import Any, Mapping
+
+from ..protocol import SUPPORTED_VERSIONS, ApiKey, ProtocolError, encode_request, parse_response
+
+_SIZE = struct.Struct(">i")
+DEFAULT_TIMEOUT_S = 30.0
+
+
+def parse_bootstrap(bootstrap: str) -> tuple[str, int]:
+    """``host:port`` (the first of a comma-separated list) as a pair; ``[v6]:port`` works too."""
+    first = bootstrap.split(",")[0].strip()
+    host, sep, port = first.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"--bootstrap expects HOST:PORT, got {bootstrap!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+class ProtocolClient:
+    """A connection to one broker; use as a context manager."""
+
+    def __init__(self, bootstrap: str, *, client_id: str = "seglog", timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        self.address = parse_bootstrap(bootstrap)
+        self.client_id = client_id
+        self._correlation = itertools.count(1)
+        self._sock = socket.create_connection(self.address, timeout=timeout_s)
+        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            versions = self.send(ApiKey.API_VERSIONS, {"client_software_name": "seglog",
+                                                       "client_software_version": "0.1.0"}, version=0)
+            self.broker_versions = {entry["api_key"]: (entry["min_version"], entry["max_version"])
+                                    for entry in versions["api_keys"]}
+        except BaseException:
+            self._sock.close()
+            raise
+
+    def version_for(self, api_key: ApiKey) -> int:
+        """The highest version of ``api_key`` both this client and the broker speak."""
+        ours = SUPPORTED_VERSIONS.get(api_key)
+        theirs = self.broker_versions.get(int(api_key))
+        if ours is None or theirs is None or max(ours[0], theirs[0]) > min(ours[1], theirs[1]):
+            raise ProtocolError(f"the broker at {self.address[0]}:{self.address[1]} does not serve "
+                                f"{api_key.name} in a version this client speaks")
+        return min(ours[1], theirs[1])
+
+    def send(self, api_key: ApiKey, body: Mapping[str, Any], version: int | None = None) -> dict:
+        """Send one request and wait for its response body."""
+        version = self.version_for(api_key) if version is None else version
+        correlation_id = next(self._correlation)
+        self._sock.sendall(encode_request(api_key, version, correlation_id, self.client_id, body))
+        (size,) = _SIZE.unpack(self._read_exactly(4))
+        got, response = parse_response(api_key, version, self._read_exactly(size))
+        if got != correlation_id:
+            raise ProtocolError(f"response correlation id {got} does not match request {correlation_id}")
+        return response
+
+    def send_no_response(self, api_key: ApiKey, body: Mapping[str, Any], version: int | None = None) -> None:
+        """Send a request the broker does not answer (a produce with acks=0)."""
+        version = self.version_for(api_key) if version is None else version
+        self._sock.sendall(encode_request(api_key, version, next(self._correlation), self.client_id, body))
+
+    def _read_exactly(self, n: int) -> bytes:
+        out = bytearray()
+        while len(out) < n:
+            chunk = self._sock.recv(min(n - len(out), 1 << 20))
+            if not chunk:
+                raise ConnectionError(f"the broker at {self.address[0]}:{self.address[1]} closed the connection")
+            out += chunk
+        return bytes(out)
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def __enter__(self) -> ProtocolClient:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

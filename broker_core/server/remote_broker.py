@@ -1,0 +1,186 @@
+"""The ``Broker`` facade's topic, produce and read methods, spoken to a running broker over the protocol.
+
+What ``seglog topics|produce|consume --bootstrap HOST:PORT`` use instead of
+opening the log directory (which the running broker has locked). Same method
+names, arguments and results as ``Broker``, so the commands do not care which
+one they hold; errors come back as the same ``KafkaError`` classes, built
+from the response's error code. Records are partitioned exactly as the
+embedded broker (and the Java producer) partitions them.
+
+Not served remotely yet: changing topic configs (AlterConfigs) and consumer
+group offsets (the group coordinator APIs); those raise a ValueError naming
+the missing API.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Iterable, Mapping
+
+from format.compression import CompressionType
+from format.record import SimpleRecord
+from format.record_batch import build_batch
+
+from ..broker import (DEFAULT_FETCH_MAX_BYTES, FetchResult, OffsetAndTimestamp, PartitionDescription,
+                      RecordMetadata, TopicDescription)
+from ..errors import UnknownTopicOrPartitionError, error_for_code
+from ..kafka_apis import RESOURCE_TOPIC, topic_id_text
+from ..partitioner import StickyPartitioner, partition_for_key
+from ..protocol import ApiKey
+from .protocol_client import ProtocolClient
+
+_SPECS = {"earliest": -2, "latest": -1, "max_timestamp": -3}
+_DYNAMIC_TOPIC_CONFIG = 1
+_TIMEOUT_MS = 30_000
+
+
+def _raise_for(code: int, message: str | None, what: str) -> None:
+    if code != 0:
+        raise error_for_code(code)(message or f"{what}: {error_for_code(code).kafka_error_name}")
+
+
+class RemoteBroker:
+    """A broker at ``bootstrap`` (``host:port``), used like an embedded ``Broker``."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.client = ProtocolClient(bootstrap, client_id="seglog-cli")
+        self._partitioner = StickyPartitioner()
+
+    def __enter__(self) -> RemoteBroker:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.client.close()
+
+    # --- topics -----------------------------------------------------------
+
+    def _metadata(self, topics: list[str] | None) -> list[dict]:
+        body = {"topics": None if topics is None else [{"name": t} for t in topics],
+                "allow_auto_topic_creation": False}
+        return self.client.send(ApiKey.METADATA, body)["topics"]
+
+    def list_topics(self) -> list[str]:
+        return sorted(t["name"] for t in self._metadata(None))
+
+    def partitions_for(self, topic: str) -> int:
+        (meta,) = self._metadata([topic])
+        _raise_for(meta["error_code"], f"topic {topic!r} does not exist", topic)
+        return len(meta["partitions"])
+
+    def create_topic(self, name: str, partitions: int | None = None,
+                     config: Mapping[str, object] | None = None) -> TopicDescription:
+        response = self.client.send(ApiKey.CREATE_TOPICS, {"topics": [{
+            "name": name, "num_partitions": -1 if partitions is None else partitions, "replication_factor": -1,
+            "assignments": [], "configs": [{"name": k, "value": str(v)} for k, v in (config or {}).items()]}],
+            "timeout_ms": _TIMEOUT_MS})
+        (result,) = response["topics"]
+        _raise_for(result["error_code"], result["error_message"], name)
+        return self.describe_topic(name)
+
+    def create_partitions(self, name: str, total: int) -> TopicDescription:
+        response = self.client.send(ApiKey.CREATE_PARTITIONS, {
+            "topics": [{"name": name, "count": total, "assignments": None}], "timeout_ms": _TIMEOUT_MS,
+            "validate_only": False})
+        (result,) = response["results"]
+        _raise_for(result["error_code"], result["error_message"], name)
+        return self.describe_topic(name)
+
+    def delete_topic(self, name: str) -> None:
+        response = self.client.send(ApiKey.DELETE_TOPICS, {"topic_names": [name], "topics": [{"name": name}],
+                                                            "timeout_ms": _TIMEOUT_MS})
+        (result,) = response["responses"]
+        _raise_for(result["error_code"], result["error_message"], name)
+
+    def alter_topic_config(self, name: str, set_configs=None, delete_configs=()) -> dict[str, str]:
+        raise ValueError("changing topic configs over --bootstrap needs AlterConfigs, which the broker does not "
+                         "serve yet; stop the broker and use --log-dir")
+
+    def describe_topic(self, name: str) -> TopicDescription:
+        (meta,) = self._metadata([name])
+        _raise_for(meta["error_code"], f"topic {name!r} does not exist", name)
+        partitions = []
+        for p in sorted(meta["partitions"], key=lambda p: p["partition_index"]):
+            index = p["partition_index"]
+            start = self._offset(name, index, _SPECS["earliest"])
+            end = self._offset(name, index, _SPECS["latest"])
+            # Sizes and segment counts need DescribeLogDirs, not served: -1 says unknown.
+            partitions.append(PartitionDescription(index, p["leader_id"], start.offset, end.offset, end.offset,
+                                                   -1, -1))
+        return TopicDescription(name, topic_id_text(meta["topic_id"]), partitions, self._overrides(name))
+
+    def _overrides(self, name: str) -> dict[str, str]:
+        response = self.client.send(ApiKey.DESCRIBE_CONFIGS, {"resources": [
+            {"resource_type": RESOURCE_TOPIC, "resource_name": name, "configuration_keys": None}]})
+        (result,) = response["results"]
+        _raise_for(result["error_code"], result["error_message"], name)
+        return {c["name"]: c["value"] for c in result["configs"] if c["config_source"] == _DYNAMIC_TOPIC_CONFIG}
+
+    # --- produce and read ---------------------------------------------------
+
+    def produce(self, topic: str, records: Iterable[SimpleRecord], partition: int | None = None,
+                compression: CompressionType | str = CompressionType.NONE) -> list[RecordMetadata]:
+        items = list(records)
+        if not items:
+            return []
+        codec = CompressionType.from_name(compression) if isinstance(compression, str) else compression
+        count = self.partitions_for(topic)
+        if partition is not None and not 0 <= partition < count:
+            raise UnknownTopicOrPartitionError(f"topic {topic!r} has no partition {partition} (it has {count})")
+        now = int(time.time() * 1000)
+        groups: dict[int, list[int]] = {}
+        for i, record in enumerate(items):
+            if partition is not None:
+                p = partition
+            elif record.key is not None:
+                p = partition_for_key(record.key, count)
+            else:
+                p = self._partitioner.partition(topic, count, len(record.value or b""))
+            groups.setdefault(p, []).append(i)
+        out: list[RecordMetadata | None] = [None] * len(items)
+        for p, indexes in groups.items():
+            batch = build_batch([items[i] for i in indexes], compression=codec, default_timestamp=now)
+            response = self.client.send(ApiKey.PRODUCE, {"transactional_id": None, "acks": -1,
+                                                         "timeout_ms": _TIMEOUT_MS, "topic_data": [{
+                                                             "name": topic, "partition_data": [
+                                                                 {"index": p, "records": batch}]}]})
+            (result,) = response["responses"][0]["partition_responses"]
+            _raise_for(result["error_code"], result["error_message"], f"{topic}-{p}")
+            for n, i in enumerate(indexes):
+                r = items[i]
+                ts = result["log_append_time_ms"] if result["log_append_time_ms"] >= 0 else (
+                    now if r.timestamp is None else r.timestamp)
+                out[i] = RecordMetadata(topic, p, result["base_offset"] + n, ts)
+        return out  # type: ignore[return-value]
+
+    def fetch(self, topic: str, partition: int, offset: int, max_bytes: int = DEFAULT_FETCH_MAX_BYTES
+              ) -> FetchResult:
+        response = self.client.send(ApiKey.FETCH, {
+            "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": max_bytes, "isolation_level": 0,
+            "topics": [{"topic": topic, "partitions": [{"partition": partition, "fetch_offset": offset,
+                                                         "partition_max_bytes": max_bytes}]}],
+            "forgotten_topics_data": []})
+        _raise_for(response["error_code"], None, f"{topic}-{partition}")
+        (data,) = response["responses"][0]["partitions"]
+        _raise_for(data["error_code"], f"{topic}-{partition} at offset {offset}", f"{topic}-{partition}")
+        return FetchResult(topic, partition, bytes(data["records"] or b""), data["high_watermark"],
+                           data["log_start_offset"], data["last_stable_offset"])
+
+    def list_offsets(self, topic: str, partition: int, spec: str | int) -> OffsetAndTimestamp | None:
+        if isinstance(spec, str):
+            if spec not in _SPECS:
+                raise ValueError(f"unknown offset spec {spec!r}: use earliest, latest, max_timestamp or a "
+                                 f"timestamp in milliseconds")
+            spec = _SPECS[spec]
+        found = self._offset(topic, partition, spec)
+        return None if found.offset < 0 else found
+
+    def _offset(self, topic: str, partition: int, timestamp: int) -> OffsetAndTimestamp:
+        response = self.client.send(ApiKey.LIST_OFFSETS, {"replica_id": -1, "isolation_level": 0, "topics": [
+            {"name": topic, "partitions": [{"partition_index": partition, "timestamp": timestamp}]}]})
+        (result,) = response["topics"][0]["partitions"]
+        _raise_for(result["error_code"], f"{topic}-{partition}", f"{topic}-{partition}")
+        return OffsetAndTimestamp(result["offset"], result["timestamp"])
+

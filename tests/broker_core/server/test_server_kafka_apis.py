@@ -1,0 +1,415 @@
+"""The APIs over a real socket, spoken with the protocol package: what each request gets back."""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import threading
+import time
+
+import pytest
+
+from broker_core.kafka_apis import MIN_VERSIONS
+from broker_core.meta_properties import read_meta_properties
+from broker_core.protocol import ApiKey, encode_request, parse_response
+from broker_core.server.protocol_client import ProtocolClient
+from format import layout
+from format.compression import CompressionType
+from format.record import Header, SimpleRecord
+from format.record_batch import build_batch, iter_batches
+
+from server_kit import start_broker
+
+UNKNOWN_TOPIC_OR_PARTITION = 3
+OFFSET_OUT_OF_RANGE = 1
+CORRUPT_MESSAGE = 2
+MESSAGE_TOO_LARGE = 10
+INVALID_REQUIRED_ACKS = 21
+TOPIC_ALREADY_EXISTS = 36
+INVALID_PARTITIONS = 37
+INVALID_REPLICATION_FACTOR = 38
+INVALID_REQUEST = 42
+UNSUPPORTED_VERSION = 35
+
+
+def batch(*values: bytes, key: bytes | None = None, timestamp: int = 1_700_000_000_000) -> bytes:
+    return build_batch([SimpleRecord(v, key, timestamp + i) for i, v in enumerate(values)])
+
+
+def create_topic(client: ProtocolClient, name: str, partitions: int = 1, configs: dict | None = None) -> dict:
+    response = client.send(ApiKey.CREATE_TOPICS, {"topics": [{
+        "name": name, "num_partitions": partitions, "replication_factor": 1, "assignments": [],
+        "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()]}], "timeout_ms": 5000})
+    return response["topics"][0]
+
+
+def produce(client: ProtocolClient, topic: str, partition: int, records: bytes, acks: int = -1) -> dict:
+    body = {"transactional_id": None, "acks": acks, "timeout_ms": 5000,
+            "topic_data": [{"name": topic, "partition_data": [{"index": partition, "records": records}]}]}
+    if acks == 0:
+        client.send_no_response(ApiKey.PRODUCE, body)
+        return {}
+    return client.send(ApiKey.PRODUCE, body)["responses"][0]["partition_responses"][0]
+
+
+def fetch(client: ProtocolClient, partitions: list[tuple[str, int, int, int]], *, max_wait_ms: int = 0,
+          min_bytes: int = 0, max_bytes: int = 50 * 1024 * 1024, isolation_level: int = 0) -> dict:
+    """``partitions``: (topic, partition, fetch offset, partition max bytes); returns {(topic, p): data}."""
+    topics: list[dict] = []
+    for topic, p, offset, limit in partitions:
+        if not topics or topics[-1]["topic"] != topic:
+            topics.append({"topic": topic, "partitions": []})
+        topics[-1]["partitions"].append({"partition": p, "fetch_offset": offset, "partition_max_bytes": limit})
+    response = client.send(ApiKey.FETCH, {"replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": min_bytes,
+                                          "max_bytes": max_bytes, "isolation_level": isolation_level,
+                                          "topics": topics, "forgotten_topics_data": []})
+    return {(t["topic"], p["partition_index"]): p for t in response["responses"] for p in t["partitions"]}
+
+
+def list_offset(client: ProtocolClient, topic: str, partition: int, timestamp: int) -> dict:
+    response = client.send(ApiKey.LIST_OFFSETS, {"replica_id": -1, "isolation_level": 0, "topics": [
+        {"name": topic, "partitions": [{"partition_index": partition, "timestamp": timestamp}]}]})
+    return response["topics"][0]["partitions"][0]
+
+
+def values_of(records: bytes, from_offset: int = 0) -> list[bytes]:
+    return [r.value for b in iter_batches(bytes(records)) for r in b.records() if r.offset >= from_offset]
+
+
+@pytest.fixture()
+def client(bootstrap):
+    with ProtocolClient(bootstrap) as c:
+        yield c
+
+
+# --- ApiVersions and unsupported requests ---------------------------------------------
+
+
+def test_api_versions_advertises_exactly_the_served_apis(client):
+    served = {ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS, ApiKey.METADATA, ApiKey.API_VERSIONS,
+              ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.INIT_PRODUCER_ID, ApiKey.DESCRIBE_CONFIGS,
+              ApiKey.CREATE_PARTITIONS}
+    assert set(client.broker_versions) == {int(k) for k in served}
+    for key, floor in MIN_VERSIONS.items():
+        assert client.broker_versions[int(key)][0] >= floor
+
+
+def _raw_header(api_key: int, version: int, correlation_id: int) -> bytes:
+    client_id = b"raw"
+    payload = struct.pack(">hhih", api_key, version, correlation_id, len(client_id)) + client_id
+    return struct.pack(">i", len(payload)) + payload
+
+
+def _read_frame(sock: socket.socket) -> bytes:
+    def exactly(n: int) -> bytes:
+        out = b""
+        while len(out) < n:
+            chunk = sock.recv(n - len(out))
+            if not chunk:
+                raise ConnectionError("closed")
+            out += chunk
+        return out
+    return exactly(struct.unpack(">i", exactly(4))[0])
+
+
+def test_api_versions_of_a_newer_version_gets_the_v0_fallback(broker_server):
+    with socket.create_connection(("127.0.0.1", broker_server.bound_port()), timeout=5) as sock:
+        sock.sendall(_raw_header(ApiKey.API_VERSIONS, 99, 7))
+        correlation_id, body = parse_response(ApiKey.API_VERSIONS, 0, _read_frame(sock))
+    assert correlation_id == 7
+    assert body["error_code"] == UNSUPPORTED_VERSION
+    assert any(e["api_key"] == ApiKey.API_VERSIONS for e in body["api_keys"])
+
+
+@pytest.mark.parametrize("api_key, version", [(1000, 0), (ApiKey.JOIN_GROUP, 0), (ApiKey.PRODUCE, 2)])
+def test_a_request_for_an_api_not_served_closes_the_connection(broker_server, api_key, version):
+    with socket.create_connection(("127.0.0.1", broker_server.bound_port()), timeout=5) as sock:
+        sock.sendall(_raw_header(int(api_key), version, 1))
+        assert sock.recv(1) == b""
+
+
+def test_bytes_after_a_request_body_are_ignored_as_kafka_does(broker_server):
+    # librdkafka's Metadata v9+ request for all topics leaves 3 bytes of a placeholder after the body.
+    frame = encode_request(ApiKey.METADATA, 12, 9, "rdkafka", {"topics": None}) + b"\x01\x00\x00"
+    frame = struct.pack(">i", len(frame) - 4) + frame[4:]
+    with socket.create_connection(("127.0.0.1", broker_server.bound_port()), timeout=5) as sock:
+        sock.sendall(frame)
+        correlation_id, body = parse_response(ApiKey.METADATA, 12, _read_frame(sock))
+    assert correlation_id == 9 and body["brokers"][0]["node_id"] == 0
+
+
+# --- Metadata and meta.properties --------------------------------------------------------
+
+
+def test_metadata_names_this_broker_leader_of_every_partition(client, broker_server):
+    create_topic(client, "orders", 3)
+    response = client.send(ApiKey.METADATA, {"topics": None, "allow_auto_topic_creation": False})
+    assert response["brokers"] == [{"node_id": 0, "host": "127.0.0.1", "port": broker_server.bound_port(),
+                                    "rack": None}]
+    assert response["controller_id"] == 0
+    assert response["cluster_id"] == read_meta_properties(broker_server.broker.log_manager.log_dirs[0]).cluster_id
+    (topic,) = response["topics"]
+    assert topic["name"] == "orders" and topic["error_code"] == 0 and len(topic["topic_id"]) == 16
+    assert [(p["partition_index"], p["leader_id"], p["replica_nodes"], p["isr_nodes"], p["leader_epoch"])
+            for p in topic["partitions"]] == [(i, 0, [0], [0], 0) for i in range(3)]
+
+
+def test_metadata_auto_creates_a_requested_topic_only_when_allowed(client):
+    refused = client.send(ApiKey.METADATA, {"topics": [{"name": "auto"}], "allow_auto_topic_creation": False})
+    assert refused["topics"][0]["error_code"] == UNKNOWN_TOPIC_OR_PARTITION
+    created = client.send(ApiKey.METADATA, {"topics": [{"name": "auto"}], "allow_auto_topic_creation": True})
+    assert created["topics"][0]["error_code"] == 0 and len(created["topics"][0]["partitions"]) == 1
+
+
+def test_the_cluster_id_survives_a_restart(tmp_path):
+    first = start_broker(tmp_path)
+    cluster_id = first.cluster_id
+    first.shutdown()
+    assert os.path.exists(tmp_path / layout.CLEAN_SHUTDOWN_FILE)
+    second = start_broker(tmp_path)
+    try:
+        assert second.cluster_id == cluster_id
+    finally:
+        second.shutdown()
+
+
+def test_advertised_listeners_are_what_metadata_reports(tmp_path):
+    server = start_broker(tmp_path, **{"advertised.listeners": "PLAINTEXT://broker.example:19092"})
+    try:
+        with ProtocolClient(server.bootstrap_servers) as c:
+            brokers = c.send(ApiKey.METADATA, {"topics": []})["brokers"]
+        assert [(b["host"], b["port"]) for b in brokers] == [("broker.example", 19092)]
+    finally:
+        server.shutdown()
+
+
+# --- Produce ---------------------------------------------------------------------------
+
+
+def test_produce_assigns_offsets_and_reports_the_base_offset(client):
+    create_topic(client, "t")
+    assert produce(client, "t", 0, batch(b"a", b"b"))["base_offset"] == 0
+    second = produce(client, "t", 0, batch(b"c"))
+    assert (second["error_code"], second["base_offset"], second["log_start_offset"]) == (0, 2, 0)
+
+
+def test_produce_errors_are_per_partition(client):
+    create_topic(client, "t", configs={"max.message.bytes": "200"})
+    good = batch(b"ok")
+    corrupt = bytearray(batch(b"flipped"))
+    corrupt[-1] ^= 0xFF
+    response = client.send(ApiKey.PRODUCE, {"transactional_id": None, "acks": 1, "timeout_ms": 5000, "topic_data": [
+        {"name": "t", "partition_data": [{"index": 0, "records": good}, {"index": 7, "records": good}]},
+        {"name": "missing", "partition_data": [{"index": 0, "records": good}]},
+    ]})
+    codes = [(t["name"], p["index"], p["error_code"]) for t in response["responses"] for p in t["partition_responses"]]
+    assert codes == [("t", 0, 0), ("t", 7, UNKNOWN_TOPIC_OR_PARTITION), ("missing", 0, UNKNOWN_TOPIC_OR_PARTITION)]
+    assert produce(client, "t", 0, bytes(corrupt))["error_code"] == CORRUPT_MESSAGE
+    too_large = produce(client, "t", 0, batch(b"x" * 500))
+    assert too_large["error_code"] == MESSAGE_TOO_LARGE and "max.message.bytes" in too_large["error_message"]
+    assert produce(client, "t", 0, good, acks=2)["error_code"] == INVALID_REQUIRED_ACKS
+
+
+def test_produce_with_acks_0_gets_no_response_and_the_connection_goes_on(client):
+    create_topic(client, "t")
+    produce(client, "t", 0, batch(b"fire", b"forget"), acks=0)
+    assert list_offset(client, "t", 0, -1)["offset"] == 2
+
+
+def test_a_failed_produce_with_acks_0_closes_the_connection(client):
+    produce(client, "missing", 0, batch(b"x"), acks=0)
+    with pytest.raises(ConnectionError):
+        client.send(ApiKey.METADATA, {"topics": []})
+
+
+# --- Fetch -----------------------------------------------------------------------------
+
+
+def test_fetch_returns_the_batches_and_offsets_of_the_partition(client):
+    create_topic(client, "t")
+    produce(client, "t", 0, batch(b"a", b"b", b"c"))
+    data = fetch(client, [("t", 0, 1, 1 << 20)])[("t", 0)]
+    assert (data["error_code"], data["high_watermark"], data["last_stable_offset"], data["log_start_offset"]) \
+        == (0, 3, 3, 0)
+    assert values_of(data["records"], from_offset=1) == [b"b", b"c"]
+    assert data["aborted_transactions"] is None
+
+
+def test_fetch_read_committed_reports_an_empty_aborted_list(client):
+    create_topic(client, "t")
+    produce(client, "t", 0, batch(b"a"))
+    data = fetch(client, [("t", 0, 0, 1 << 20)], isolation_level=1)[("t", 0)]
+    assert data["aborted_transactions"] == [] and values_of(data["records"]) == [b"a"]
+
+
+def test_fetch_out_of_range_and_unknown_partitions_get_their_error(client):
+    create_topic(client, "t")
+    produce(client, "t", 0, batch(b"a"))
+    result = fetch(client, [("t", 0, 5, 1 << 20), ("t", 3, 0, 1 << 20), ("gone", 0, 0, 1 << 20)])
+    assert result[("t", 0)]["error_code"] == OFFSET_OUT_OF_RANGE
+    assert result[("t", 3)]["error_code"] == UNKNOWN_TOPIC_OR_PARTITION
+    assert result[("gone", 0)]["error_code"] == UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_fetch_respects_partition_max_bytes_but_returns_one_batch_for_the_first_partition(client):
+    create_topic(client, "t", 2)
+    for p in (0, 1):
+        for i in range(3):
+            produce(client, "t", p, batch(b"x" * 1000))
+    result = fetch(client, [("t", 0, 0, 10), ("t", 1, 0, 10)])
+    assert len(values_of(result[("t", 0)]["records"])) == 1  # over the limit, but one whole batch
+    assert values_of(result[("t", 1)]["records"]) == []  # only the first partition may exceed it
+    both = fetch(client, [("t", 0, 0, 1 << 20), ("t", 1, 0, 1 << 20)], max_bytes=2500)
+    assert len(values_of(both[("t", 0)]["records"])) == 2
+    assert values_of(both[("t", 1)]["records"]) == []
+
+
+def test_fetch_waits_up_to_max_wait_ms_for_min_bytes(client):
+    create_topic(client, "t")
+    started = time.monotonic()
+    data = fetch(client, [("t", 0, 0, 1 << 20)], max_wait_ms=300, min_bytes=1)[("t", 0)]
+    assert time.monotonic() - started >= 0.25
+    assert data["error_code"] == 0 and values_of(data["records"]) == []
+
+
+def test_a_produce_completes_a_waiting_fetch(bootstrap):
+    with ProtocolClient(bootstrap) as consumer, ProtocolClient(bootstrap) as producer:
+        create_topic(producer, "t")
+        produced = threading.Timer(0.2, lambda: produce(producer, "t", 0, batch(b"wake")))
+        produced.start()
+        started = time.monotonic()
+        data = fetch(consumer, [("t", 0, 0, 1 << 20)], max_wait_ms=10_000, min_bytes=1)[("t", 0)]
+        elapsed = time.monotonic() - started
+        produced.join()
+    assert values_of(data["records"]) == [b"wake"]
+    assert elapsed < 5
+
+
+def test_a_waiting_fetch_is_answered_when_the_broker_shuts_down(tmp_path):
+    server = start_broker(tmp_path)
+    with ProtocolClient(server.bootstrap_servers) as c:
+        create_topic(c, "t")
+        result: dict = {}
+        waiter = threading.Thread(target=lambda: result.update(
+            fetch(c, [("t", 0, 0, 1 << 20)], max_wait_ms=30_000, min_bytes=1)))
+        waiter.start()
+        time.sleep(0.3)
+        started = time.monotonic()
+        server.shutdown()
+        waiter.join(10)
+    assert time.monotonic() - started < 10
+    assert result[("t", 0)]["error_code"] == 0
+    assert os.path.exists(tmp_path / layout.CLEAN_SHUTDOWN_FILE)
+
+
+# --- ListOffsets -------------------------------------------------------------------------
+
+
+def test_list_offsets_earliest_latest_max_timestamp_and_by_timestamp(client):
+    create_topic(client, "t")
+    produce(client, "t", 0, batch(b"a", b"b", b"c", timestamp=1000))  # timestamps 1000, 1001, 1002
+    assert list_offset(client, "t", 0, -2)["offset"] == 0
+    assert list_offset(client, "t", 0, -1)["offset"] == 3
+    assert (list_offset(client, "t", 0, -3)["offset"], list_offset(client, "t", 0, -3)["timestamp"]) == (2, 1002)
+    found = list_offset(client, "t", 0, 1001)
+    assert (found["offset"], found["timestamp"], found["leader_epoch"]) == (1, 1001, 0)
+    missing = list_offset(client, "t", 0, 5000)
+    assert (missing["error_code"], missing["offset"], missing["timestamp"]) == (0, -1, -1)
+    assert list_offset(client, "nope", 0, -1)["error_code"] == UNKNOWN_TOPIC_OR_PARTITION
+
+
+# --- topic administration --------------------------------------------------------------
+
+
+def test_create_topics_reports_configs_and_refuses_what_one_broker_cannot_do(client):
+    created = create_topic(client, "t", 2, {"cleanup.policy": "compact"})
+    assert (created["error_code"], created["num_partitions"], created["replication_factor"]) == (0, 2, 1)
+    policy = next(c for c in created["configs"] if c["name"] == "cleanup.policy")
+    assert (policy["value"], policy["config_source"]) == ("compact", 1)
+    assert create_topic(client, "t")["error_code"] == TOPIC_ALREADY_EXISTS
+    response = client.send(ApiKey.CREATE_TOPICS, {"topics": [
+        {"name": "r3", "num_partitions": 1, "replication_factor": 3, "assignments": [], "configs": []},
+        {"name": "bad", "num_partitions": 1, "replication_factor": 1, "assignments": [],
+         "configs": [{"name": "retention.ms", "value": "soon"}]},
+        {"name": "dry", "num_partitions": 4, "replication_factor": -1, "assignments": [], "configs": []},
+    ], "timeout_ms": 5000, "validate_only": True})
+    codes = {t["name"]: t["error_code"] for t in response["topics"]}
+    assert codes == {"r3": INVALID_REPLICATION_FACTOR, "bad": 40, "dry": 0}
+    listed = client.send(ApiKey.METADATA, {"topics": None})
+    assert [t["name"] for t in listed["topics"]] == ["t"]  # validate_only created nothing
+
+
+def test_create_partitions_and_delete_topics(client):
+    create_topic(client, "t", 1)
+    response = client.send(ApiKey.CREATE_PARTITIONS, {"topics": [
+        {"name": "t", "count": 3, "assignments": None}, {"name": "t2", "count": 3, "assignments": None}],
+        "timeout_ms": 5000, "validate_only": False})
+    assert [(r["name"], r["error_code"]) for r in response["results"]] == [("t", 0), ("t2", UNKNOWN_TOPIC_OR_PARTITION)]
+    shrink = client.send(ApiKey.CREATE_PARTITIONS, {"topics": [{"name": "t", "count": 2, "assignments": None}],
+                                                    "timeout_ms": 5000, "validate_only": False})
+    assert shrink["results"][0]["error_code"] == INVALID_PARTITIONS
+    metadata = client.send(ApiKey.METADATA, {"topics": [{"name": "t"}], "allow_auto_topic_creation": False})
+    assert len(metadata["topics"][0]["partitions"]) == 3
+    deleted = client.send(ApiKey.DELETE_TOPICS, {"topic_names": ["t", "nope"], "topics": [
+        {"name": "t"}, {"name": "nope"}], "timeout_ms": 5000})
+    codes = [(r["name"], r["error_code"]) for r in deleted["responses"]]
+    assert codes[-1] == ("nope", UNKNOWN_TOPIC_OR_PARTITION) and ("t", 0) in codes
+    assert client.send(ApiKey.METADATA, {"topics": None})["topics"] == []
+
+
+def test_describe_configs_of_a_topic_and_of_the_broker(client):
+    create_topic(client, "t", configs={"retention.ms": "1000"})
+    response = client.send(ApiKey.DESCRIBE_CONFIGS, {"resources": [
+        {"resource_type": 2, "resource_name": "t", "configuration_keys": ["retention.ms", "segment.bytes"]},
+        {"resource_type": 2, "resource_name": "nope", "configuration_keys": None},
+        {"resource_type": 4, "resource_name": "0", "configuration_keys": ["num.partitions"]},
+    ], "include_synonyms": True})
+    topic, missing, broker = response["results"]
+    configs = {c["name"]: c for c in topic["configs"]}
+    assert set(configs) == {"retention.ms", "segment.bytes"}
+    assert (configs["retention.ms"]["value"], configs["retention.ms"]["config_source"]) == ("1000", 1)
+    assert [s["name"] for s in configs["retention.ms"]["synonyms"]] == ["retention.ms", "log.retention.ms"]
+    assert configs["segment.bytes"]["config_source"] == 5
+    assert missing["error_code"] == UNKNOWN_TOPIC_OR_PARTITION
+    assert [(c["name"], c["value"]) for c in broker["configs"]] == [("num.partitions", "1")]
+
+
+# --- InitProducerId ---------------------------------------------------------------------
+
+
+def test_producer_ids_increase_and_are_not_reused_after_a_restart(tmp_path):
+    ids = []
+    for _ in range(2):
+        server = start_broker(tmp_path)
+        try:
+            with ProtocolClient(server.bootstrap_servers) as c:
+                for _ in range(3):
+                    response = c.send(ApiKey.INIT_PRODUCER_ID, {"transactional_id": None,
+                                                                "transaction_timeout_ms": 60000})
+                    assert (response["error_code"], response["producer_epoch"]) == (0, 0)
+                    ids.append(response["producer_id"])
+        finally:
+            server.shutdown()
+    assert ids == sorted(set(ids))
+
+
+def test_init_producer_id_with_a_transactional_id_is_refused(client):
+    response = client.send(ApiKey.INIT_PRODUCER_ID, {"transactional_id": "tx", "transaction_timeout_ms": 60000})
+    assert response["error_code"] == INVALID_REQUEST
+
+
+def test_records_with_headers_and_compression_come_back_as_sent(client):
+    create_topic(client, "t")
+    sent = [SimpleRecord(b"v1", b"k1", 1000, (Header("h", b"x"), Header("h", None))), SimpleRecord(None, b"k2", 1001)]
+    produce(client, "t", 0, build_batch(sent, compression=CompressionType.ZSTD))
+    (stored,) = list(iter_batches(fetch(client, [("t", 0, 0, 1 << 20)])[("t", 0)]["records"]))
+    assert stored.header.compression_type == CompressionType.ZSTD
+    assert [(r.key, r.value, r.timestamp, r.headers) for r in stored.records()] == \
+        [(s.key, s.value, s.timestamp, s.headers) for s in sent]
+
+
+def test_encode_request_round_trip_sanity():
+    # The raw frames above rely on the v1 request header layout.
+    frame = encode_request(ApiKey.METADATA, 1, 5, "raw", {"topics": None})
+    assert struct.unpack(">hhi", frame[4:12]) == (ApiKey.METADATA, 1, 5)
