@@ -48,6 +48,7 @@ class OffsetSpec:
 class SourceOptions:
     path: str | None
     storage_options: Mapping[str, object]
+    bootstrap: str | None = None
     subscribe: tuple[str, ...] = ()
     subscribe_pattern: str | None = None
     assign: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
@@ -181,8 +182,12 @@ def parse_options(options: Mapping[str, str], *, streaming: bool | None = False)
     if view is not None and view.lower() not in VIEWS:
         raise SeglogOptionError(f"option view must be one of {', '.join(VIEWS)}, not {view!r}")
     path = opts.get("path")
-    if path is None and opts.get("bootstrap") is None:
-        raise SeglogOptionError("option path is required: the log directory (a local path, file:// or s3:// URL)")
+    bootstrap = opts.get("bootstrap") or opts.get("kafka.bootstrap.servers")
+    if bootstrap is not None and "," in bootstrap:
+        bootstrap = bootstrap.split(",")[0].strip()  # one broker serves every partition
+    if path is None and bootstrap is None:
+        raise SeglogOptionError("option path (the log directory: a local path, file:// or s3:// URL) or option "
+                                "bootstrap (a running seglog broker, host:port) is required")
     selectors = [n for n in _TOPIC_SELECTORS if n.lower() in opts]
     if view is None and len(selectors) != 1:
         if not selectors:
@@ -234,7 +239,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool | None = False)
                                 f"maxOffsetsPerTrigger ({max_offsets})")
     chunk = _positive_int(opts, "chunkBytes")
     return SourceOptions(
-        path=path, storage_options=storage_options_from(options),
+        path=path, storage_options=storage_options_from(options), bootstrap=bootstrap,
         subscribe=subscribe, subscribe_pattern=pattern, assign=assign, starting=starting, ending=ending,
         max_offsets_per_trigger=max_offsets, min_offsets_per_trigger=min_offsets,
         max_trigger_delay_ms=_duration_ms(opts, "maxTriggerDelay", 15 * 60 * 1000),

@@ -24,6 +24,7 @@ from .options import SeglogOptionError, SourceOptions, parse_options
 from .planning import (OffsetRange, check_ranges, from_offsets_json, resolve, select_partitions, split_ranges,
                        rate_limit, to_offsets_json)
 from .reading import data_loss, read_range
+from .remote import RemoteLog, fetch_range
 
 log = logging.getLogger(__name__)
 
@@ -45,15 +46,19 @@ class _Planner:
 
     def __init__(self, options: SourceOptions):
         self.options = options
-        self.directory = LogDirectory(options.path, options.storage_options)
+        self.directory = LogDirectory(options.path, options.storage_options) if options.path else None
+        # With bootstrap, the running broker is the authority on partitions and offsets.
+        self.metadata = RemoteLog(options.bootstrap) if options.bootstrap else self.directory
 
     def partitions(self) -> list[TopicPartition]:
-        return select_partitions(self.directory, self.options)
+        return select_partitions(self.metadata, self.options)
 
     def infos(self) -> dict[TopicPartition, PartitionInfo]:
-        return self.directory.describe_all(self.partitions())
+        return self.metadata.describe_all(self.partitions())
 
     def find_by_timestamp(self, tp: TopicPartition, timestamp: int) -> int | None:
+        if self.directory is None or self.options.bootstrap:
+            return self.metadata.find_by_timestamp(tp, timestamp)
         for segment in self.directory.segments(tp):
             with self.directory.reader(tp, segment) as reader:
                 found = reader.find_offset_by_timestamp(timestamp)
@@ -63,6 +68,10 @@ class _Planner:
 
     def group_offsets(self) -> dict[TopicPartition, int]:
         from broker_core.group_offsets import read_committed_offsets
+
+        if self.directory is None:
+            raise SeglogOptionError("option startingOffsets=group needs the option path (the log dir holding "
+                                    "the group's committed offsets)")
 
         groups = read_committed_offsets(self.directory.fs, self.directory.root, self.options.group_id)
         return {tp: c.offset for tp, c in groups.get(self.options.group_id, {}).items()}
@@ -90,6 +99,8 @@ class _Planner:
 
     def batch_boundaries(self, r: OffsetRange) -> list[int]:
         """Offsets where a batch starts inside ``r``, from the sparse offset indexes."""
+        if self.directory is None:
+            return []
         tp = r.topic_partition
         out = []
         for segment in self.directory.segments(tp):
@@ -103,6 +114,10 @@ class _Planner:
 
 
 def _read(options: SourceOptions, partition: RangePartition) -> Iterator[pa.RecordBatch]:
+    if not options.path:
+        yield from fetch_range(options.bootstrap, partition.offset_range, include_headers=options.include_headers,
+                               fail_on_data_loss=options.fail_on_data_loss, max_bytes=options.chunk_bytes)
+        return
     directory = LogDirectory(options.path, options.storage_options)
     yield from read_range(directory, partition.offset_range, include_headers=options.include_headers,
                           fail_on_data_loss=options.fail_on_data_loss, chunk_bytes=options.chunk_bytes)

@@ -1,0 +1,89 @@
+"""A running broker as the connector's source of offsets and, without ``path``, of data.
+
+With the option ``bootstrap``, partitions and their earliest/latest offsets
+come from the broker (Metadata and ListOffsets): the broker knows its log end
+before the files do. With ``path`` as well, tasks still read the segment files;
+without it, tasks fetch over the Kafka protocol and decode the batches the same
+way.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import pyarrow as pa
+
+from format.arrow import decode_to_arrow
+from format.layout import TopicPartition
+from format.record_batch import iter_batches
+
+from .discovery import INTERNAL_TOPICS, PartitionInfo
+from .planning import OffsetRange
+
+
+class RemoteLog:
+    """Metadata of the partitions served by the broker at ``bootstrap`` (``host:port``)."""
+
+    def __init__(self, bootstrap: str):
+        self.url = bootstrap
+        self.bootstrap = bootstrap
+
+    def _broker(self):
+        from broker_core.server.remote_broker import RemoteBroker
+
+        return RemoteBroker(self.bootstrap)
+
+    def topics(self, include_internal: bool = False) -> dict[str, list[int]]:
+        with self._broker() as broker:
+            return {t: list(range(broker.partitions_for(t))) for t in broker.list_topics()
+                    if include_internal or t not in INTERNAL_TOPICS}
+
+    def partitions(self, include_internal: bool = False) -> list[TopicPartition]:
+        return [TopicPartition(t, p) for t, ps in sorted(self.topics(include_internal).items()) for p in ps]
+
+    def describe_all(self, partitions: list[TopicPartition]) -> dict[TopicPartition, PartitionInfo]:
+        out = {}
+        with self._broker() as broker:
+            for tp in partitions:
+                start = broker.list_offsets(tp.topic, tp.partition, "earliest")
+                end = broker.list_offsets(tp.topic, tp.partition, "latest")
+                out[tp] = PartitionInfo(tp.topic, tp.partition, "", (), start.offset if start else 0,
+                                        end.offset if end else 0)
+        return out
+
+    def find_by_timestamp(self, tp: TopicPartition, timestamp: int) -> int | None:
+        with self._broker() as broker:
+            found = broker.list_offsets(tp.topic, tp.partition, timestamp)
+        return None if found is None else found.offset
+
+
+def fetch_range(bootstrap: str, r: OffsetRange, *, include_headers: bool, fail_on_data_loss: bool,
+                max_bytes: int) -> Iterator[pa.RecordBatch]:
+    """Arrow record batches of ``r`` fetched over the protocol, in offset order."""
+    from broker_core.errors import OffsetOutOfRangeError
+    from broker_core.server.remote_broker import RemoteBroker
+
+    from .reading import data_loss
+
+    position = r.from_offset
+    with RemoteBroker(bootstrap) as broker:
+        while position < r.until_offset:
+            try:
+                result = broker.fetch(r.topic, r.partition, position, max_bytes)
+            except OffsetOutOfRangeError:
+                start = broker.list_offsets(r.topic, r.partition, "earliest")
+                if start is None or start.offset <= position:
+                    raise
+                data_loss(f"offsets {position} to {min(start.offset, r.until_offset)} of {r.topic}-{r.partition} "
+                          f"are gone: the log now starts at {start.offset}", fail_on_data_loss)
+                position = start.offset
+                continue
+            batches = list(iter_batches(result.records))
+            if not batches:
+                return  # nothing more below the high watermark
+            table = decode_to_arrow(result.records, topic=r.topic, partition=r.partition, from_offset=position,
+                                    until_offset=r.until_offset, include_headers=include_headers,
+                                    path=f"{bootstrap}/{r.topic}-{r.partition}")
+            if table.num_rows:
+                yield table
+            position = max(position, batches[-1].header.next_offset)
