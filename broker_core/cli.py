@@ -5,6 +5,12 @@
     seglog consume --log-dir D --topic T [--from-beginning | --partition P --offset O] [--max-messages N]
     seglog dump FILE...
     seglog groups list|describe|reset-offsets|delete --log-dir D [--group G] ...
+    seglog compact --log-dir D [--topic T] [--spark [--master M]]   (the broker's cleaner, or the Spark job)
+    seglog broker --log-dir D --listeners PLAINTEXT://127.0.0.1:9092 [--node-id N] [--config k=v]
+
+topics, produce, consume and groups take --bootstrap HOST:PORT instead of
+--log-dir to work through a running broker (whose log dir is locked); groups
+then asks the broker's group coordinator, which knows the live members.
 
 Errors print one line on stderr and exit non-zero.
 """
@@ -32,6 +38,11 @@ def _config_pairs(items: Sequence[str] | None) -> dict[str, str]:
 def _open_broker(args: argparse.Namespace):
     from .broker import Broker
 
+    if getattr(args, "bootstrap", None):
+        # A running broker holds the log dir's lock: talk to it instead.
+        from .server.remote_broker import RemoteBroker
+
+        return RemoteBroker(args.bootstrap)
     return Broker(args.log_dir, _config_pairs(getattr(args, "broker_config", None)), background=False)
 
 
@@ -195,28 +206,71 @@ def _reset_plan(args: argparse.Namespace, broker) -> dict:
     return plan
 
 
+def _assignment_text(partitions) -> str:
+    by_topic: dict[str, list[str]] = {}
+    for tp in partitions:
+        by_topic.setdefault(tp.topic, []).append(str(tp.partition))
+    return ",".join(f"{topic}({','.join(ps)})" for topic, ps in by_topic.items()) or None
+
+
+def _print_group(description, args: argparse.Namespace) -> None:
+    """``kafka-consumer-groups.sh --describe`` (default, ``--members`` or ``--state``) for one group."""
+    from format.layout import TopicPartition
+
+    d = description
+    if args.state:
+        print("\n" + "\n".join(_table([("GROUP", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"),
+                                        (d.group, d.protocol or None, d.state, len(d.members))])))
+        return
+    if not d.members:
+        print(f"\nConsumer group '{d.group}' has no active members.")
+    if args.members:
+        print("\n" + "\n".join(_table([("GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT")]
+                                        + [(d.group, m.member_id, m.client_host, m.client_id, len(m.assignment),
+                                            _assignment_text(m.assignment)) for m in d.members])))
+        return
+    rows: list[tuple] = [("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID",
+                          "HOST", "CLIENT-ID")]
+    for r in d.partitions:
+        owner = d.owner(TopicPartition(r.topic, r.partition))
+        rows.append((d.group, r.topic, r.partition, r.current_offset, r.log_end_offset, r.lag,
+                     *((owner.member_id, owner.client_host, owner.client_id) if owner else (None, None, None))))
+    # A member that owns nothing still shows, as in Kafka's tool.
+    rows.extend((d.group, None, None, None, None, None, m.member_id, m.client_host, m.client_id)
+                for m in d.members if not m.assignment)
+    print("\n" + "\n".join(_table(rows)))
+
+
 def _groups(args: argparse.Namespace) -> int:
     from . import group_offsets
 
     if args.action != "list" and not args.group:
         raise ValueError(f"groups {args.action} needs --group")
     if args.action == "list":
-        # Reading needs no lock: this works beside a running broker.
-        for group in group_offsets.list_groups(args.log_dir):
+        if args.bootstrap:
+            with _open_broker(args) as broker:
+                groups = broker.list_groups()
+        else:
+            # Reading needs no lock: this works beside a running broker.
+            groups = group_offsets.list_groups(args.log_dir)
+        for group in groups:
             print(group)
     elif args.action == "describe":
-        rows = group_offsets.describe_group(args.log_dir, args.group)
-        print(f"\nConsumer group '{args.group}' has no active members.\n")
-        print("\n".join(_table([("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
-                                  "CONSUMER-ID", "HOST", "CLIENT-ID")]
-                                + [(r.group, r.topic, r.partition, r.current_offset, r.log_end_offset, r.lag,
-                                    None, None, None) for r in rows])))
+        if args.bootstrap:
+            with _open_broker(args) as broker:
+                description = broker.describe_group(args.group)
+        else:
+            # The members of the generation last written to __consumer_offsets.
+            description = group_offsets.describe_consumer_group(args.log_dir, args.group)
+        _print_group(description, args)
     elif args.action == "reset-offsets":
         if args.execute and args.dry_run:
             raise ValueError("--execute and --dry-run exclude each other")
         with _open_broker(args) as broker:
             plan = _reset_plan(args, broker)
-            if args.execute:
+            if args.execute and args.bootstrap:
+                broker.reset_offsets(args.group, plan)  # refused while the group has members, as in Kafka
+            elif args.execute:
                 group_offsets.reset_offsets(broker, args.group, plan)
             elif not args.dry_run:
                 print("WARN: No action will be performed as the --execute option is missing.", file=sys.stderr)
@@ -234,8 +288,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     def with_log_dir(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--log-dir", required=True, action="append",
-                       help="a log directory of the broker (repeat for several)")
+        where = p.add_mutually_exclusive_group(required=True)
+        where.add_argument("--log-dir", action="append", help="a log directory of the broker (repeat for several)")
+        where.add_argument("--bootstrap", metavar="HOST:PORT", help="a running broker to ask instead of a log dir")
         p.add_argument("--broker-config", action="append", metavar="KEY=VALUE",
                        help="a broker setting, e.g. num.partitions=3")
 
@@ -285,7 +340,16 @@ def build_parser() -> argparse.ArgumentParser:
     target.add_argument("--to-offset", type=int, metavar="N")
     groups.add_argument("--execute", action="store_true", help="reset-offsets: apply the plan (else a dry run)")
     groups.add_argument("--dry-run", action="store_true", help="reset-offsets: only print the plan")
+    shown = groups.add_mutually_exclusive_group()
+    shown.add_argument("--members", action="store_true", help="describe: the members and their assignments")
+    shown.add_argument("--state", action="store_true", help="describe: the group's state and assignor")
     groups.set_defaults(run=_groups)
+
+    from .broker_command import add_broker_parser
+    add_broker_parser(commands)
+
+    from .compact_command import add_parser as add_compact_parser
+    add_compact_parser(commands)
     return parser
 
 

@@ -46,6 +46,8 @@ __all__ = [
     "CommittedOffset",
     "OffsetsTopicSnapshot",
     "PartitionLag",
+    "GroupMember",
+    "GroupDescription",
     "ensure_offsets_topic",
     "commit_offsets",
     "commit_offsets_to_log_dir",
@@ -56,6 +58,7 @@ __all__ = [
     "read_committed_offsets",
     "list_groups",
     "describe_group",
+    "describe_consumer_group",
 ]
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -101,12 +104,45 @@ class PartitionLag:
     group: str
     topic: str
     partition: int
-    current_offset: int
+    current_offset: int | None  # None for a partition assigned to a member that has not committed yet
     log_end_offset: int | None  # None when no log directory holds the partition
 
     @property
     def lag(self) -> int | None:
-        return None if self.log_end_offset is None else self.log_end_offset - self.current_offset
+        if self.log_end_offset is None or self.current_offset is None:
+            return None
+        return self.log_end_offset - self.current_offset
+
+
+@dataclass(frozen=True)
+class GroupMember:
+    """A member of a consumer group and the partitions its generation assigned to it."""
+
+    member_id: str
+    client_id: str
+    client_host: str
+    group_instance_id: str | None = None
+    assignment: tuple[TopicPartition, ...] = ()
+
+
+@dataclass(frozen=True)
+class GroupDescription:
+    """``kafka-consumer-groups.sh --describe`` in one record: state, members and every partition's lag.
+
+    ``partitions`` holds the partitions the group committed or that a member
+    owns, by topic and partition.
+    """
+
+    group: str
+    state: str
+    protocol_type: str
+    protocol: str | None
+    members: tuple[GroupMember, ...]
+    partitions: tuple[PartitionLag, ...]
+
+    def owner(self, tp: TopicPartition) -> GroupMember | None:
+        """The member whose assignment holds ``tp``, if any."""
+        return next((m for m in self.members if tp in m.assignment), None)
 
 
 # --- writing (through the broker that owns the log directory) ----------------------
@@ -454,3 +490,56 @@ def describe_group(log_dirs: str | Sequence[str], group_id: str,
                 break
         rows.append(PartitionLag(group_id, tp.topic, tp.partition, committed.offset, end))
     return rows
+
+
+def group_members(group_id: str, value: GroupMetadataValue | None) -> tuple[GroupMember, ...]:
+    """The members of a stored generation, with their assignments decoded for consumer groups."""
+    from .consumer_protocol import CONSUMER_PROTOCOL_TYPE, decode_assignment
+    from .protocol import ProtocolError
+
+    if value is None:
+        return ()
+    members = []
+    for m in value.members:
+        assignment: list[TopicPartition] = []
+        if value.protocol_type == CONSUMER_PROTOCOL_TYPE:
+            try:
+                assignment = decode_assignment(m.assignment)
+            except ProtocolError as exc:
+                log.warning("group %r: member %s has an assignment that cannot be read: %s", group_id, m.member_id,
+                            exc)
+        members.append(GroupMember(m.member_id, m.client_id, m.client_host, m.group_instance_id, tuple(assignment)))
+    return tuple(members)
+
+
+def describe_consumer_group(log_dirs: str | Sequence[str], group_id: str,
+                            storage_options: Mapping[str, object] | None = None) -> GroupDescription:
+    """The group as its last stored generation left it (members, assignments) with offsets and lag.
+
+    Read from the files: with no broker running (or beside one) this shows the
+    generation last written to ``__consumer_offsets``. Raises
+    GroupIdNotFoundError when the group has neither offsets nor metadata.
+    """
+    dirs = _as_list(log_dirs)
+    snapshot = _read_log_dirs(dirs, group_id, storage_options)
+    if not snapshot.has_group(group_id):
+        raise GroupIdNotFoundError(f"consumer group {group_id!r} does not exist")
+    value = snapshot.group_metadata.get(group_id)
+    members = group_members(group_id, value)
+    offsets = snapshot.offsets.get(group_id, {})
+    wanted = sorted(set(offsets) | {tp for m in members for tp in m.assignment})
+    roots = [filesystem_for(url, storage_options) for url in dirs]
+    rows = []
+    for tp in wanted:
+        end = None
+        for fs, root in roots:
+            end = _log_end_offset(fs, join(fs, root, layout.partition_dir_name(tp)))
+            if end is not None:
+                break
+        committed = offsets.get(tp)
+        rows.append(PartitionLag(group_id, tp.topic, tp.partition, None if committed is None else committed.offset,
+                                 end))
+    # A stored generation with members was Stable when written; one without is Empty.
+    state = "Stable" if members else "Empty"
+    return GroupDescription(group_id, state, value.protocol_type if value else "", value.protocol if value else None,
+                            members, tuple(rows))

@@ -13,6 +13,11 @@ everything with itself as the only replica and in-sync replica, leader epoch
 last stable offset is the high watermark too, so read_committed reads what
 read_uncommitted reads.
 
+The group APIs (FindCoordinator, JoinGroup, SyncGroup, Heartbeat,
+LeaveGroup, OffsetCommit, OffsetFetch, DescribeGroups, ListGroups,
+DeleteGroups) go to the ``GroupCoordinator``; JoinGroup and SyncGroup are
+answered when the rebalance completes, from whichever thread completes it.
+
 Fetch sessions (KIP-227) are not kept: every response has session id 0,
 which tells clients to send full fetch requests, as a Kafka broker with no
 free session slots does.
@@ -32,6 +37,7 @@ from format.layout import TopicPartition
 from .broker import Broker
 from .config import (BROKER_CONFIG_NAMES, CONFIG_SOURCE_IDS, DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG,
                      STATIC_BROKER_CONFIG, TOPIC_CONFIG_SYNONYMS, BrokerConfig, ConfigEntry, LogConfig)
+from .coordinator import GroupCoordinator
 from .delayed_fetch import (READ_COMMITTED, DelayedFetch, FetchParams, FetchPartition, FetchPartitionStatus,
                             LogReadResult, read_from_local_log)
 from .errors import (InvalidConfigurationError, InvalidPartitionsError, InvalidReplicaAssignmentError,
@@ -99,7 +105,7 @@ class KafkaApis:
 
     def __init__(self, broker: Broker, request_channel: RequestChannel, *, cluster_id: str,
                  advertised: Mapping[str, EndPoint], fetch_purgatory: DelayedOperationPurgatory[DelayedFetch],
-                 producer_id_manager: ProducerIdManager) -> None:
+                 producer_id_manager: ProducerIdManager, group_coordinator: GroupCoordinator | None = None) -> None:
         self.broker = broker
         self.config: BrokerConfig = broker.config
         self.node_id = broker.node_id
@@ -108,6 +114,7 @@ class KafkaApis:
         self.advertised = dict(advertised)
         self.fetch_purgatory = fetch_purgatory
         self.producer_id_manager = producer_id_manager
+        self.group_coordinator = group_coordinator
         self._handlers: dict[ApiKey, Callable[[Request, KafkaRequest], None]] = {
             ApiKey.PRODUCE: self.handle_produce_request,
             ApiKey.FETCH: self.handle_fetch_request,
@@ -120,6 +127,19 @@ class KafkaApis:
             ApiKey.DESCRIBE_CONFIGS: self.handle_describe_configs_request,
             ApiKey.CREATE_PARTITIONS: self.handle_create_partitions_request,
         }
+        if group_coordinator is not None:
+            self._handlers.update({
+                ApiKey.FIND_COORDINATOR: self.handle_find_coordinator_request,
+                ApiKey.JOIN_GROUP: self.handle_join_group_request,
+                ApiKey.SYNC_GROUP: self.handle_sync_group_request,
+                ApiKey.HEARTBEAT: self._group_handler(GroupCoordinator.handle_heartbeat),
+                ApiKey.LEAVE_GROUP: self._group_handler(GroupCoordinator.handle_leave_group),
+                ApiKey.OFFSET_COMMIT: self.handle_offset_commit_request,
+                ApiKey.OFFSET_FETCH: self._group_handler(GroupCoordinator.handle_offset_fetch),
+                ApiKey.DESCRIBE_GROUPS: self._group_handler(GroupCoordinator.handle_describe_groups),
+                ApiKey.LIST_GROUPS: self._group_handler(GroupCoordinator.handle_list_groups),
+                ApiKey.DELETE_GROUPS: self._group_handler(GroupCoordinator.handle_delete_groups),
+            })
         self.api_versions = self._advertised_versions()
         self._pending_fetches: set[DelayedFetch] = set()
         self._pending_lock = threading.Lock()
@@ -655,6 +675,65 @@ class KafkaApis:
             entry = ConfigEntry(name, _java_value(getattr(self.config, attr)), source, read_only=True)
             out.append(self._config_entry(entry, []))
         return out
+
+    # --- the group APIs (answered by the group coordinator) ------------------------------
+
+    def _group_handler(self, method: Callable[[GroupCoordinator, Mapping[str, Any], int], dict]
+                       ) -> Callable[[Request, KafkaRequest], None]:
+        """A handler for a group API the coordinator answers at once."""
+
+        def handle(request: Request, parsed: KafkaRequest) -> None:
+            self._send(request, parsed, method(self.group_coordinator, parsed.body, parsed.header.api_version))
+
+        return handle
+
+    def handle_find_coordinator_request(self, request: Request, parsed: KafkaRequest) -> None:
+        # One broker coordinates every group: the answer is this broker, as the client reached it.
+        endpoint = self._endpoint_for(request)
+        self._send(request, parsed, self.group_coordinator.handle_find_coordinator(
+            parsed.body, parsed.header.api_version, endpoint.host, endpoint.port))
+
+    def handle_join_group_request(self, request: Request, parsed: KafkaRequest) -> None:
+        # Answered when the rebalance completes, maybe from the thread of another
+        # member's request or of the coordinator's timer, as a DelayedFetch is.
+        self.group_coordinator.handle_join_group(
+            parsed.body, parsed.header.api_version, lambda body: self._send(request, parsed, body),
+            client_id=parsed.header.client_id or "", client_host=f"/{request.client_address[0]}")
+
+    def handle_sync_group_request(self, request: Request, parsed: KafkaRequest) -> None:
+        self.group_coordinator.handle_sync_group(parsed.body, parsed.header.api_version,
+                                                 lambda body: self._send(request, parsed, body))
+
+    def handle_offset_commit_request(self, request: Request, parsed: KafkaRequest) -> None:
+        """OffsetCommit: partitions this broker does not have get UNKNOWN_TOPIC_OR_PARTITION, the rest go
+        to the coordinator, and the response lists every partition in request order (as Kafka's KafkaApis)."""
+        body = parsed.body
+        unknown: set[tuple[str, int]] = set()
+        known_topics = []
+        for topic in body["topics"] or ():
+            name = topic["name"]
+            meta = self.broker.topics.get(name)
+            known = []
+            for part in topic["partitions"] or ():
+                if meta is None or not 0 <= part["partition_index"] < meta.partitions:
+                    unknown.add((name, part["partition_index"]))
+                else:
+                    known.append(part)
+            if known:
+                known_topics.append({**topic, "partitions": known})
+        errors: dict[tuple[str, int], int] = {tp: UnknownTopicOrPartitionError.code for tp in unknown}
+        if known_topics:
+            answered = self.group_coordinator.handle_offset_commit({**body, "topics": known_topics},
+                                                                   parsed.header.api_version)
+            for topic in answered["topics"]:
+                for part in topic["partitions"]:
+                    errors[(topic["name"], part["partition_index"])] = part["error_code"]
+        self._send(request, parsed, {"throttle_time_ms": 0, "topics": [
+            {"name": topic["name"], "partitions": [
+                {"partition_index": part["partition_index"],
+                 "error_code": errors[(topic["name"], part["partition_index"])]}
+                for part in topic["partitions"] or ()]}
+            for topic in body["topics"] or ()]})
 
     # --- InitProducerId ---------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from format import layout
+from format.checkpoint import fsync_dir
 from format.compression import CompressionType
 from format.errors import CorruptRecordError
 from format.file_records import TimestampAndOffset
@@ -449,6 +450,46 @@ class Log:
                 self.scheduler.schedule(f"delete-{self.topic_partition}-{segment.base_offset}", segment.delete,
                                         self.config.file_delete_delay_ms)
             return len(doomed)
+
+    def replace_segments(self, new_segments: list[LogSegment], old_segments: list[LogSegment]) -> None:
+        """Swap cleaned segments (files ending ``.cleaned``) in for the segments they replace
+        (Kafka's LocalLog.replaceSegments), in the order log loading relies on after a crash:
+
+        1. each new segment, highest first, is renamed ``.cleaned`` -> ``.swap`` (a crash before all
+           are renamed leaves a ``.cleaned`` file below them and loading rolls the swap back);
+        2. each old segment is renamed ``.deleted`` and its deletion scheduled (loading removes
+           ``.deleted`` files and, for a ``.swap``, every segment file in its offset range);
+        3. each new segment loses its ``.swap`` suffix.
+
+        Old segments already removed (retention got there first) are left alone.
+        """
+        with self._lock:
+            self._check_open()
+            new_sorted = sorted(new_segments, key=lambda s: s.base_offset)
+            live = {id(s) for s in self._segments}
+            old_sorted = sorted((s for s in old_segments if id(s) in live), key=lambda s: s.base_offset)
+            for segment in reversed(new_sorted):
+                segment.change_file_suffixes(layout.CLEANED_FILE_SUFFIX, layout.SWAP_FILE_SUFFIX)
+                if segment.created_ms is None:
+                    segment.created_ms = self.clock.milliseconds()
+                i = bisect.bisect_left(self._bases, segment.base_offset)
+                if i < len(self._bases) and self._bases[i] == segment.base_offset:
+                    self._segments[i] = segment
+                else:
+                    self._segments.insert(i, segment)
+                    self._bases.insert(i, segment.base_offset)
+            new_bases = {s.base_offset for s in new_sorted}
+            for segment in old_sorted:
+                if segment.base_offset not in new_bases:
+                    i = self._segments.index(segment)
+                    del self._segments[i]
+                    del self._bases[i]
+                segment.change_file_suffixes("", layout.DELETED_FILE_SUFFIX)
+                self.scheduler.schedule(f"delete-{self.topic_partition}-{segment.base_offset}", segment.delete,
+                                        self.config.file_delete_delay_ms)
+            for segment in new_sorted:
+                segment.change_file_suffixes(layout.SWAP_FILE_SUFFIX, "")
+            fsync_dir(self.dir)
 
     def delete_retention_ms_breached_segments(self) -> int:
         if self.config.retention_ms < 0:

@@ -1,13 +1,23 @@
 """Loading a partition directory into segments, with Kafka's recovery rules (LogLoader).
 
-On open: leftover ``.cleaned`` and ``.deleted`` files are removed (an interrupted
-clean is rolled back; an interrupted delete is finished); a ``.swap`` segment is
-complete by construction, so the swap is finished: the segments it replaces are
-removed and it takes their place. Every other segment is opened; a segment
-whose indexes are missing or fail their sanity check is rebuilt from its
-``.log``. After an unclean shutdown, every segment from the one holding the
-recovery point onwards is re-validated batch by batch; the first invalid batch
-ends the log, and every later segment is removed.
+On open, what an interrupted clean, swap or delete left is settled first, by
+Kafka's rules (``plan_swap_recovery``):
+
+* ``.deleted`` files are removed (the delete was decided);
+* ``.cleaned`` files are removed (the clean never reached its swap), and so is
+  every ``.swap`` file at or above the lowest ``.cleaned`` offset: the cleaner
+  renames ``.cleaned`` to ``.swap`` from the highest segment down, so such a
+  swap belongs to a swap that was still being prepared;
+* the remaining ``.swap`` segments are complete: every other file named by an
+  offset inside their range (from the lowest swap's base offset to the
+  highest swap's next offset) belongs to a segment they replace and is
+  removed, then they lose their suffix.
+
+Every other segment is opened; a segment whose indexes are missing or fail
+their sanity check is rebuilt from its ``.log``. After an unclean shutdown,
+every segment from the one holding the recovery point onwards is
+re-validated batch by batch; the first invalid batch ends the log, and every
+later segment is removed.
 """
 
 from __future__ import annotations
@@ -15,9 +25,12 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
+from typing import Callable
 
 from format import layout
+from format.checkpoint import fsync_dir
 from format.errors import CorruptIndexError
+from format.file_records import FileRecords
 from format.segment import LogSegment
 
 log = logging.getLogger(__name__)
@@ -51,40 +64,83 @@ def open_segment(directory: str, base_offset: int, config, suffix: str = "", rol
                            rolling_jitter_ms=rolling_jitter_ms)
 
 
-def _clean_transient_files(directory: str) -> None:
-    for name in os.listdir(directory):
-        if name.endswith((layout.CLEANED_FILE_SUFFIX, layout.DELETED_FILE_SUFFIX)) or name.endswith(".tmp"):
-            _remove(os.path.join(directory, name))
+@dataclass(frozen=True)
+class SwapRecovery:
+    """What settling a directory's transient files takes: files to remove, then renames."""
+
+    delete: tuple[str, ...]
+    rename: tuple[tuple[str, str], ...]
 
 
-def _complete_swaps(directory: str, config) -> None:
-    names = os.listdir(directory)
-    for base in _base_offsets_with_suffix(directory, names, layout.SWAP_FILE_SUFFIX):
-        # The swap's indexes may be stale: only its .log is trusted.
-        for index_name in (layout.offset_index_file_name(base), layout.time_index_file_name(base),
-                           layout.txn_index_file_name(base)):
-            _remove(os.path.join(directory, index_name + layout.SWAP_FILE_SUFFIX))
-        swap = open_segment(directory, base, config, layout.SWAP_FILE_SUFFIX)
-        swap.recover(config.max_message_bytes)
-        next_offset = swap.read_next_offset()
-        for name in os.listdir(directory):
-            if not name.endswith(layout.LOG_FILE_SUFFIX):
+def _offset_of(name: str) -> int | None:
+    try:
+        return layout.offset_from_file_name(name)
+    except ValueError:
+        return None
+
+
+def plan_swap_recovery(names: list[str], swap_next_offset: Callable[[str], int]) -> SwapRecovery:
+    """Kafka's rules for ``.deleted``, ``.cleaned`` and ``.swap`` files, over a directory listing
+    (file names only). ``swap_next_offset(name)`` reads the offset after the last batch of a
+    ``.log.swap`` file. Pure, so local loading and the Spark job (on object storage) share it."""
+    doomed = [n for n in names if n.endswith(layout.DELETED_FILE_SUFFIX)]
+    cleaned = [n for n in names if n.endswith(layout.CLEANED_FILE_SUFFIX)]
+    swaps = [n for n in names if n.endswith(layout.SWAP_FILE_SUFFIX)]
+    min_cleaned = min((o for o in map(_offset_of, cleaned) if o is not None), default=None)
+    valid = []
+    for name in swaps:
+        offset = _offset_of(name)
+        if offset is None or (min_cleaned is not None and offset >= min_cleaned):
+            doomed.append(name)  # part of a swap that never completed its renames
+        else:
+            valid.append(name)
+    doomed.extend(cleaned)
+    log_swaps = [n for n in valid if layout.strip_transient_suffix(n).endswith(layout.LOG_FILE_SUFFIX)]
+    if log_swaps:
+        low = min(layout.offset_from_file_name(n) for n in log_swaps)
+        # A swap's own base offset is in its range even when it holds no batch.
+        high = max(max(swap_next_offset(n), layout.offset_from_file_name(n) + 1) for n in log_swaps)
+        gone = set(doomed)
+        for name in names:
+            if name in gone or name.endswith(layout.SWAP_FILE_SUFFIX):
                 continue
-            replaced = layout.offset_from_file_name(name)
-            if base <= replaced < next_offset:
-                for file_name in (layout.log_file_name(replaced), layout.offset_index_file_name(replaced),
-                                  layout.time_index_file_name(replaced), layout.txn_index_file_name(replaced)):
-                    _remove(os.path.join(directory, file_name))
-        swap.change_file_suffixes(layout.SWAP_FILE_SUFFIX, "")
-        swap.close()
-        log.info("%s: completed the swap of segment %d", directory, base)
+            offset = _offset_of(name)
+            if offset is not None and low <= offset < high:
+                doomed.append(name)  # a segment the swap replaces, not yet renamed .deleted
+    rename = tuple((n, layout.strip_transient_suffix(n)) for n in sorted(valid))
+    return SwapRecovery(tuple(doomed), rename)
+
+
+def _swap_next_offset(directory: str, name: str) -> int:
+    records = FileRecords.open(os.path.join(directory, name), writable=False)
+    try:
+        next_offset = layout.offset_from_file_name(name)
+        for _, header in records.batch_headers():
+            next_offset = header.next_offset
+        return next_offset
+    finally:
+        records.close()
+
+
+def _settle_transient_files(directory: str) -> None:
+    names = [n for n in os.listdir(directory) if os.path.isfile(os.path.join(directory, n))]
+    for name in names:
+        if name.endswith(".tmp"):
+            _remove(os.path.join(directory, name))
+    plan = plan_swap_recovery(names, lambda n: _swap_next_offset(directory, n))
+    for name in plan.delete:
+        _remove(os.path.join(directory, name))
+    for source, target in plan.rename:
+        os.replace(os.path.join(directory, source), os.path.join(directory, target))
+        log.info("%s: completed the swap of %s", directory, target)
+    if plan.delete or plan.rename:
+        fsync_dir(directory)
 
 
 def load_segments(directory: str, config, *, recovery_point: int, had_clean_shutdown: bool,
                   log_start_offset: int = 0) -> LoadedSegments:
     """Open every segment of ``directory``, recovering what needs it."""
-    _clean_transient_files(directory)
-    _complete_swaps(directory, config)
+    _settle_transient_files(directory)
     names = os.listdir(directory)
     # Index files whose .log is gone are orphans of an interrupted delete.
     log_bases = set(_base_offsets_with_suffix(directory, names, ""))

@@ -3,7 +3,8 @@
 It owns the directories (a lock file in each), loads every partition's log at
 start-up — in parallel, recovering what an unclean shutdown left — keeps the
 recovery-point and log-start-offset checkpoints, and runs the background work:
-retention, time-based flushes, checkpointing and delayed file deletion. The
+retention, time-based flushes, checkpointing and delayed file deletion; it also
+starts the log cleaner's threads, and retention skips a log while it is cleaned. The
 background work is a ``tick`` driven by an injected clock; a thread calls it
 with the real clock, tests call it after moving a simulated one.
 """
@@ -77,6 +78,12 @@ class LogManager:
         except BaseException:
             self._release_locks()
             raise
+        # Kafka's log cleaner, when log.cleaner.enable: its threads start with the background work.
+        self.cleaner = None
+        if config.log_cleaner_enable:
+            from .cleaner import LogCleaner
+
+            self.cleaner = LogCleaner(config, self.log_dirs, self.all_logs, clock)
 
     # --- loading -----------------------------------------------------------
 
@@ -161,11 +168,15 @@ class LogManager:
 
     def delete_log(self, tp: TopicPartition) -> None:
         """Rename the partition dir to Kafka's ``-delete`` form and remove it in the background."""
+        if self.cleaner is not None and self.get_log(tp) is not None:
+            self.cleaner.abort_cleaning(tp)  # waits for a cleaner working on it to stop
         with self._lock:
             found = self._logs.pop(tp, None)
         if found is None:
             return
         found.close()
+        if self.cleaner is not None:
+            self.cleaner.update_checkpoints(os.path.dirname(found.dir), remove=tp)
         doomed = os.path.join(os.path.dirname(found.dir), layout.deleted_dir_name(tp, uuid.uuid4().hex))
         os.replace(found.dir, doomed)
         self.scheduler.schedule(f"delete-dir-{tp}", lambda: shutil.rmtree(doomed, ignore_errors=True),
@@ -181,11 +192,20 @@ class LogManager:
     def cleanup_logs(self) -> int:
         """One retention pass over every log (Kafka's cleanupLogs); returns segments deleted."""
         deleted = 0
-        for lg in self.all_logs().values():
-            try:
-                deleted += lg.delete_old_segments_by_retention()
-            except KafkaStorageError:
-                continue  # closed under us by a topic deletion
+        if self.cleaner is None:
+            logs = list(self.all_logs().items())
+        else:
+            # Never beside the cleaner on one log: the logs it is not cleaning are paused meanwhile.
+            logs = self.cleaner.manager.pause_cleaning_for_retention()
+        try:
+            for _, lg in logs:
+                try:
+                    deleted += lg.delete_old_segments_by_retention()
+                except KafkaStorageError:
+                    continue  # closed under us by a topic deletion
+        finally:
+            if self.cleaner is not None:
+                self.cleaner.manager.resume_cleaning([tp for tp, _ in logs])
         return deleted
 
     def flush_dirty_logs(self) -> None:
@@ -236,6 +256,8 @@ class LogManager:
 
         self._background = threading.Thread(target=loop, name="log-manager", daemon=True)
         self._background.start()
+        if self.cleaner is not None:
+            self.cleaner.startup()
 
     # --- shutdown -----------------------------------------------------------
 
@@ -250,6 +272,8 @@ class LogManager:
             return
         self._closed = True
         self._stop.set()
+        if self.cleaner is not None:
+            self.cleaner.shutdown()  # stops mid-clean; a half-written .cleaned segment is removed
         if self._background is not None:
             self._background.join(timeout=30)
         try:

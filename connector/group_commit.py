@@ -1,4 +1,12 @@
-"""Committing a query's consumer-group offsets into the log dir's ``__consumer_offsets``."""
+"""Committing a query's consumer-group offsets: to a running broker's coordinator, or into the log dir.
+
+With the option ``bootstrap`` the offsets go to that broker's group
+coordinator as an OffsetCommit, as any consumer outside a generation commits
+them; the broker owns ``__consumer_offsets`` and every Kafka tool sees them at
+once. Without it (embedded, ``path`` only) they are appended to the log dir's
+``__consumer_offsets`` by an embedded broker, which holds the directory's lock
+for the moment it takes.
+"""
 
 from __future__ import annotations
 
@@ -15,16 +23,19 @@ log = logging.getLogger(__name__)
 
 
 def commit_group_offsets(options: SourceOptions, offsets: Mapping[TopicPartition, int]) -> None:
-    """Store ``offsets`` as the committed position of ``options.group_id``.
+    """Store ``offsets`` as the committed position of ``options.group_id``."""
+    if options.bootstrap:
+        from broker_core.server.remote_broker import RemoteBroker
 
-    The log dir must be local: the commit is appended by an embedded broker, which
-    holds the directory's lock for the moment it takes.
-    """
+        with RemoteBroker(options.bootstrap) as broker:
+            broker.commit_offsets(options.group_id, dict(offsets))
+        log.info("committed offsets of group %s through %s: %s", options.group_id, options.bootstrap, dict(offsets))
+        return
     from broker_core.group_offsets import commit_offsets_to_log_dir
 
     directory = LogDirectory(options.path, options.storage_options)
     if not is_local(directory.fs):
         raise RuntimeError(f"option groupId: offsets can only be committed into a local log directory, not "
-                           f"{options.path}")
+                           f"{options.path}; give the option bootstrap to commit through a running broker")
     commit_offsets_to_log_dir(directory.root, options.group_id, dict(offsets))
     log.info("committed offsets of group %s: %s", options.group_id, dict(offsets))

@@ -69,9 +69,15 @@ class _Planner:
     def group_offsets(self) -> dict[TopicPartition, int]:
         from broker_core.group_offsets import read_committed_offsets
 
+        if self.options.bootstrap:
+            # The running broker's coordinator knows the group's offsets (OffsetFetch).
+            from broker_core.server.remote_broker import RemoteBroker
+
+            with RemoteBroker(self.options.bootstrap) as broker:
+                return {tp: c.offset for tp, c in broker.committed_offsets(self.options.group_id).items()}
         if self.directory is None:
             raise SeglogOptionError("option startingOffsets=group needs the option path (the log dir holding "
-                                    "the group's committed offsets)")
+                                    "the group's committed offsets) or bootstrap")
 
         groups = read_committed_offsets(self.directory.fs, self.directory.root, self.options.group_id)
         return {tp: c.offset for tp, c in groups.get(self.options.group_id, {}).items()}

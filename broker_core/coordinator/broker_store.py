@@ -11,6 +11,7 @@ transaction count once its COMMIT marker is read, as in Kafka's loader.
 from __future__ import annotations
 
 import logging
+import threading
 from typing import TYPE_CHECKING, Iterable, Iterator, Mapping
 
 from format.control import ControlRecordType
@@ -35,16 +36,31 @@ LOAD_BUFFER_SIZE = 5 * 1024 * 1024
 
 
 class BrokerGroupStore:
-    """A GroupStore over a Broker; creates ``__consumer_offsets`` with Kafka's settings if it is missing."""
+    """A GroupStore over a Broker; creates ``__consumer_offsets`` with Kafka's settings on the first write.
+
+    Like Kafka, a broker whose clients never use groups has no offsets topic.
+    """
 
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
-        # An existing topic keeps its partition count whatever the configuration
-        # says now: moving groups to other partitions would lose their offsets.
-        self._num_partitions = ensure_offsets_topic(broker)
+        self._lock = threading.Lock()
+        self._num_partitions: int | None = None
 
     @property
     def num_partitions(self) -> int:
+        # An existing topic keeps its partition count whatever the configuration
+        # says now: moving groups to other partitions would lose their offsets.
+        if self._num_partitions is None:
+            if self.broker.topics.get(OFFSETS_TOPIC) is None:
+                return self.broker.config.offsets_topic_num_partitions  # what it is created with
+            self._num_partitions = self.broker.partitions_for(OFFSETS_TOPIC)
+        return self._num_partitions
+
+    def _ensure_topic(self) -> int:
+        if self._num_partitions is None:
+            with self._lock:
+                if self._num_partitions is None:
+                    self._num_partitions = ensure_offsets_topic(self.broker)
         return self._num_partitions
 
     # -- writing -------------------------------------------------------------------
@@ -67,13 +83,15 @@ class BrokerGroupStore:
             return
         now = self.broker.clock.milliseconds()
         batch = build_batch([SimpleRecord(value, key, now) for key, value in records], default_timestamp=now)
-        self.broker.produce_batches(OFFSETS_TOPIC, partition_for_group(group_id, self._num_partitions), batch)
+        self.broker.produce_batches(OFFSETS_TOPIC, partition_for_group(group_id, self._ensure_topic()), batch)
 
     # -- loading -------------------------------------------------------------------
 
     def load(self) -> LoadedGroups:
         replay = OffsetsTopicReplay()
-        for partition in range(self._num_partitions):
+        if self.broker.topics.get(OFFSETS_TOPIC) is None:
+            return replay.result()  # no group has stored anything yet
+        for partition in range(self.num_partitions):
             for key, value in self._partition_records(partition):
                 try:
                     replay.apply(key, value)

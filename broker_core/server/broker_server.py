@@ -3,10 +3,14 @@
 ``BrokerServer`` wires the parts together and owns their order:
 
 start-up — open the ``Broker`` (which locks and recovers the log dirs),
-check or write ``meta.properties`` (the cluster id), bind the listeners,
+check or write ``meta.properties`` (the cluster id), start the group
+coordinator (it loads ``__consumer_offsets`` on a background thread and
+answers COORDINATOR_LOAD_IN_PROGRESS until done), bind the listeners,
 start the handler threads, then the network threads;
 
-shutdown — stop accepting and reading requests, answer parked fetches at
+shutdown — stop the group coordinator first (parked JoinGroup and SyncGroup
+requests are answered NOT_COORDINATOR, so none holds shutdown up), stop
+accepting and reading requests, answer parked fetches at
 once, wait until every request taken has been answered, write the last
 responses, close the connections, stop the threads, then close the
 ``Broker``: flush, checkpoint and write the clean-shutdown marker, so the
@@ -22,6 +26,7 @@ from typing import Mapping
 from ..broker import Broker
 from ..clock import SYSTEM_CLOCK, Clock
 from ..config import BrokerConfig
+from ..coordinator import GroupCoordinator
 from ..delayed_fetch import DelayedFetch
 from ..kafka_apis import KafkaApis
 from ..meta_properties import ensure_meta_properties
@@ -52,6 +57,8 @@ class BrokerServer:
         self._request_channel: RequestChannel | None = None
         self._handler_pool: KafkaRequestHandlerPool | None = None
         self._fetch_purgatory: DelayedOperationPurgatory[DelayedFetch] | None = None
+        self.group_coordinator: GroupCoordinator | None = None
+        self._coordinator_loader: threading.Thread | None = None
         self._lock = threading.Lock()
         self._shut_down = threading.Event()
 
@@ -63,6 +70,13 @@ class BrokerServer:
             self.broker = Broker(list(config.log_dirs), config, clock=self.clock)
             self.cluster_id = ensure_meta_properties(self.broker.log_manager.log_dirs, config.node_id)
             producer_ids = ProducerIdManager(self.broker.log_manager.log_dirs[0])
+            # The coordinator runs on the broker's clock (the server's); its
+            # timer also expires offsets every offsets.retention.check.interval.ms.
+            self.group_coordinator = GroupCoordinator.for_broker(self.broker)
+            self.group_coordinator.startup(load=False)
+            self._coordinator_loader = threading.Thread(target=self._load_groups, daemon=True,
+                                                        name=f"group-metadata-loader-{config.node_id}")
+            self._coordinator_loader.start()
             self._fetch_purgatory = DelayedOperationPurgatory("Fetch", clock=self.clock, broker_id=config.node_id)
             queue_size = int(config.extra.get("queued.max.requests", DEFAULT_QUEUED_MAX_REQUESTS))
             self._request_channel = RequestChannel(queue_size)
@@ -71,7 +85,7 @@ class BrokerServer:
                                               config.extra)
             self.apis = KafkaApis(self.broker, self._request_channel, cluster_id=self.cluster_id,
                                   advertised=advertised, fetch_purgatory=self._fetch_purgatory,
-                                  producer_id_manager=producer_ids)
+                                  producer_id_manager=producer_ids, group_coordinator=self.group_coordinator)
             self._handler_pool = KafkaRequestHandlerPool(self._request_channel, self.apis, config.num_io_threads)
             self._handler_pool.start()
             self.socket_server.startup()
@@ -90,6 +104,8 @@ class BrokerServer:
             self._shut_down.set()
         log.info("[BrokerServer id=%d] shutting down", self.config.node_id)
         try:
+            if self.group_coordinator is not None:
+                self.group_coordinator.shutdown()
             if self.socket_server is not None:
                 self.socket_server.stop_processing_requests()
             if self.apis is not None:
@@ -104,9 +120,19 @@ class BrokerServer:
             if self._fetch_purgatory is not None:
                 self._fetch_purgatory.shutdown()
         finally:
+            if self._coordinator_loader is not None:
+                self._coordinator_loader.join()  # it reads the logs the broker is about to close
             if self.broker is not None:
                 self.broker.close()  # flush, checkpoints, clean-shutdown marker
         log.info("[BrokerServer id=%d] shut down", self.config.node_id)
+
+    def _load_groups(self) -> None:
+        """Replay ``__consumer_offsets`` into the coordinator (the loader thread)."""
+        try:
+            self.group_coordinator.load()
+        except Exception:
+            # Clients keep getting COORDINATOR_LOAD_IN_PROGRESS and retry; the log says why.
+            log.exception("[BrokerServer id=%d] loading the consumer groups failed", self.config.node_id)
 
     def __enter__(self) -> BrokerServer:
         return self.startup()

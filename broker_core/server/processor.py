@@ -269,6 +269,7 @@ class Processor(threading.Thread):
             while conn.send:
                 sent = conn.sock.send(conn.send)
                 conn.send = conn.send[sent:]
+                conn.last_active_ms = self.clock.hi_res_clock_ms()  # a slow reader is still active
         except (BlockingIOError, InterruptedError):
             self._update_interest(conn)  # wait until the socket takes more
             return
@@ -306,8 +307,11 @@ class Processor(threading.Thread):
             return
         now = self.clock.hi_res_clock_ms()
         for conn in list(self._connections.values()):
-            # A connection waiting for its response is busy, not idle.
-            if not conn.muted and now - conn.last_active_ms > self.connections_max_idle_ms:
+            # A connection whose request is with the handlers is busy, not idle;
+            # one whose response the client has stopped reading is idle (else a
+            # client that never reads would hold its slot and response forever).
+            waiting_for_handlers = conn.muted and conn.send is None
+            if not waiting_for_handlers and now - conn.last_active_ms > self.connections_max_idle_ms:
                 log.debug("Processor %d: closing %s, idle for more than %d ms", self.processor_id,
                           conn.connection_id, self.connections_max_idle_ms)
                 self._close(conn)

@@ -7,23 +7,31 @@ one they hold; errors come back as the same ``KafkaError`` classes, built
 from the response's error code. Records are partitioned exactly as the
 embedded broker (and the Java producer) partitions them.
 
-Not served remotely yet: changing topic configs (AlterConfigs) and consumer
-group offsets (the group coordinator APIs); those raise a ValueError naming
-the missing API.
+Consumer groups go to the broker's group coordinator (ListGroups,
+DescribeGroups, OffsetFetch, OffsetCommit, DeleteGroups), with the answers
+``seglog groups`` prints for a log dir: ``GroupDescription`` and
+``CommittedOffset`` records. A coordinator still loading
+``__consumer_offsets`` is waited for, as clients retry it.
+
+Not served remotely yet: changing topic configs (AlterConfigs), which raises
+a ValueError naming the missing API.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from format.compression import CompressionType
+from format.layout import TopicPartition
 from format.record import SimpleRecord
 from format.record_batch import build_batch
 
 from ..broker import (DEFAULT_FETCH_MAX_BYTES, FetchResult, OffsetAndTimestamp, PartitionDescription,
                       RecordMetadata, TopicDescription)
-from ..errors import UnknownTopicOrPartitionError, error_for_code
+from ..errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, GroupIdNotFoundError,
+                      NonEmptyGroupError, UnknownTopicOrPartitionError, error_for_code)
+from ..group_offsets import CommittedOffset, GroupDescription, GroupMember, PartitionLag
 from ..kafka_apis import RESOURCE_TOPIC, topic_id_text
 from ..partitioner import StickyPartitioner, partition_for_key
 from ..protocol import ApiKey
@@ -32,6 +40,9 @@ from .protocol_client import ProtocolClient
 _SPECS = {"earliest": -2, "latest": -1, "max_timestamp": -3}
 _DYNAMIC_TOPIC_CONFIG = 1
 _TIMEOUT_MS = 30_000
+# How long a group request waits for a coordinator that is loading or starting.
+_COORDINATOR_WAIT_S = 30.0
+_RETRIABLE_GROUP_ERRORS = frozenset({CoordinatorLoadInProgressError.code, CoordinatorNotAvailableError.code})
 
 
 def _raise_for(code: int, message: str | None, what: str) -> None:
@@ -184,3 +195,107 @@ class RemoteBroker:
         _raise_for(result["error_code"], f"{topic}-{partition}", f"{topic}-{partition}")
         return OffsetAndTimestamp(result["offset"], result["timestamp"])
 
+    # --- consumer groups (the group coordinator) ---------------------------------
+
+    def _group_request(self, api_key: ApiKey, body: Mapping[str, Any], error_of: Callable[[dict], int]) -> dict:
+        """Send a group request, again while the coordinator loads the offsets topic or is not up yet."""
+        deadline = time.monotonic() + _COORDINATOR_WAIT_S
+        while True:
+            response = self.client.send(api_key, body)
+            if error_of(response) not in _RETRIABLE_GROUP_ERRORS or time.monotonic() >= deadline:
+                return response
+            time.sleep(0.1)
+
+    def list_groups(self) -> list[str]:
+        response = self._group_request(ApiKey.LIST_GROUPS, {"states_filter": [], "types_filter": []},
+                                       lambda r: r["error_code"])
+        _raise_for(response["error_code"], None, "ListGroups")
+        return sorted(g["group_id"] for g in response["groups"])
+
+    def committed_offsets(self, group_id: str) -> dict[TopicPartition, CommittedOffset]:
+        """Every offset the group committed (OffsetFetch for all partitions)."""
+        def error_of(r: dict) -> int:
+            return r["groups"][0]["error_code"] if r.get("groups") else r.get("error_code", 0)
+
+        response = self._group_request(ApiKey.OFFSET_FETCH, {
+            "group_id": group_id, "topics": None, "groups": [{"group_id": group_id, "topics": None}],
+            "require_stable": True}, error_of)
+        topics = response["groups"][0]["topics"] if response.get("groups") else response["topics"]
+        _raise_for(error_of(response), None, f"group {group_id!r}")
+        out = {}
+        for topic in topics:
+            for p in topic["partitions"]:
+                _raise_for(p["error_code"], None, f"group {group_id!r} {topic['name']}-{p['partition_index']}")
+                if p["committed_offset"] >= 0:
+                    epoch = p["committed_leader_epoch"]
+                    # The commit time is not on the wire: -1 says unknown.
+                    out[TopicPartition(topic["name"], p["partition_index"])] = CommittedOffset(
+                        p["committed_offset"], p["metadata"] or "", -1, None if epoch < 0 else epoch)
+        return dict(sorted(out.items()))
+
+    def commit_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int], metadata: str = "") -> None:
+        """Store ``offsets`` for the group as a consumer outside any generation does (OffsetCommit)."""
+        if not offsets:
+            return
+        topics: dict[str, list[dict]] = {}
+        for tp, offset in sorted(offsets.items()):
+            topics.setdefault(tp.topic, []).append({"partition_index": tp.partition, "committed_offset": offset,
+                                                    "committed_metadata": metadata})
+
+        def first_error(r: dict) -> int:
+            return next((p["error_code"] for t in r["topics"] for p in t["partitions"] if p["error_code"]), 0)
+
+        response = self._group_request(ApiKey.OFFSET_COMMIT, {
+            "group_id": group_id, "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
+            "retention_time_ms": -1,
+            "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()]}, first_error)
+        for topic in response["topics"]:
+            for p in topic["partitions"]:
+                _raise_for(p["error_code"], None, f"group {group_id!r}: committing {topic['name']}-"
+                                                  f"{p['partition_index']}")
+
+    def reset_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
+        """Move an inactive group to ``offsets``, as ``kafka-consumer-groups.sh --reset-offsets`` does."""
+        state = self._describe(group_id)["group_state"]
+        if state not in ("Empty", "Dead"):
+            raise NonEmptyGroupError(f"Assignments can only be reset if the group '{group_id}' is inactive, but "
+                                     f"the current state is {state}.")
+        self.commit_offsets(group_id, offsets)
+
+    def delete_group(self, group_id: str) -> None:
+        response = self._group_request(ApiKey.DELETE_GROUPS, {"groups_names": [group_id]},
+                                       lambda r: r["results"][0]["error_code"])
+        (result,) = response["results"]
+        _raise_for(result["error_code"], None, f"group {group_id!r}")
+
+    def _describe(self, group_id: str) -> dict:
+        response = self._group_request(ApiKey.DESCRIBE_GROUPS, {"groups": [group_id],
+                                                                "include_authorized_operations": False},
+                                       lambda r: r["groups"][0]["error_code"])
+        (group,) = response["groups"]
+        _raise_for(group["error_code"], None, f"group {group_id!r}")
+        return group
+
+    def describe_group(self, group_id: str) -> GroupDescription:
+        """The live group: state, members with their assignments, committed offsets, log end offsets and lag."""
+        from ..consumer_protocol import CONSUMER_PROTOCOL_TYPE, decode_assignment
+
+        group = self._describe(group_id)
+        committed = self.committed_offsets(group_id)
+        if group["group_state"] == "Dead" and not committed:
+            raise GroupIdNotFoundError(f"consumer group {group_id!r} does not exist")
+        members = tuple(GroupMember(
+            m["member_id"], m["client_id"], m["client_host"], m.get("group_instance_id"),
+            tuple(decode_assignment(m["member_assignment"])) if group["protocol_type"] == CONSUMER_PROTOCOL_TYPE
+            else ()) for m in group["members"])
+        rows = []
+        for tp in sorted(set(committed) | {tp for m in members for tp in m.assignment}):
+            try:
+                end: int | None = self._offset(tp.topic, tp.partition, _SPECS["latest"]).offset
+            except UnknownTopicOrPartitionError:
+                end = None
+            current = committed.get(tp)
+            rows.append(PartitionLag(group_id, tp.topic, tp.partition, None if current is None else current.offset,
+                                     end))
+        return GroupDescription(group_id, group["group_state"], group["protocol_type"],
+                                group["protocol_data"] or None, members, tuple(rows))

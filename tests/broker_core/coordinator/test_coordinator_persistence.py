@@ -69,7 +69,11 @@ def test_the_coordinators_settings_come_from_the_broker_config(fx: BrokerFixture
     assert h.config.offsets_topic_num_partitions == PARTITIONS
     assert h.config.group_initial_rebalance_delay_ms == INITIAL_DELAY_MS
     assert h.coordinator.store.num_partitions == PARTITIONS
-    assert fx.broker is not None and fx.broker.describe_topic(OFFSETS_TOPIC).config["cleanup.policy"] == "compact"
+    # Created with the first record, as Kafka creates it when a group first needs it.
+    assert fx.broker is not None and fx.broker.topics.get(OFFSETS_TOPIC) is None
+    assert h.commit({("orders", 0): 1}) == {("orders", 0): NONE}
+    assert fx.broker.describe_topic(OFFSETS_TOPIC).config["cleanup.policy"] == "compact"
+    assert fx.broker.describe_topic(OFFSETS_TOPIC).partition_count == PARTITIONS
     h.close()
 
 

@@ -1,0 +1,751 @@
+"""The distributed compaction job's steps as plain functions; ``compaction_job`` wires them into Spark.
+
+Driver, before: take the lease (``CompactionLease``), settle what an earlier
+interrupted swap left (``recover_partition``, the log loader's rules), and
+plan each partition with the broker cleaner's rules (``plan_partition``):
+first dirty offset from ``cleaner-offset-checkpoint``, first uncleanable
+offset (active segment, ``min.compaction.lag.ms``), segment groups.
+
+Stage 1 (``run_map_task``, one task per segment): a dirty segment's keys are
+hashed and reduced to their latest offset; every segment also reports the
+headers of its producers' batches. Pieces of one partition merge
+(``merge_pieces``) into the partition's latest offset per key.
+
+Stage 2 (``run_clean_task``, one task per segment group, or per partition
+when it holds transactions, whose state runs through the log in order): the
+group is cleaned by the broker's own ``clean_group`` into ``.cleaned`` files
+beside the originals (built locally and uploaded for object storage).
+
+Driver, after: per partition, the cleaned segments are swapped in by Kafka's
+renames (``swap_partition``), ``cleaner-offset-checkpoint`` moves to the end
+of the cleaned range, and the replaced files are deleted.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from broker_core.cleaner.cleaner import (CleanerStats, SegmentSizes, SourceSegment, aborted_intervals, clean_group,
+                                         group_segments_by_size, header_events, map_batches, new_cleaned_segment,
+                                         read_chunks, segments_overlapping)
+from broker_core.cleaner.filter import FilterContext
+from broker_core.cleaner.log_cleaner_manager import calculate_cleanable_bytes, cleanable_offsets
+from broker_core.cleaner.transactions import (CleanedTransactionMetadata, ProducerEvent, ProducerStateBuilder,
+                                              collect_aborted_transactions)
+from broker_core.config import BrokerConfig, LogConfig
+from broker_core.errors import LogDirInUseError
+from broker_core.log_loader import plan_swap_recovery
+from broker_core.topic_store import STORE_FILE
+from format import layout
+from format.checkpoint import OffsetCheckpointFile
+from format.file_records import FileRecords
+from format.fs import filesystem_for, is_local, join
+from format.index import OffsetIndex, TimeIndex
+from format.layout import TopicPartition
+from format.txn_index import AbortedTxn, parse_aborted_txns
+
+log = logging.getLogger(__name__)
+
+# What one task of either stage reads, at least (a segment or group larger than this is a task alone).
+DEFAULT_TASK_BYTES = 256 * 1024 * 1024
+SEGMENT_FILE_SUFFIXES = (layout.LOG_FILE_SUFFIX, layout.INDEX_FILE_SUFFIX, layout.TIME_INDEX_FILE_SUFFIX,
+                         layout.TXN_INDEX_FILE_SUFFIX)
+
+
+class CompactionError(RuntimeError):
+    """The job cannot run as asked (a topic that is not compacted, a log dir in use)."""
+
+
+# --- listing -------------------------------------------------------------------
+
+
+def _mtime_ms(entry: Mapping) -> int | None:
+    value = entry.get("mtime", entry.get("LastModified", entry.get("last_modified")))
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return int(value.timestamp() * 1000)
+    return int(float(value) * 1000)
+
+
+def list_files(fs, directory: str) -> dict[str, Mapping]:
+    """File name -> listing entry (size, modification time) of a directory, fresh."""
+    fs.invalidate_cache(directory)
+    try:
+        entries = fs.ls(directory, detail=True)
+    except FileNotFoundError:
+        return {}
+    return {e["name"].rstrip("/").rsplit("/", 1)[-1]: e for e in entries if e.get("type") != "directory"}
+
+
+@dataclass(frozen=True)
+class RemoteSegment:
+    """A segment as its directory listing shows it."""
+
+    base_offset: int
+    size: int
+    offset_index_size: int
+    time_index_size: int
+    txn_index_size: int
+    last_modified_ms: int | None
+
+    def sizes(self) -> SegmentSizes:
+        return SegmentSizes(self.base_offset, self.size, self.offset_index_size, self.time_index_size)
+
+
+def remote_segments(files: Mapping[str, Mapping]) -> list[RemoteSegment]:
+    out = []
+    for name, entry in files.items():
+        if not name.endswith(layout.LOG_FILE_SUFFIX):
+            continue
+        try:
+            base = layout.offset_from_file_name(name)
+        except ValueError:
+            continue
+
+        def size_of(file_name: str) -> int:
+            found = files.get(file_name)
+            return int(found.get("size") or 0) if found else 0
+
+        out.append(RemoteSegment(base, int(entry.get("size") or 0), size_of(layout.offset_index_file_name(base)),
+                                 size_of(layout.time_index_file_name(base)), size_of(layout.txn_index_file_name(base)),
+                                 _mtime_ms(entry)))
+    return sorted(out, key=lambda s: s.base_offset)
+
+
+def _open_records(fs, path: str, size: int | None) -> FileRecords:
+    if is_local(fs):
+        return FileRecords.open(path, writable=False)
+    return FileRecords.open_fs(fs, path, size)
+
+
+def _segment_path(directory: str, fs, base_offset: int, suffix: str = layout.LOG_FILE_SUFFIX) -> str:
+    return join(fs, directory, layout.filename_prefix_from_offset(base_offset) + suffix)
+
+
+def largest_timestamp(fs, directory: str, segment: RemoteSegment) -> int:
+    """A segment's largest timestamp (its time index's last entry, then the batches after it),
+    or its modification time when it has none, as ``LogSegment.largest_timestamp``."""
+    try:
+        data = fs.cat_file(_segment_path(directory, fs, segment.base_offset, layout.TIME_INDEX_FILE_SUFFIX))
+        last = TimeIndex.from_bytes(segment.base_offset, data).last_entry
+    except FileNotFoundError:
+        last = None
+    start = 0
+    best = -1
+    if last is not None and last.timestamp >= 0:
+        best = last.timestamp
+        try:
+            index = OffsetIndex.from_bytes(segment.base_offset, fs.cat_file(
+                _segment_path(directory, fs, segment.base_offset, layout.INDEX_FILE_SUFFIX)))
+            start = index.lookup(last.offset).position
+        except FileNotFoundError:
+            start = 0
+    records = _open_records(fs, _segment_path(directory, fs, segment.base_offset), segment.size)
+    try:
+        for _, header in records.batch_headers(start):
+            best = max(best, header.max_timestamp)
+    finally:
+        records.close()
+    if best >= 0:
+        return best
+    return segment.last_modified_ms if segment.last_modified_ms is not None else -1
+
+
+def first_batch_timestamp(fs, directory: str, segment: RemoteSegment) -> int:
+    records = _open_records(fs, _segment_path(directory, fs, segment.base_offset), segment.size)
+    try:
+        first = next(records.batch_headers(), None)
+    finally:
+        records.close()
+    return -1 if first is None else first[1].max_timestamp
+
+
+# --- the lease and recovery ------------------------------------------------------
+
+
+class CompactionLease:
+    """The right to swap segments in a log dir, held for the whole job.
+
+    A local log dir is leased by its lock file, as an embedded broker holds
+    it: a running broker holding it makes the job fail at once, and no broker
+    can start (and remove the job's ``.cleaned`` files) while the job runs.
+    Until the broker's admin API can lease single partitions from a running
+    broker, that is the only owner a lease is held against; a log dir on
+    object storage has no running owner and is not locked.
+    """
+
+    def __init__(self, fs, root: str):
+        self.fs = fs
+        self.root = root
+        self._lock = None
+
+    def __enter__(self) -> "CompactionLease":
+        if is_local(self.fs):
+            from broker_core.log_manager import _DirLock
+
+            try:
+                self._lock = _DirLock(self.root)
+            except LogDirInUseError as exc:
+                raise CompactionError(f"cannot compact {self.root}: {exc}; stop the broker that owns it "
+                                      f"(the compaction job swaps segments only in a log dir no broker holds)"
+                                      ) from None
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+
+def _rename(fs, source: str, target: str) -> None:
+    """One rename of the swap protocol (a copy and a delete on object storage)."""
+    if is_local(fs):
+        os.replace(source, target)
+    else:
+        fs.mv(source, target)
+
+
+def _fsync_dir(fs, directory: str) -> None:
+    if is_local(fs):
+        from format.checkpoint import fsync_dir
+
+        fsync_dir(directory)
+
+
+def recover_partition(fs, directory: str) -> int:
+    """Settle the ``.cleaned`` / ``.swap`` / ``.deleted`` files an interrupted swap left, by the
+    log loader's rules; returns how many files were removed or renamed."""
+    files = list_files(fs, directory)
+
+    def next_offset(name: str) -> int:
+        records = _open_records(fs, join(fs, directory, name), int(files[name].get("size") or 0))
+        try:
+            found = layout.offset_from_file_name(name)
+            for _, header in records.batch_headers():
+                found = header.next_offset
+            return found
+        finally:
+            records.close()
+
+    plan = plan_swap_recovery(sorted(files), next_offset)
+    for name in plan.delete:
+        try:
+            fs.rm_file(join(fs, directory, name))
+        except FileNotFoundError:
+            pass
+    for source, target in plan.rename:
+        _rename(fs, join(fs, directory, source), join(fs, directory, target))
+    if plan.delete or plan.rename:
+        _fsync_dir(fs, directory)
+        log.info("%s: settled an interrupted swap (%d removed, %d renamed)", directory, len(plan.delete),
+                 len(plan.rename))
+    return len(plan.delete) + len(plan.rename)
+
+
+# --- planning -----------------------------------------------------------------------
+
+
+def topic_overrides(fs, root: str) -> dict[str, dict[str, str]]:
+    """Each topic's configuration overrides, from seglog's topic store in the log dir."""
+    try:
+        doc = json.loads(fs.cat_file(join(fs, root, STORE_FILE)))
+    except FileNotFoundError:
+        return {}
+    return {t["name"]: {k: str(v) for k, v in t.get("config", {}).items()} for t in doc.get("topics", [])}
+
+
+def read_checkpoint(fs, path: str) -> dict[TopicPartition, int]:
+    try:
+        text = fs.cat_file(path).decode("utf-8")
+    except FileNotFoundError:
+        return {}
+    return OffsetCheckpointFile(path).parse(text)
+
+
+def write_checkpoint(fs, path: str, offsets: Mapping[TopicPartition, int]) -> None:
+    """Kafka's checkpoint text, replaced whole (atomically on local disk, as one object on S3)."""
+    if is_local(fs):
+        OffsetCheckpointFile(path).write(offsets)
+        return
+    lines = ["0", str(len(offsets))] + [f"{tp.topic} {tp.partition} {o}" for tp, o in offsets.items()]
+    fs.pipe_file(path, ("\n".join(lines) + "\n").encode("utf-8"))
+
+
+@dataclass(frozen=True)
+class GroupSource:
+    base_offset: int
+    size: int
+    upper_bound_offset: int
+    last_modified_ms: int | None
+
+
+@dataclass(frozen=True)
+class PartitionPlan:
+    """What the job will do to one partition."""
+
+    topic_partition: TopicPartition
+    directory: str
+    config: LogConfig
+    segments: tuple[RemoteSegment, ...]
+    first_dirty_offset: int
+    first_uncleanable_offset: int
+    groups: tuple[tuple[GroupSource, ...], ...]
+    txn_indexes: tuple[tuple[int, tuple[AbortedTxn, ...]], ...]
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.topic_partition.topic, self.topic_partition.partition)
+
+    @property
+    def dirty_segments(self) -> list[RemoteSegment]:
+        return segments_overlapping(self.segments, self.first_dirty_offset, self.first_uncleanable_offset)
+
+    @property
+    def bytes_before(self) -> int:
+        return sum(s.size for s in self.segments)
+
+
+def plan_partition(fs, directory: str, tp: TopicPartition, config: LogConfig, *, log_start_offset: int,
+                   log_end_offset: int, last_clean_offset: int | None, now_ms: int) -> PartitionPlan | None:
+    """The broker cleaner's decision for this partition (dirty ratio aside: the job cleans what it
+    is asked to); None when nothing is cleanable."""
+    segments = remote_segments(list_files(fs, directory))
+    if not segments:
+        return None
+    offsets = cleanable_offsets(segments, log_start_offset=log_start_offset, log_end_offset=log_end_offset,
+                                last_stable_offset=log_end_offset,
+                                min_compaction_lag_ms=config.min_compaction_lag_ms,
+                                last_clean_offset=last_clean_offset, now_ms=now_ms,
+                                largest_timestamp=lambda s: largest_timestamp(fs, directory, s))
+    first_uncleanable, cleanable = calculate_cleanable_bytes(segments, offsets.first_dirty_offset,
+                                                             offsets.first_uncleanable_dirty_offset)
+    if cleanable == 0:
+        return None
+    cleanable_segments = [s for s in segments[:-1] if s.base_offset < first_uncleanable]
+    next_base = {s.base_offset: segments[i + 1].base_offset for i, s in enumerate(segments[:-1])}
+    by_base = {s.base_offset: s for s in cleanable_segments}
+    groups = group_segments_by_size([s.sizes() for s in cleanable_segments], config.segment_bytes,
+                                    config.segment_index_bytes, first_uncleanable)
+    txn_indexes = []
+    for s in segments:
+        entries: tuple[AbortedTxn, ...] = ()
+        if s.txn_index_size:
+            path = _segment_path(directory, fs, s.base_offset, layout.TXN_INDEX_FILE_SUFFIX)
+            entries = tuple(parse_aborted_txns(fs.cat_file(path), path))
+        txn_indexes.append((s.base_offset, entries))
+    sources = tuple(tuple(GroupSource(g.base_offset, g.size, next_base[g.base_offset],
+                                      by_base[g.base_offset].last_modified_ms) for g in group) for group in groups)
+    return PartitionPlan(tp, directory, config, tuple(segments), offsets.first_dirty_offset, first_uncleanable,
+                         sources, tuple(txn_indexes))
+
+
+def plan_compaction(url: str, topics: Sequence[str], *, storage_options: Mapping | None = None,
+                    now_ms: int, broker_config: Mapping[str, object] | None = None) -> list[PartitionPlan]:
+    """Plan every partition of ``topics`` in the log dir at ``url`` (partitions with nothing to
+    clean are left out). Topics must exist and be compacted."""
+    from .discovery import LogDirectory
+
+    directory = LogDirectory(url, storage_options)
+    fs, root = directory.fs, directory.root
+    defaults = BrokerConfig.from_props(dict(broker_config or {})).log_config_defaults()
+    overrides = topic_overrides(fs, root)
+    present = directory.topics(include_internal=True)
+    checkpoint = read_checkpoint(fs, join(fs, root, layout.CLEANER_OFFSET_CHECKPOINT_FILE))
+    starts = directory._checkpointed_start_offsets()
+    plans = []
+    for topic in topics:
+        if topic not in present:
+            raise CompactionError(f"topic {topic!r} has no partition in {url}")
+        config = defaults.with_overrides(overrides.get(topic, {}))
+        if not config.compact:
+            raise CompactionError(f"topic {topic!r} has cleanup.policy={','.join(config.cleanup_policy)}; only "
+                                  f"topics whose cleanup.policy includes compact are compacted")
+        for partition in present[topic]:
+            tp = TopicPartition(topic, partition)
+            recover_partition(fs, directory.partition_dir(tp))
+            info = directory.describe(tp, starts)
+            plan = plan_partition(fs, directory.partition_dir(tp), tp, config,
+                                  log_start_offset=info.log_start_offset, log_end_offset=info.log_end_offset,
+                                  last_clean_offset=checkpoint.get(tp), now_ms=now_ms)
+            if plan is not None:
+                plans.append(plan)
+    return plans
+
+
+# --- stage 1: the latest offset of every key ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class MapTask:
+    """Consecutive segments of one partition for one stage-1 task; the dirty ones are mapped."""
+
+    key: tuple[str, int]
+    directory: str
+    segments: tuple[RemoteSegment, ...]
+    dirty: tuple[bool, ...]
+    start_offset: int  # the first dirty offset
+    aborted: tuple[AbortedTxn, ...]
+
+
+@dataclass
+class MapPiece:
+    """Part of a partition's stage-1 result: distinct key hashes with their latest offset, and the
+    producer batches seen."""
+
+    h1: np.ndarray
+    h2: np.ndarray
+    offsets: np.ndarray
+    events: list[ProducerEvent] = field(default_factory=list)
+    bytes_read: int = 0
+    segments: int = 0
+    cpu_s: float = 0.0  # CPU time the tasks spent
+
+    @property
+    def keys(self) -> int:
+        return len(self.h1)
+
+    @property
+    def has_transactions(self) -> bool:
+        return any(e.is_transactional or e.is_control for e in self.events)
+
+
+def latest_per_key(h1: np.ndarray, h2: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each distinct key once, with its largest offset, sorted by key hash.
+
+    A stable sort on the first half of the hash alone is a linear merge when the input is sorted
+    runs (merging pieces); only when two keys share a first half are both halves sorted on.
+    """
+    if not len(h1):
+        return h1, h2, offsets
+    order = np.argsort(h1, kind="stable")
+    s1, s2, so = h1[order], h2[order], offsets[order]
+    same = s1[1:] == s1[:-1]
+    if (s2[1:][same] != s2[:-1][same]).any():
+        order = np.lexsort((offsets, h2, h1))
+        s1, s2, so = h1[order], h2[order], offsets[order]
+        last = np.ones(len(s1), dtype=bool)
+        last[:-1] = (s1[1:] != s1[:-1]) | (s2[1:] != s2[:-1])
+        return s1[last], s2[last], so[last]
+    starts = np.flatnonzero(np.concatenate(([True], ~same)))
+    return s1[starts], s2[starts], np.maximum.reduceat(so, starts)
+
+
+class SortedOffsets:
+    """A partition's latest offset per key as stage 1 leaves it, sorted by key hash, looked up by
+    binary search: the same answers as the broker's offset map, without building one per task."""
+
+    def __init__(self, h1: np.ndarray, h2: np.ndarray, offsets: np.ndarray, latest_offset: int):
+        self.h1, self.h2, self.offsets = h1, h2, offsets
+        self.latest_offset = latest_offset
+
+    def get_many(self, h1: np.ndarray, h2: np.ndarray) -> np.ndarray:
+        n = len(self.h1)
+        out = np.full(len(h1), -1, dtype=np.int64)
+        if not n or not len(h1):
+            return out
+        at = np.searchsorted(self.h1, h1)
+        pending = np.arange(len(h1))
+        while pending.size:
+            i = at[pending]
+            inside = i < n
+            pending, i = pending[inside], i[inside]
+            same_h1 = self.h1[i] == h1[pending]
+            pending, i = pending[same_h1], i[same_h1]
+            hit = self.h2[i] == h2[pending]
+            out[pending[hit]] = self.offsets[i[hit]]
+            # Another key with the same first half: the entries sharing it are next to each other.
+            pending = pending[~hit]
+            at[pending] += 1
+        return out
+
+
+class _CollectingSink:
+    """Stage 1's map: unbounded, it takes every key (the aggregation spans the cluster)."""
+
+    def __init__(self) -> None:
+        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def put_many(self, h1, h2, offsets) -> int:
+        # Reduced chunk by chunk into sorted runs, which the final reduction merges in linear time.
+        self.parts.append(latest_per_key(h1, h2, offsets))
+        return len(h1)
+
+    def update_latest_offset(self, offset: int) -> None:
+        pass
+
+    def reduced(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if not self.parts:
+            z = np.zeros(0, dtype=np.uint64)
+            return z, z.copy(), np.zeros(0, dtype=np.int64)
+        h1 = np.concatenate([p[0] for p in self.parts])
+        h2 = np.concatenate([p[1] for p in self.parts])
+        offsets = np.concatenate([p[2] for p in self.parts])
+        return latest_per_key(h1, h2, offsets)
+
+
+def _bundles(items: Sequence, size: Callable[[object], int], target: int) -> list[list]:
+    """Consecutive items bundled until each bundle holds at least ``target`` bytes: a Spark task
+    costs a fixed tenth of a second or so, so tasks much smaller than that waste the cores."""
+    out: list[list] = []
+    current: list = []
+    held = 0
+    for item in items:
+        current.append(item)
+        held += size(item)
+        if held >= target:
+            out.append(current)
+            current, held = [], 0
+    if current:
+        out.append(current)
+    return out
+
+
+def map_tasks(plans: Iterable[PartitionPlan], target_bytes: int = DEFAULT_TASK_BYTES) -> list[MapTask]:
+    tasks = []
+    for plan in plans:
+        dirty = {s.base_offset for s in plan.dirty_segments}
+        aborted = tuple(collect_aborted_transactions([(b, list(e)) for b, e in plan.txn_indexes],
+                                                     plan.first_dirty_offset, plan.first_uncleanable_offset))
+        for bundle in _bundles(plan.segments, lambda s: s.size, target_bytes):
+            tasks.append(MapTask(plan.key, plan.directory, tuple(bundle),
+                                 tuple(s.base_offset in dirty for s in bundle), plan.first_dirty_offset, aborted))
+    return tasks
+
+
+def _map_segment(fs, task: MapTask, segment: RemoteSegment, dirty: bool, sink: "_CollectingSink",
+                 events: list[ProducerEvent], chunk_bytes: int) -> int:
+    records = _open_records(fs, _segment_path(task.directory, fs, segment.base_offset), segment.size)
+    read = 0
+    try:
+        if not dirty:
+            events.extend(header_events(records))
+            return 0
+        position = 0
+        if segment.base_offset < task.start_offset:
+            try:
+                index = OffsetIndex.from_bytes(segment.base_offset, fs.cat_file(
+                    _segment_path(task.directory, fs, segment.base_offset, layout.INDEX_FILE_SUFFIX)))
+                position = min(index.lookup(task.start_offset).position, segment.size)
+            except FileNotFoundError:
+                position = 0
+            events.extend(header_events(records, 0, position))
+        aborted = aborted_intervals(task.aborted)
+        for chunk_position, data in read_chunks(records, position, chunk_bytes):
+            map_batches(data, chunk_position, task.start_offset, sink, aborted, events, records.path)
+            read += len(data)
+    finally:
+        records.close()
+    return read
+
+
+def run_map_task(task: MapTask, url: str, storage_options: Mapping | None = None,
+                 chunk_bytes: int = 8 * 1024 * 1024) -> tuple[tuple[str, int], MapPiece]:
+    """Stage 1 on some segments of a partition: the latest offset of the keys of its dirty ones,
+    and the producer batches of all."""
+    started = time.process_time()
+    fs, _ = filesystem_for(url, storage_options)
+    sink = _CollectingSink()
+    events: list[ProducerEvent] = []
+    read = sum(_map_segment(fs, task, segment, dirty, sink, events, chunk_bytes)
+               for segment, dirty in zip(task.segments, task.dirty))
+    h1, h2, offsets = sink.reduced()
+    return task.key, MapPiece(h1, h2, offsets, events, read, len(task.segments), time.process_time() - started)
+
+
+def merge_pieces(a: MapPiece, b: MapPiece) -> MapPiece:
+    h1, h2, offsets = latest_per_key(np.concatenate([a.h1, b.h1]), np.concatenate([a.h2, b.h2]),
+                                     np.concatenate([a.offsets, b.offsets]))
+    return MapPiece(h1, h2, offsets, a.events + b.events, a.bytes_read + b.bytes_read, a.segments + b.segments,
+                    a.cpu_s + b.cpu_s)
+
+
+# --- stage 2: rewriting groups ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CleanTask:
+    key: tuple[str, int]
+    directory: str
+    config: LogConfig
+    groups: tuple[tuple[GroupSource, ...], ...]  # cleaned in order, with one transaction state
+    upper_bound_offset: int
+    txn_indexes: tuple[tuple[int, tuple[AbortedTxn, ...]], ...]
+    first_dirty_offset: int
+
+
+@dataclass(frozen=True)
+class GroupResult:
+    """A cleaned group waiting to be swapped in."""
+
+    key: tuple[str, int]
+    base_offset: int
+    replaced: tuple[int, ...]
+    bytes_before: int
+    bytes_after: int
+    cleaned_files: tuple[str, ...]  # names, in the partition directory, ending .cleaned
+    messages_read: int = 0
+    messages_written: int = 0
+    cpu_s: float = 0.0
+
+
+def clean_tasks(plan: PartitionPlan, whole_partition: bool, target_bytes: int = DEFAULT_TASK_BYTES
+                ) -> list[CleanTask]:
+    """Tasks of consecutive groups of about ``target_bytes``, or one for the whole partition (a
+    partition with transactions: the transaction state must walk its groups in order)."""
+    def task(groups) -> CleanTask:
+        return CleanTask(plan.key, plan.directory, plan.config, tuple(groups), plan.first_uncleanable_offset,
+                         plan.txn_indexes, plan.first_dirty_offset)
+
+    if whole_partition:
+        return [task(plan.groups)]
+    return [task(bundle) for bundle in _bundles(plan.groups, lambda g: sum(s.size for s in g), target_bytes)]
+
+
+def run_clean_task(task: CleanTask, piece: MapPiece, url: str, now_ms: int,
+                   storage_options: Mapping | None = None,
+                   chunk_bytes: int = 8 * 1024 * 1024) -> list[GroupResult]:
+    """Stage 2: clean each group of the task into ``.cleaned`` files beside the originals."""
+    fs, _ = filesystem_for(url, storage_options)
+    local = is_local(fs)
+    started = time.process_time()
+    offset_map = SortedOffsets(piece.h1, piece.h2, piece.offsets, task.upper_bound_offset - 1)
+    producers = ProducerStateBuilder().add_all(piece.events).last_records()
+    ctx = FilterContext(offset_map, now_ms, task.config.delete_retention_ms, task.upper_bound_offset, producers,
+                        CleanedTransactionMetadata(), task.first_dirty_offset, np.sort(piece.offsets))
+    txn_indexes = [(b, list(e)) for b, e in task.txn_indexes]
+    results = []
+    for group in task.groups:
+        work_dir = task.directory if local else tempfile.mkdtemp(prefix="seglog-cleaned-")
+        try:
+            dest = new_cleaned_segment(work_dir, group[0].base_offset, task.config)
+            sources = [SourceSegment(s.base_offset, _open_records(fs, _segment_path(task.directory, fs, s.base_offset),
+                                                                  s.size), s.upper_bound_offset) for s in group]
+            stats = CleanerStats()
+            try:
+                clean_group(sources, dest, ctx, txn_indexes,
+                            last_modified_ms=group[-1].last_modified_ms if local else None,
+                            chunk_bytes=chunk_bytes, stats=stats)
+            except BaseException:
+                dest.delete()
+                raise
+            finally:
+                for source in sources:
+                    source.records.close()
+            dest.close()
+            prefix = layout.filename_prefix_from_offset(group[0].base_offset)
+            names = [prefix + suffix + layout.CLEANED_FILE_SUFFIX for suffix in SEGMENT_FILE_SUFFIXES
+                     if os.path.exists(os.path.join(work_dir, prefix + suffix + layout.CLEANED_FILE_SUFFIX))]
+            if not local:
+                for name in names:
+                    fs.put_file(os.path.join(work_dir, name), join(fs, task.directory, name))
+            results.append(GroupResult(task.key, group[0].base_offset, tuple(s.base_offset for s in group),
+                                       sum(s.size for s in group), stats.bytes_written, tuple(names),
+                                       stats.messages_read, stats.messages_written,
+                                       time.process_time() - started))
+            started = time.process_time()
+        finally:
+            if not local:
+                shutil.rmtree(work_dir, ignore_errors=True)
+    return results
+
+
+# --- the swap, on the driver ------------------------------------------------------------
+
+
+def swap_group(fs, directory: str, result: GroupResult, files: Mapping[str, Mapping]) -> list[str]:
+    """Swap one cleaned group in, in the broker's order (see ``Log.replace_segments``); returns
+    the ``.deleted`` files left to remove."""
+    swapped = []
+    for name in result.cleaned_files:
+        target = name[:-len(layout.CLEANED_FILE_SUFFIX)] + layout.SWAP_FILE_SUFFIX
+        _rename(fs, join(fs, directory, name), join(fs, directory, target))
+        swapped.append(target)
+    _fsync_dir(fs, directory)
+    doomed = []
+    for base in result.replaced:
+        prefix = layout.filename_prefix_from_offset(base)
+        for suffix in SEGMENT_FILE_SUFFIXES:
+            if prefix + suffix in files:
+                target = prefix + suffix + layout.DELETED_FILE_SUFFIX
+                _rename(fs, join(fs, directory, prefix + suffix), join(fs, directory, target))
+                doomed.append(target)
+    _fsync_dir(fs, directory)
+    for name in swapped:
+        _rename(fs, join(fs, directory, name), join(fs, directory, name[:-len(layout.SWAP_FILE_SUFFIX)]))
+    _fsync_dir(fs, directory)
+    return doomed
+
+
+def swap_partition(fs, root: str, plan: PartitionPlan, results: Sequence[GroupResult]) -> list[str]:
+    """Swap a partition's cleaned groups in and move its cleaner checkpoint to the end of the
+    cleaned range; returns the paths of the replaced files, to delete once every swap is done."""
+    files = list_files(fs, plan.directory)
+    doomed = []
+    for result in sorted(results, key=lambda r: r.base_offset):
+        missing = [n for n in result.cleaned_files if n not in files]
+        if missing:
+            raise CompactionError(f"{plan.topic_partition}: cleaned files {missing} are gone from {plan.directory}; "
+                                  f"was the log dir opened by a broker during the job?")
+        doomed.extend(join(fs, plan.directory, n) for n in swap_group(fs, plan.directory, result, files))
+    path = join(fs, root, layout.CLEANER_OFFSET_CHECKPOINT_FILE)
+    checkpoint = read_checkpoint(fs, path)
+    checkpoint[plan.topic_partition] = plan.first_uncleanable_offset
+    write_checkpoint(fs, path, checkpoint)
+    return doomed
+
+
+def delete_files(fs, paths: Iterable[str]) -> None:
+    for path in paths:
+        try:
+            fs.rm_file(path)
+        except FileNotFoundError:
+            pass
+
+
+@dataclass(frozen=True)
+class PartitionReport:
+    topic_partition: TopicPartition
+    first_dirty_offset: int
+    end_offset: int
+    segments_before: int
+    segments_after: int
+    bytes_before: int
+    bytes_after: int
+
+    @property
+    def reduction(self) -> float:
+        return 1 - self.bytes_after / self.bytes_before if self.bytes_before else 0.0
+
+
+def report_partition(fs, plan: PartitionPlan) -> PartitionReport:
+    after = remote_segments(list_files(fs, plan.directory))
+    return PartitionReport(plan.topic_partition, plan.first_dirty_offset, plan.first_uncleanable_offset,
+                           len(plan.segments), len(after), plan.bytes_before, sum(s.size for s in after))
+
+
+def format_report(reports: Sequence[PartitionReport]) -> list[str]:
+    rows = [("PARTITION", "CLEANED-OFFSETS", "SEGMENTS", "BYTES-BEFORE", "BYTES-AFTER", "REDUCTION")]
+    for r in reports:
+        rows.append((str(r.topic_partition), f"{r.first_dirty_offset}..{r.end_offset}",
+                     f"{r.segments_before} -> {r.segments_after}", f"{r.bytes_before:,}", f"{r.bytes_after:,}",
+                     f"{100 * r.reduction:.1f}%"))
+    before = sum(r.bytes_before for r in reports)
+    after = sum(r.bytes_after for r in reports)
+    rows.append(("total", "", "", f"{before:,}", f"{after:,}",
+                 f"{100 * (1 - after / before):.1f}%" if before else "-"))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+
+
+ProgressFn = Callable[[str], None]

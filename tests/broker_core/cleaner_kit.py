@@ -1,0 +1,145 @@
+"""Logs to compact and Kafka's compaction guarantees as checks, for the cleaner tests of both cleaners."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from broker_core.cleaner import LogCleaner
+from broker_core.clock import MockTime
+from broker_core.config import BrokerConfig, LogConfig
+from broker_core.log import Log
+from format.control import ControlRecordType, EndTransactionMarker
+from format.file_records import FileRecords
+from format.layout import TopicPartition
+from format.record import Record, SimpleRecord
+from format.record_batch import RecordBatch, build_batch, build_end_txn_marker_batch, iter_batches
+from format.txn_index import AbortedTxn
+
+T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+TP = TopicPartition("table", 0)
+
+
+def compact_config(**overrides) -> LogConfig:
+    props = {"cleanup.policy": "compact", "segment.bytes": 2000, "index.interval.bytes": 256,
+             "delete.retention.ms": 60_000, "min.cleanable.dirty.ratio": 0.01, "file.delete.delay.ms": 0}
+    props.update({k.replace("_", "."): v for k, v in overrides.items()})
+    return LogConfig.from_props(props)
+
+
+def open_log(root, clock: MockTime, config: LogConfig | None = None, tp: TopicPartition = TP, **kwargs) -> Log:
+    directory = os.path.join(str(root), str(tp))
+    return Log.open(directory, config or compact_config(), clock=clock, **kwargs)
+
+
+def cleaner_for(logs: dict[TopicPartition, Log] | Log, clock: MockTime, **broker_props) -> LogCleaner:
+    if isinstance(logs, Log):
+        logs = {logs.topic_partition: logs}
+    dirs = sorted({os.path.dirname(lg.dir) for lg in logs.values()})
+    props = {"log.dirs": ",".join(dirs), "log.cleaner.dedupe.buffer.size": 1 << 20}
+    props.update(broker_props)
+    return LogCleaner(BrokerConfig.from_props(props), dirs, lambda: dict(logs), clock)
+
+
+@dataclass
+class Produced:
+    """What was written: the record at every offset (None for a control batch's)."""
+
+    records: dict[int, tuple[bytes | None, bytes | None] | None] = field(default_factory=dict)
+    aborted: set[int] = field(default_factory=set)
+    txn_offsets: dict[int, set[int]] = field(default_factory=dict)  # producer id -> offsets in transactions
+
+    def final_values(self) -> dict[bytes, tuple[int, bytes | None]]:
+        out = {}
+        for offset in sorted(self.records):
+            if offset in self.aborted or self.records[offset] is None:
+                continue
+            key, value = self.records[offset]
+            out[key] = (offset, value)
+        return out
+
+
+def produce(log: Log, produced: Produced, clock: MockTime, pairs, **batch_kwargs) -> list[int]:
+    """Append one batch of (key, value) pairs; returns their offsets."""
+    records = [SimpleRecord(v, k, clock.milliseconds()) for k, v in pairs]
+    info = log.append(build_batch(records, **batch_kwargs), from_client=not batch_kwargs.get("is_transactional"))
+    offsets = list(range(info.first_offset, info.first_offset + len(records)))
+    for offset, (k, v) in zip(offsets, pairs):
+        produced.records[offset] = (k, v)
+    if batch_kwargs.get("is_transactional"):
+        produced.txn_offsets.setdefault(batch_kwargs["producer_id"], set()).update(offsets)
+    return offsets
+
+
+def end_transaction(log: Log, produced: Produced, clock: MockTime, producer_id: int, commit: bool,
+                    first_offset: int, epoch: int = 0) -> int:
+    """Write a COMMIT or ABORT marker as a transaction coordinator would, indexing an abort."""
+    kind = ControlRecordType.COMMIT if commit else ControlRecordType.ABORT
+    marker = build_end_txn_marker_batch(EndTransactionMarker(kind, 0), producer_id=producer_id,
+                                        producer_epoch=epoch, timestamp=clock.milliseconds())
+    info = log.append(marker, from_client=False)
+    produced.records[info.first_offset] = None
+    if not commit:
+        log.active_segment.update_txn_index(AbortedTxn(producer_id, first_offset, info.first_offset,
+                                                       info.first_offset))
+        produced.aborted.update(o for o, r in produced.records.items() if first_offset <= o < info.first_offset
+                                and r is not None and o in produced.txn_offsets.get(producer_id, ()))
+    return info.first_offset
+
+
+def all_batches(log: Log) -> list[RecordBatch]:
+    out = []
+    for segment in log.segments:
+        records = FileRecords.open(segment.log.path, writable=False)
+        try:
+            out.extend(RecordBatch(bytes(b.buffer), b.header, b.position, b.path)
+                       for b in records.batches(validate=True, stop_at_partial=False))
+        finally:
+            records.close()
+    return out
+
+
+def read_from(log: Log, offset: int = 0, *, with_control: bool = False) -> list[Record]:
+    """Everything a consumer fetching from ``offset`` to the log end gets, in order."""
+    out: list[Record] = []
+    position = offset
+    while position < log.log_end_offset:
+        data = log.read(position, 1 << 20).records
+        batches = list(iter_batches(data))
+        if not batches:
+            break
+        for batch in batches:
+            if with_control or not batch.header.is_control:
+                out.extend(r for r in batch.records() if r.offset >= position)
+            position = batch.header.next_offset
+    return out
+
+
+def check_guarantees(produced: Produced, log: Log) -> list[Record]:
+    """Kafka's guarantees for a compacted log read from offset 0:
+
+    * offsets only grow, and each record is the one written at its offset (offsets never change);
+    * for every key the last record read is its final value, and a key's values come in the order
+      they were written (never an older value after a newer one);
+    * a key whose final record is a tombstone shows that tombstone or nothing.
+    """
+    # Aborted records are what a read_committed consumer skips; the cleaner removes them too.
+    records = [r for r in read_from(log, 0) if r.offset not in produced.aborted]
+    offsets = [r.offset for r in records]
+    assert offsets == sorted(set(offsets)), "offsets must be strictly increasing"
+    last_seen: dict[bytes, int] = {}
+    for r in records:
+        assert r.offset in produced.records and produced.records[r.offset] == (r.key, r.value), \
+            f"offset {r.offset} holds {(r.key, r.value)}, written was {produced.records.get(r.offset)}"
+        assert last_seen.get(r.key, -1) < r.offset
+        last_seen[r.key] = r.offset
+    final = produced.final_values()
+    seen = {}
+    for r in records:
+        seen[r.key] = (r.offset, r.value)
+    for key, (offset, value) in final.items():
+        if value is None:
+            assert key not in seen or seen[key] == (offset, None), f"key {key!r}: {seen.get(key)} after its tombstone"
+        else:
+            assert seen.get(key) == (offset, value), f"key {key!r}: read {seen.get(key)}, final is {(offset, value)}"
+    return records

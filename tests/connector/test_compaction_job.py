@@ -1,0 +1,332 @@
+"""The Spark compaction job: Kafka's guarantees, the same survivors as the broker's cleaner, S3,
+the lease, crashes during its swap, and spark-submit."""
+
+from __future__ import annotations
+
+import filecmp
+import os
+import random
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from broker_core import Broker
+from broker_core.clock import MockTime
+from connector import compaction
+from connector.compaction import CompactionError, plan_compaction, swap_partition
+from connector.compaction_job import run_compaction
+from format import layout
+from format.compression import CompressionType
+from format.fs import filesystem_for
+from format.layout import TopicPartition
+
+# The guarantee checks are shared with the broker cleaner's tests.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "broker_core"))
+from cleaner_kit import T0, Produced, check_guarantees, end_transaction, produce, read_from  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOPIC_CONFIG = {"cleanup.policy": "compact", "segment.bytes": 1500, "index.interval.bytes": 256,
+                "delete.retention.ms": 60_000, "file.delete.delay.ms": 0}
+
+
+def fill(log_dir: str, clock: MockTime, produced: dict, *, partitions: int = 3, batches: int = 40, keys: int = 25,
+         seed: int = 1, transactions: bool = False) -> None:
+    """Keyed writes (tombstones, lz4 batches, an idempotent producer) into ``table``; with
+    ``transactions``, partition 0 also gets committed and aborted transactions."""
+    rng = random.Random(seed)
+    with Broker(log_dir, clock=clock, background=False) as broker:
+        if "table" not in broker.list_topics():
+            broker.create_topic("table", partitions, TOPIC_CONFIG)
+        for p in range(partitions):
+            log = broker.log_manager.get_log(TopicPartition("table", p))
+            done = produced.setdefault(p, Produced())
+            for i in range(batches):
+                pairs = [(b"k%d" % rng.randrange(keys), None if rng.random() < 0.1 else b"v%d" % rng.randrange(10**6))
+                         for _ in range(rng.randrange(1, 6))]
+                kind = rng.random()
+                if kind < 0.2:
+                    produce(log, done, clock, pairs, compression=CompressionType.LZ4)
+                elif kind < 0.3:
+                    produce(log, done, clock, pairs, producer_id=100 + p, producer_epoch=0, base_sequence=i)
+                elif transactions and p == 0 and kind < 0.45:
+                    first = produce(log, done, clock, pairs, producer_id=7, producer_epoch=0, is_transactional=True,
+                                    base_sequence=i)[0]
+                    end_transaction(log, done, clock, 7, commit=rng.random() < 0.5, first_offset=first)
+                else:
+                    produce(log, done, clock, pairs)
+                clock.sleep(50)
+            log.roll()
+
+
+def broker_compact(log_dir: str, now_ms: int, **props) -> None:
+    with Broker(log_dir, props, clock=MockTime(current_time_ms=now_ms), background=False) as broker:
+        broker.log_manager.cleaner.compact()
+        broker.log_manager.scheduler.run_all()
+
+
+def check_all(log_dir: str, produced: dict, clock: MockTime) -> dict[int, list]:
+    out = {}
+    with Broker(log_dir, clock=clock, background=False) as broker:
+        for p, done in produced.items():
+            out[p] = check_guarantees(done, broker.log_manager.get_log(TopicPartition("table", p)))
+    return out
+
+
+def segment_files(log_dir: str) -> dict[str, str]:
+    found = {}
+    for directory, _, names in os.walk(log_dir):
+        for name in names:
+            if name.endswith((".log", ".index", ".timeindex", ".txnindex")) or name == "cleaner-offset-checkpoint":
+                found[os.path.relpath(os.path.join(directory, name), log_dir)] = os.path.join(directory, name)
+    return found
+
+
+@pytest.mark.slow
+def test_the_job_and_the_brokers_cleaner_keep_the_same_records_byte_for_byte(spark, tmp_path):
+    clock = MockTime(current_time_ms=T0)
+    produced: dict = {}
+    job_dir, broker_dir = str(tmp_path / "job"), str(tmp_path / "broker")
+    fill(job_dir, clock, produced, transactions=True)
+    shutil.copytree(job_dir, broker_dir)
+    now = clock.milliseconds() + 1000
+    broker_compact(broker_dir, now)
+    # One segment or group per task, so that a partition's pieces merge and its groups run apart.
+    reports = run_compaction(spark, job_dir, ["table"], now_ms=now, out=lambda line: None, task_bytes=1)
+    assert [str(r.topic_partition) for r in reports] == ["table-0", "table-1", "table-2"]
+    assert all(r.bytes_after < r.bytes_before for r in reports)
+    job_files, broker_files = segment_files(job_dir), segment_files(broker_dir)
+    assert sorted(job_files) == sorted(broker_files)
+    different = [n for n in job_files if not filecmp.cmp(job_files[n], broker_files[n], shallow=False)]
+    assert different == []
+    check_all(job_dir, produced, clock)
+
+
+@pytest.mark.slow
+def test_the_job_keeps_kafkas_guarantees_round_after_round(spark, tmp_path):
+    clock = MockTime(current_time_ms=T0)
+    produced: dict = {}
+    d = str(tmp_path / "logs")
+    consumer = {p: 0 for p in range(3)}
+    seen: dict[int, list] = {p: [] for p in range(3)}
+    for round_ in range(3):
+        fill(d, clock, produced, batches=25, keys=300, seed=round_)
+        # A consumer keeping up with the head reads everything before the job runs ...
+        with Broker(d, clock=clock, background=False) as broker:
+            for p in consumer:
+                log = broker.log_manager.get_log(TopicPartition("table", p))
+                seen[p].extend(read_from(log, consumer[p]))
+                consumer[p] = log.log_end_offset
+        # Stage 2 gets the latest offsets by a shuffle join here (by broadcast elsewhere).
+        run_compaction(spark, d, ["table"], now_ms=clock.milliseconds(), out=lambda line: None,
+                       broadcast_max_bytes=0, task_bytes=1)
+        records = check_all(d, produced, clock)
+        # ... the job cleans everything below the active segment, whatever the key space (300 keys
+        # here, more than a broker with a 200-byte dedupe buffer maps in one round) ...
+        for p, got in records.items():
+            assert len({r.key for r in got}) == len(got)
+    for p, done in produced.items():
+        # ... and the consumer saw every record, in order, unchanged.
+        assert [(r.offset, r.key, r.value) for r in seen[p]] == [
+            (o, *done.records[o]) for o in sorted(done.records) if done.records[o] is not None]
+
+
+@pytest.mark.slow
+def test_with_the_job_a_tombstone_stays_for_delete_retention_ms_then_goes(spark, tmp_path):
+    clock = MockTime(current_time_ms=T0)
+    d = str(tmp_path / "logs")
+    produced = Produced()
+    with Broker(d, clock=clock, background=False) as broker:
+        broker.create_topic("table", 1, TOPIC_CONFIG)
+        log = broker.log_manager.get_log(TopicPartition("table", 0))
+        produce(log, produced, clock, [(b"gone", b"v"), (b"kept", b"v")])
+        produce(log, produced, clock, [(b"gone", None)])
+        log.roll()
+
+    def values(extra: bytes | None = None) -> list:
+        with Broker(d, clock=clock, background=False) as broker:
+            log = broker.log_manager.get_log(TopicPartition("table", 0))
+            if extra is not None:
+                produce(log, produced, clock, [(b"pad", extra)])
+                log.roll()
+            check_guarantees(produced, log)
+            return [(r.key, r.value) for r in read_from(log)]
+
+    cleaned_at = clock.milliseconds()
+    run_compaction(spark, d, ["table"], now_ms=cleaned_at, out=lambda line: None)
+    assert (b"gone", None) in values(b"1")
+    run_compaction(spark, d, ["table"], now_ms=cleaned_at + 60_000 - 1, out=lambda line: None)
+    assert (b"gone", None) in values(b"2")
+    run_compaction(spark, d, ["table"], now_ms=cleaned_at + 60_000, out=lambda line: None)
+    assert b"gone" not in [k for k, _ in values()]
+
+
+@pytest.mark.slow
+def test_the_job_compacts_a_log_dir_on_s3(spark, tmp_path, s3_bucket):
+    import s3fs
+
+    bucket, options = s3_bucket
+    clock = MockTime(current_time_ms=T0)
+    produced: dict = {}
+    local, broker_dir = str(tmp_path / "local"), str(tmp_path / "broker")
+    fill(local, clock, produced, partitions=2, batches=30)
+    shutil.copytree(local, broker_dir)
+    now = clock.milliseconds()
+    broker_compact(broker_dir, now)
+    fs = s3fs.S3FileSystem(**options)
+    fs.put(local, f"{bucket}/logs", recursive=True)
+    reports = run_compaction(spark, f"s3://{bucket}/logs", ["table"], storage_options=options, now_ms=now,
+                             out=lambda line: None, broadcast_max_bytes=0)
+    assert len(reports) == 2 and all(r.bytes_after < r.bytes_before for r in reports)
+    s3fs.S3FileSystem.clear_instance_cache()
+    fs = s3fs.S3FileSystem(**options)
+    for name, path in segment_files(broker_dir).items():
+        if name.endswith(".log"):
+            assert fs.cat_file(f"{bucket}/logs/{name}") == open(path, "rb").read(), name
+    left = [p for p in fs.find(f"{bucket}/logs") if p.endswith(layout.TRANSIENT_FILE_SUFFIXES)]
+    assert left == []
+
+
+@pytest.mark.slow
+def test_the_job_refuses_a_log_dir_a_running_broker_holds(spark, tmp_path):
+    d = str(tmp_path / "logs")
+    fill(d, MockTime(current_time_ms=T0), {}, partitions=1, batches=5)
+    with Broker(d, background=False):
+        with pytest.raises(CompactionError, match="in use"):
+            run_compaction(spark, d, ["table"], out=lambda line: None)
+    with Broker(d, background=False) as broker:
+        broker.create_topic("plain", 1)
+    with pytest.raises(CompactionError, match="cleanup.policy=delete"):
+        run_compaction(spark, d, ["plain"], out=lambda line: None)
+
+
+@pytest.mark.slow
+def test_seglog_compact_spark_runs_the_job_with_spark_submit(tmp_path):
+    clock = MockTime(current_time_ms=T0)
+    produced: dict = {}
+    d = str(tmp_path / "logs")
+    fill(d, clock, produced, partitions=2, batches=20)
+    result = subprocess.run([sys.executable, "-m", "broker_core.cli", "compact", "--spark", "--log-dir", d,
+                             "--topic", "table", "--master", "local[2]", "--conf", "spark.ui.enabled=false"],
+                            capture_output=True, text=True, timeout=240, cwd=str(tmp_path))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "[compaction] stage 1/2 done" in result.stdout and "[compaction] stage 2/2 done" in result.stdout
+    assert "table-1" in result.stdout and "total" in result.stdout
+    for records in check_all(d, produced, clock).values():
+        assert len({r.key for r in records}) == len(records)
+
+
+# --- the job's swap, without Spark: the stages' plain functions, then a crash -----------------
+
+
+def clean_without_spark(url: str, now_ms: int):
+    """What the job's two stages produce, computed in this process."""
+    plans = plan_compaction(url, ["table"], now_ms=now_ms)
+    pieces = {}
+    for task in compaction.map_tasks(plans, 1):
+        key, piece = compaction.run_map_task(task, url)
+        pieces[key] = compaction.merge_pieces(pieces[key], piece) if key in pieces else piece
+    results = {}
+    for plan in plans:
+        for task in compaction.clean_tasks(plan, pieces[plan.key].has_transactions, 1):
+            results.setdefault(plan.key, []).extend(compaction.run_clean_task(task, pieces[plan.key], url, now_ms))
+    return plans, results
+
+
+class Crash(BaseException):
+    pass
+
+
+def crash_at_rename(monkeypatch, predicate, nth: int = 1):
+    real = compaction._rename
+    calls = []
+
+    def rename(fs, source, target):
+        if predicate(source, target):
+            calls.append(source)
+            if len(calls) == nth:
+                raise Crash(f"crash renaming {source} -> {target}")
+        return real(fs, source, target)
+
+    monkeypatch.setattr(compaction, "_rename", rename)
+
+
+JOB_CRASHES = {
+    "after .cleaned is written": (None, "undone"),
+    "mid rename to .swap": (lambda s, t: t.endswith(".swap"), "undone"),
+    "after the .swap rename": (lambda s, t: t.endswith(".deleted"), "completed"),
+    "mid-delete": ((lambda s, t: t.endswith(".deleted")), "completed", 3),
+    "before the final rename": (lambda s, t: s.endswith(".swap"), "completed"),
+}
+
+
+@pytest.mark.parametrize("crash", list(JOB_CRASHES), ids=list(JOB_CRASHES))
+def test_a_crash_during_the_jobs_swap_leaves_a_log_that_reopens_consistent(tmp_path, monkeypatch, crash):
+    clock = MockTime(current_time_ms=T0)
+    produced: dict = {}
+    d = str(tmp_path / "logs")
+    fill(d, clock, produced, partitions=1, batches=40, transactions=True)
+    before = check_all(d, produced, clock)[0]
+    plans, results = clean_without_spark(d, clock.milliseconds())
+    predicate, outcome, *nth = JOB_CRASHES[crash]
+    if predicate is not None:
+        crash_at_rename(monkeypatch, predicate, *nth)
+        with pytest.raises(Crash):
+            swap_partition(filesystem_for(d)[0], d, plans[0],
+                           results[plans[0].key])
+        monkeypatch.undo()
+    partition_dir = os.path.join(d, "table-0")
+    assert [n for n in os.listdir(partition_dir) if n.endswith(layout.TRANSIENT_FILE_SUFFIXES)]
+    # A broker opening the log dir settles the swap ...
+    after = check_all(d, produced, clock)[0]
+    assert [n for n in os.listdir(partition_dir) if n.endswith(layout.TRANSIENT_FILE_SUFFIXES)] == []
+    if outcome == "undone":
+        assert after == before
+    else:
+        assert len(after) < len(before)
+    # ... and the job runs again from there.
+    plans, results = clean_without_spark(d, clock.milliseconds())
+    fs = filesystem_for(d)[0]
+    for plan in plans:
+        compaction.delete_files(fs, swap_partition(fs, d, plan, results[plan.key]))
+    records = check_all(d, produced, clock)[0]
+    assert len({r.key for r in records}) == len(records)
+
+
+def test_the_job_settles_an_interrupted_swap_before_planning(tmp_path, monkeypatch):
+    clock = MockTime(current_time_ms=T0)
+    produced: dict = {}
+    d = str(tmp_path / "logs")
+    fill(d, clock, produced, partitions=1, batches=30)
+    plans, results = clean_without_spark(d, clock.milliseconds())
+    crash_at_rename(monkeypatch, lambda s, t: t.endswith(".deleted"), 2)
+    fs = filesystem_for(d)[0]
+    with pytest.raises(Crash):
+        swap_partition(fs, d, plans[0], results[plans[0].key])
+    monkeypatch.undo()
+    # The next run, not a broker, finds the half-done swap: planning completes it first.
+    plans, results = clean_without_spark(d, clock.milliseconds())
+    for plan in plans:
+        compaction.delete_files(fs, swap_partition(fs, d, plan, results[plan.key]))
+    records = check_all(d, produced, clock)[0]
+    assert len({r.key for r in records}) == len(records)
+
+
+def test_stage_twos_sorted_lookup_answers_as_the_offset_map_does():
+    import numpy as np
+
+    from broker_core.cleaner.offset_map import OffsetMap
+    from broker_core.cleaner.records import hash_keys
+
+    keys = [b"k%d" % i for i in range(500)]
+    h1, h2 = hash_keys(keys)
+    h1[10:20] = h1[9]  # distinct keys sharing a first half must still be told apart
+    offsets = np.arange(500, dtype=np.int64) * 3
+    s1, s2, so = compaction.latest_per_key(h1, h2, offsets)
+    sorted_offsets = compaction.SortedOffsets(s1, s2, so, 2000)
+    reference = OffsetMap.holding(h1, h2, offsets, 2000)
+    probe1 = np.concatenate([h1, h1[:50] ^ np.uint64(1)])
+    probe2 = np.concatenate([h2, h2[:50]])
+    assert sorted_offsets.get_many(probe1, probe2).tolist() == reference.get_many(probe1, probe2).tolist()
+    assert sorted_offsets.get_many(h1[9:21], h2[9:21]).tolist() == offsets[9:21].tolist()

@@ -1,0 +1,63 @@
+"""Group offsets through a running broker: a query's commits go to its coordinator, and come back from it."""
+
+import pytest
+from kafka import KafkaAdminClient
+
+from broker_core.server.broker_server import BrokerServer
+from format.record import SimpleRecord
+from tests.connector.conftest import T0
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture()
+def running(tmp_path):
+    server = BrokerServer({"log.dirs": str(tmp_path / "logs"), "listeners": "PLAINTEXT://127.0.0.1:0",
+                           "num.network.threads": 2, "num.io.threads": 2}).startup()
+    try:
+        server.broker.create_topic("events", 2)
+        for p in range(2):
+            server.broker.produce("events", [SimpleRecord(b"e-%d-%d" % (p, n), None, T0 + n) for n in range(30)],
+                                  partition=p)
+        yield server
+    finally:
+        server.shutdown()
+
+
+def group_offsets(bootstrap: str, group: str) -> dict[int, int]:
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10_000)
+    try:
+        offsets = admin.list_group_offsets(group)
+    finally:
+        admin.close()
+    offsets = offsets.get(group, offsets)
+    return {tp.partition: meta.offset for tp, meta in offsets.items() if tp.topic == "events"}
+
+
+def run_available_now(spark, bootstrap: str, checkpoint: str, seen: list, **options) -> None:
+    reader = spark.readStream.format("seglog").option("bootstrap", bootstrap).option("subscribe", "events") \
+        .option("groupId", "etl")
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    query = reader.load().writeStream \
+        .foreachBatch(lambda batch, _: seen.extend((r.partition, r.offset) for r in batch.collect())) \
+        .option("checkpointLocation", checkpoint).trigger(availableNow=True).start()
+    assert query.awaitTermination(240)
+
+
+def test_a_streaming_query_commits_through_the_coordinator_and_resumes_from_it(spark, running, tmp_path):
+    bootstrap = running.bootstrap_servers
+    seen: list = []
+    run_available_now(spark, bootstrap, str(tmp_path / "first"), seen, startingOffsets="earliest")
+    assert len(seen) == 60
+    # What any Kafka tool sees: the committed offsets, through OffsetFetch.
+    assert group_offsets(bootstrap, "etl") == {0: 30, 1: 30}
+    described = running.group_coordinator.describe_group("etl")[1]
+    assert described.state == "Empty"  # offsets only, no members: the connector assigns partitions itself
+
+    running.broker.produce("events", [SimpleRecord(b"late", None, T0)], partition=1)
+    resumed: list = []
+    # A new query (new checkpoint) of the same group starts where the group stands.
+    run_available_now(spark, bootstrap, str(tmp_path / "second"), resumed, startingOffsets="group")
+    assert resumed == [(1, 30)]
+    assert group_offsets(bootstrap, "etl") == {0: 30, 1: 31}
