@@ -16,7 +16,7 @@ import struct
 
 from format.layout import TopicPartition
 
-from .protocol.codec import decode
+from .protocol.codec import decode, encode
 from .protocol.errors import ProtocolError
 from .protocol.schema import F, Message, Versions
 
@@ -63,7 +63,8 @@ def decode_assignment(data: bytes) -> list[TopicPartition]:
     body = _decode(CONSUMER_PROTOCOL_ASSIGNMENT, bytes(data or b""))
     if body is None:
         return []
-    return sorted(TopicPartition(t["topic"], p) for t in body["assigned_partitions"] or () for p in t["partitions"] or ())
+    return sorted(TopicPartition(t["topic"], p)
+                  for t in body["assigned_partitions"] or () for p in t["partitions"] or ())
 
 
 def decode_subscription(data: bytes) -> list[str]:
@@ -74,8 +75,6 @@ def decode_subscription(data: bytes) -> list[str]:
 
 def encode_assignment(partitions: list[TopicPartition], version: int = 0) -> bytes:
     """A ``ConsumerProtocolAssignment`` naming ``partitions`` (for tests and tools)."""
-    from .protocol.codec import encode
-
     by_topic: dict[str, list[int]] = {}
     for tp in sorted(partitions):
         by_topic.setdefault(tp.topic, []).append(tp.partition)

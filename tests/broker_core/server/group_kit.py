@@ -18,9 +18,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from broker_core.offsets_topic import GroupMetadataKey, decode_group_metadata_value, decode_key
 from broker_core.consumer_protocol import decode_assignment
 from broker_core.group_offsets import OFFSETS_TOPIC
+from broker_core.offsets_topic import GroupMetadataKey, decode_group_metadata_value, decode_key, partition_for_group
 from format.layout import TopicPartition
 from format.record_batch import iter_batches
 
@@ -122,8 +122,6 @@ def stored_generations(broker, group: str) -> list[StoredGeneration]:
     Reads the group's partition of the offsets topic record by record, so it
     sees each generation's assignment as it was stored, not only the latest.
     """
-    from broker_core.offsets_topic import partition_for_group
-
     count = broker.partitions_for(OFFSETS_TOPIC)
     partition = partition_for_group(group, count)
     log = broker.log_manager.log_or_raise(TopicPartition(OFFSETS_TOPIC, partition))

@@ -93,7 +93,8 @@ def test_the_offsets_topic_is_created_by_the_first_group_record(client, broker_s
     assert broker_server.broker.topics.get(OFFSETS_TOPIC) is None
     create_topic(client, "orders", 1)
     commit(client, "app", {("orders", 0): 1})
-    assert broker_server.broker.topics.get(OFFSETS_TOPIC).partitions == broker_server.config.offsets_topic_num_partitions
+    created = broker_server.broker.topics.get(OFFSETS_TOPIC)
+    assert created.partitions == broker_server.config.offsets_topic_num_partitions
 
 
 def test_committed_offsets_are_loaded_again_after_a_restart(tmp_path, monkeypatch):
