@@ -125,7 +125,6 @@ def input_dir(args) -> tuple[str, dict]:
 def fresh_copy(source: str, target: str) -> None:
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(source, target)
-    os.remove(os.path.join(target, ".lock")) if os.path.exists(os.path.join(target, ".lock")) else None
 
 
 def dir_bytes(directory: str) -> int:
@@ -246,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     broker_s, spark_s = [], []
     broker_cpu, spark_cpu, spark_task_cpu = [], [], []
     load_before = os.getloadavg()[0]
-    after_broker = after_spark = 0
+    after_broker = 0
     same, files = False, 0
     try:
         for run in range(args.runs):
@@ -266,7 +265,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                     spark_s.append(wall)
                     spark_cpu.append(cpu)
                     spark_task_cpu.append(task_cpu)
-                    after_spark = dir_bytes(target)
                     log(f"  Spark job: {wall:.1f} s ({cpu:.1f} s CPU in JVM and workers, {task_cpu:.1f} s in tasks)")
             same, files = identical(broker_copy, spark_copy)
             if not same:
@@ -306,8 +304,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                                "size before -> after", "command", "date"))
         print_markdown_row((f"compaction, {before / GIB:.2f} GiB, {described['keys']:,} keys, "
                             f"{described['partitions']} partitions",
-                            f"{broker_rate:,.1f} MB/s ({min(broker_s):.1f} s)",
-                            f"{spark_rate:,.1f} MB/s ({min(spark_s):.1f} s)", f"{ratio:.2f}x",
+                            f"{broker_rate:,.1f} MB/s ({min(broker_s):.1f} s; {statistics.median(broker_s):.1f} s)",
+                            f"{spark_rate:,.1f} MB/s ({min(spark_s):.1f} s; {statistics.median(spark_s):.1f} s)",
+                            f"{ratio:.2f}x",
                             f"{before / MB:,.0f} -> {after_broker / MB:,.0f} MB "
                             f"(-{100 * (1 - after_broker / before):.1f}%)", f"`{command}`", day))
         print_markdown_targets(found)

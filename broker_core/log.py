@@ -289,7 +289,7 @@ class Log:
                 f"{self}: offset {offset} is {'below the log start offset ' + str(self.log_start_offset) if below else 'beyond the log end offset ' + str(self._log_end_offset)}")
 
     def read(self, start_offset: int, max_bytes: int, min_one_message: bool = True,
-             max_offset: int | None = None) -> FetchDataInfo:
+             max_offset: int | None = None, *, _retries: int = 3) -> FetchDataInfo:
         """Complete batches from the one holding ``start_offset``, at most ``max_bytes``.
 
         Every batch served is checked against its CRC: a corrupt batch is never
@@ -307,6 +307,10 @@ class Log:
             try:
                 info = segment.read(start_offset, max_bytes, min_one_message=min_one_message)
             except (ValueError, OSError) as exc:
+                if not self._closed and segment not in self._segments and start_offset >= self.log_start_offset \
+                        and _retries > 0:
+                    # Replaced by the cleaner, not deleted: its offsets live on in a cleaned segment.
+                    return self.read(start_offset, max_bytes, min_one_message, max_offset, _retries=_retries - 1)
                 if self._closed or segment not in self._segments:
                     continue  # deleted under us by retention: move on
                 raise KafkaStorageError(f"{self}: cannot read {segment.log.path}: {exc}") from exc

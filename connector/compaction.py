@@ -6,15 +6,17 @@ plan each partition with the broker cleaner's rules (``plan_partition``):
 first dirty offset from ``cleaner-offset-checkpoint``, first uncleanable
 offset (active segment, ``min.compaction.lag.ms``), segment groups.
 
-Stage 1 (``run_map_task``, one task per segment): a dirty segment's keys are
-hashed and reduced to their latest offset; every segment also reports the
-headers of its producers' batches. Pieces of one partition merge
-(``merge_pieces``) into the partition's latest offset per key.
+Stage 1 (``run_map_task``, a task per ~256 MiB of a partition's segments):
+dirty segments' keys are hashed and reduced to their latest offset; every
+segment also reports the headers of its producers' batches. Pieces of one
+partition merge (``merge_pieces``) into the partition's latest offset per key,
+sorted by key hash (``SortedOffsets`` answers lookups by binary search).
 
-Stage 2 (``run_clean_task``, one task per segment group, or per partition
-when it holds transactions, whose state runs through the log in order): the
-group is cleaned by the broker's own ``clean_group`` into ``.cleaned`` files
-beside the originals (built locally and uploaded for object storage).
+Stage 2 (``run_clean_task``, a task per ~256 MiB of segment groups, or one per
+partition when it holds transactions, whose state runs through the log in
+order): each group is cleaned by the broker's own ``clean_group`` into
+``.cleaned`` files beside the originals (built locally and uploaded for
+object storage).
 
 Driver, after: per partition, the cleaned segments are swapped in by Kafka's
 renames (``swap_partition``), ``cleaner-offset-checkpoint`` moves to the end

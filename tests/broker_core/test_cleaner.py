@@ -406,3 +406,33 @@ def test_any_history_of_writes_and_cleans_keeps_the_guarantees(tmp_path_factory,
     live = {k for k, (_, v) in produced.final_values().items() if v is not None}
     assert live <= {r.key for r in records}
     assert len(records) <= len(produced.final_values())
+
+
+def test_a_read_that_races_a_swap_reads_the_cleaned_segment(tmp_path, monkeypatch):
+    from format.segment import LogSegment
+
+    clock = MockTime(current_time_ms=T0)
+    log = open_log(tmp_path, clock, compact_config(segment_bytes=1 << 20))
+    produced = Produced()
+    for i in range(40):
+        produce(log, produced, clock, [(b"k%d" % (i % 5), b"v%d" % i)])
+        if i % 10 == 9:
+            log.roll()
+    cleaner = cleaner_for(log, clock)
+    real = LogSegment.read
+    raced = []
+
+    def read(self, *args, **kwargs):
+        if not raced:
+            # The read has picked its segments; now the cleaner swaps them out and deletes them.
+            raced.append(self)
+            cleaner.compact()
+            log.scheduler.run_all()
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(LogSegment, "read", read)
+    first = log.read(0, 1 << 20).records
+    assert raced and not os.path.exists(raced[0].log.path)  # the segment it started on is gone
+    monkeypatch.undo()
+    assert first == log.read(0, 1 << 20).records  # the cleaned data, not a later segment's
+    check_guarantees(produced, log)
