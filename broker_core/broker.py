@@ -29,7 +29,7 @@ from .errors import (InvalidPartitionsError, InvalidRequestError, InvalidTopicEr
 from .group_offsets import CommittedOffset
 from .log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, LogAppendInfo
 from .log_manager import LogManager
-from .partitioner import StickyPartitioner, partition_for_key
+from .partitioner import StickyPartitioner, assign_partitions
 from .topic_store import TopicMetadata, TopicStore, new_topic_id
 
 log = logging.getLogger(__name__)
@@ -255,18 +255,10 @@ class Broker:
         codec = CompressionType.from_name(compression) if isinstance(compression, str) else compression
         count = self.partitions_for(topic)
         if partition is not None and not 0 <= partition < count:
-            raise UnknownTopicOrPartitionError(f"topic {topic!r} has no partition {partition} "
-                                               f"(it has {count})")
+            raise UnknownTopicOrPartitionError(f"topic {topic!r} has no partition {partition} (it has {count})")
         now = self.clock.milliseconds()
-        groups: dict[int, list[int]] = {}
-        for i, record in enumerate(items):
-            if partition is not None:
-                p = partition
-            elif record.key is not None:
-                p = partition_for_key(record.key, count)
-            else:
-                p = self._partitioner.partition(topic, count, len(record.value or b""))
-            groups.setdefault(p, []).append(i)
+        groups = assign_partitions(topic, ((r.key, len(r.value or b"")) for r in items), count, partition,
+                                   self._partitioner)
         out: list[RecordMetadata | None] = [None] * len(items)
         for p, indexes in groups.items():
             batch_records = [items[i] for i in indexes]

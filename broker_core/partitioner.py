@@ -174,3 +174,24 @@ class StickyPartitioner:
         sticky = _StickyPartition(chosen)
         self._sticky[topic] = sticky
         return sticky
+
+
+def assign_partitions(topic: str, keys_and_sizes, num_partitions: int, partition: int | None,
+                      sticky: "StickyPartitioner") -> dict[int, list[int]]:
+    """Indexes of records per partition, as the Java producer spreads them.
+
+    ``keys_and_sizes`` yields (key, value size) per record: an explicit
+    ``partition`` wins, then murmur2 of the key, then the sticky partition for
+    null keys. The caller checks that ``partition`` exists.
+    """
+    groups: dict[int, list[int]] = {}
+    for i, (key, size) in enumerate(keys_and_sizes):
+        if partition is not None:
+            p = partition
+        elif key is not None:
+            p = partition_for_key(key, num_partitions)
+        else:
+            p = sticky.partition(topic, num_partitions, size)
+        groups.setdefault(p, []).append(i)
+    return groups
+

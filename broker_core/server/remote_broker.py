@@ -33,7 +33,7 @@ from ..errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableErr
                       NonEmptyGroupError, UnknownTopicOrPartitionError, error_for_code)
 from ..group_offsets import CommittedOffset, GroupDescription, GroupMember, PartitionLag
 from ..kafka_apis import RESOURCE_TOPIC, topic_id_text
-from ..partitioner import StickyPartitioner, partition_for_key
+from ..partitioner import StickyPartitioner, assign_partitions
 from ..protocol import ApiKey
 from .protocol_client import ProtocolClient
 
@@ -141,15 +141,8 @@ class RemoteBroker:
         if partition is not None and not 0 <= partition < count:
             raise UnknownTopicOrPartitionError(f"topic {topic!r} has no partition {partition} (it has {count})")
         now = int(time.time() * 1000)
-        groups: dict[int, list[int]] = {}
-        for i, record in enumerate(items):
-            if partition is not None:
-                p = partition
-            elif record.key is not None:
-                p = partition_for_key(record.key, count)
-            else:
-                p = self._partitioner.partition(topic, count, len(record.value or b""))
-            groups.setdefault(p, []).append(i)
+        groups = assign_partitions(topic, ((r.key, len(r.value or b"")) for r in items), count, partition,
+                                   self._partitioner)
         out: list[RecordMetadata | None] = [None] * len(items)
         for p, indexes in groups.items():
             batch = build_batch([items[i] for i in indexes], compression=codec, default_timestamp=now)
