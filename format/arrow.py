@@ -41,7 +41,7 @@ def kafka_schema(include_headers: bool = False) -> pa.Schema:
 
 
 @dataclass
-class _Frames:
+class RecordFrames:
     """Where each record starts in the arena, and its batch's fields repeated per record."""
 
     starts: np.ndarray
@@ -81,7 +81,7 @@ def _frame_starts(data: bytes, pos: int, count: int, out: list) -> int:
     return pos
 
 
-def _locate(data: bytes, sections: list, path: str | None) -> _Frames:
+def locate_records(data: bytes, sections: list, path: str | None) -> RecordFrames:
     """Find every record's start: batches are walked side by side with numpy while
     there are enough of them, and one by one in Python for the rest.
 
@@ -127,7 +127,7 @@ def _locate(data: bytes, sections: list, path: str | None) -> _Frames:
     def per_record(i: int) -> np.ndarray:
         return np.repeat(np.fromiter((s[i] for s in sections), dtype=np.int64, count=count), counts)
 
-    return _Frames(starts, per_record(3), per_record(4), per_record(5), per_record(6))
+    return RecordFrames(starts, per_record(3), per_record(4), per_record(5), per_record(6))
 
 
 def _binary_from_slices(arena: pa.Buffer, starts: np.ndarray, lengths: np.ndarray,
@@ -154,7 +154,7 @@ def _binary_from_slices(arena: pa.Buffer, starts: np.ndarray, lengths: np.ndarra
     return pa.Array.from_buffers(value_type, n, [validity, buffers[1], buffers[2]], null_count=null_count)
 
 
-def _check_within(ends: np.ndarray, limits: np.ndarray, what: str, frames: _Frames, path) -> None:
+def _check_within(ends: np.ndarray, limits: np.ndarray, what: str, frames: RecordFrames, path) -> None:
     bad = np.flatnonzero(ends > limits)
     if bad.size:
         raise CorruptRecordError(f"{what} runs past the end of its record (record at offset delta position "
@@ -163,7 +163,7 @@ def _check_within(ends: np.ndarray, limits: np.ndarray, what: str, frames: _Fram
 
 
 def _headers(A: np.ndarray, arena: pa.Buffer, pos: np.ndarray, counts: np.ndarray, body_end: np.ndarray,
-             frames: _Frames, path) -> pa.Array:
+             frames: RecordFrames, path) -> pa.Array:
     n = len(counts)
     if counts.size and counts.min() < 0:
         raise CorruptRecordError("negative header count", path=path,
@@ -227,8 +227,8 @@ def decode_to_arrow(buf, *, topic: str, partition: int, from_offset: int | None 
     """
     data = buf if isinstance(buf, bytes) else bytes(buf)
     sections = []
-    decompressed = []
-    arena_size = 0
+    parts = []  # each batch's records section, in order
+    compressed = False
     for batch in iter_batches(data, path=path, base_position=base_position, stop_at_partial=stop_at_partial):
         h = batch.header
         if until_offset is not None and h.base_offset >= until_offset:
@@ -242,17 +242,16 @@ def decode_to_arrow(buf, *, topic: str, partition: int, from_offset: int | None 
         if h.compression_type == CompressionType.NONE:
             start = file_pos - base_position + RECORDS_OFFSET
             end = file_pos - base_position + h.size_in_bytes
-            decompressed.append(memoryview(data)[start:end])
+            parts.append(memoryview(data)[start:end])
         else:
             records = batch.records_bytes()
             start, end = 0, len(records)
-            decompressed.append(records)
+            parts.append(records)
+            compressed = True
         sections.append([start, end, h.records_count, h.base_offset, h.base_timestamp, lat, file_pos])
-        arena_size += end - start
-    if any(s[1] - s[0] != len(d) or d.obj is not data for s, d in zip(sections, decompressed)
-           if isinstance(d, memoryview)) or any(not isinstance(d, memoryview) for d in decompressed):
-        # Some batches were compressed: lay every records section end to end.
-        arena_bytes = b"".join(decompressed)
+    if compressed:
+        # Decompressed sections live elsewhere: lay every records section end to end.
+        arena_bytes = b"".join(parts)
         cursor = 0
         for s in sections:
             size = s[1] - s[0]
@@ -260,11 +259,11 @@ def decode_to_arrow(buf, *, topic: str, partition: int, from_offset: int | None 
             cursor += size
     else:
         arena_bytes = data
-    frames = _locate(arena_bytes, sections, path)
+    frames = locate_records(arena_bytes, sections, path)
     return _build(arena_bytes, frames, topic, partition, from_offset, until_offset, include_headers, path)
 
 
-def _build(arena_bytes: bytes, frames: _Frames, topic: str, partition: int, from_offset, until_offset,
+def _build(arena_bytes: bytes, frames: RecordFrames, topic: str, partition: int, from_offset, until_offset,
            include_headers: bool, path) -> pa.RecordBatch:
     A = np.frombuffer(arena_bytes, dtype=np.uint8)
     arena = pa.py_buffer(arena_bytes)
@@ -285,7 +284,7 @@ def _build(arena_bytes: bytes, frames: _Frames, topic: str, partition: int, from
             keep = None
     if keep is not None:
         offsets, ts_delta, p, body_end = offsets[keep], ts_delta[keep], p[keep], body_end[keep]
-        frames = _Frames(frames.starts[keep], frames.base_offset[keep], frames.base_timestamp[keep],
+        frames = RecordFrames(frames.starts[keep], frames.base_offset[keep], frames.base_timestamp[keep],
                          frames.log_append_time[keep], frames.last_position[keep])
     key_len, p = decode_varints_at(A, p, 5)
     key_start = p

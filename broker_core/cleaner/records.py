@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from format.arrow import _locate  # the record walk shared with the Arrow decoder
+from format.arrow import locate_records  # the record walk shared with the Arrow decoder
 from format.compression import CompressionType
 from format.errors import CorruptRecordError
 from format.record_batch import RECORDS_OFFSET, RecordBatch, TimestampType
@@ -210,7 +210,7 @@ def decode_columns(data, batches: list[RecordBatch], base_position: int, path: s
         arena = data if isinstance(data, bytes) else bytes(data)
     if not live:
         return _empty_columns(arena, len(batches))
-    frames = _locate(arena, [s[:7] for s in live], path)
+    frames = locate_records(arena, [s[:7] for s in live], path)
     A = np.frombuffer(arena, dtype=np.uint8)
     length, p = decode_varints_at(A, frames.starts, 5)
     end = p + length
