@@ -119,21 +119,24 @@ def broker_command(name: str, port: int, log_dir: str) -> list[str]:
             "--advertised-listener-url", url, "--silent"]
 
 
-def start_broker(name: str, root: str, cpu: int | None) -> RunningBroker:
-    """Start ``name`` on a free loopback port (pinned to ``cpu`` if given); returns once it answers ApiVersions."""
+def start_broker(name: str, root: str, cpu: int | None,
+                 command: Callable[[str, int, str], list[str]] = broker_command) -> RunningBroker:
+    """Start ``name`` on a free loopback port (pinned to ``cpu`` if given); returns once it answers ApiVersions.
+
+    ``command(name, port, log_dir)`` gives the command line (the group benchmark passes its own).
+    """
     port = free_port()
-    log_dir = os.path.join(root, f"{name.lower()}-logs")
+    slug = name.lower().replace(", ", "-").replace(" ", "-")
+    log_dir = os.path.join(root, f"{slug}-logs")
     os.makedirs(log_dir, exist_ok=True)
-    log_path = os.path.join(root, f"{name.lower()}.out")
+    log_path = os.path.join(root, f"{slug}.out")
     pin = (lambda: os.sched_setaffinity(0, {cpu})) if cpu is not None else None
     with open(log_path, "w") as out:
-        process = subprocess.Popen(broker_command(name, port, log_dir), stdout=out, stderr=subprocess.STDOUT,
+        process = subprocess.Popen(command(name, port, log_dir), stdout=out, stderr=subprocess.STDOUT,
                                    preexec_fn=pin)
     broker = RunningBroker(name, process, port, log_path)
     deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            break
+    while time.monotonic() < deadline and process.poll() is None:
         try:
             with ProtocolClient(broker.bootstrap, timeout_s=5):
                 return broker
@@ -170,18 +173,19 @@ def brokers_running(root: str, cpu: int | None) -> Iterator[dict[str, RunningBro
 # --- topics and records ---------------------------------------------------------------
 
 
-def create_topic(bootstrap: str, topic: str) -> None:
+def create_topic(bootstrap: str, topic: str, partitions: int = PARTITIONS,
+                 timeout_s: float = CLIENT_TIMEOUT_S) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(topic, PARTITIONS, 1)]).values():
-        future.result(CLIENT_TIMEOUT_S)
+    for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
+        future.result(timeout_s)
     # Both brokers answer CreateTopics once the topic exists; wait until metadata shows every leader too.
-    deadline = time.monotonic() + CLIENT_TIMEOUT_S
+    deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        partitions = admin.list_topics(topic, timeout=10).topics[topic].partitions
-        if len(partitions) == PARTITIONS and all(p.leader >= 0 for p in partitions.values()):
+        found = admin.list_topics(topic, timeout=10).topics[topic].partitions
+        if len(found) == partitions and all(p.leader >= 0 for p in found.values()):
             return
         time.sleep(0.1)
-    raise RuntimeError(f"{bootstrap}: topic {topic} has no leaders after {CLIENT_TIMEOUT_S} s")
+    raise RuntimeError(f"{bootstrap}: topic {topic} has no leaders after {timeout_s} s")
 
 
 def delete_topic(bootstrap: str, topic: str) -> None:

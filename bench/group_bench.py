@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -48,20 +47,18 @@ from typing import Sequence
 
 import confluent_kafka
 from confluent_kafka import Consumer
-from confluent_kafka.admin import AdminClient, NewTopic
 
-from broker_core.server.protocol_client import ProtocolClient
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_common import (Environment, argument_parser, date_and_command, environment, log,  # noqa: E402
                           pinning, print_environment, print_header, print_markdown_header, print_markdown_row,
                           scratch_directory)
-from broker_bench import RunningBroker, free_port, seglog_binary, stop_broker, tansu_binary  # noqa: E402
+from broker_bench import (RunningBroker, create_topic, seglog_binary, start_broker, stop_broker,  # noqa: E402
+                          tansu_binary)
 
 PARTITIONS = 20
 MEMBERS = 10
 KAFKA_INITIAL_DELAY_MS = 3000
-START_TIMEOUT_S = 30
 PHASE_TIMEOUT_S = 120
 CONSUMER_SETTINGS = {"enable.auto.commit": False, "auto.offset.reset": "earliest",
                      "partition.assignment.strategy": "range"}
@@ -81,43 +78,6 @@ def broker_command(name: str, port: int, log_dir: str) -> list[str]:
     delay = KAFKA_INITIAL_DELAY_MS if name == SEGLOG else 0
     return [seglog_binary(), "broker", "--log-dir", log_dir, "--listeners", f"PLAINTEXT://127.0.0.1:{port}",
             "--log-level", "WARNING", "--config", f"group.initial.rebalance.delay.ms={delay}"]
-
-
-def start_broker(name: str, root: str, cpu: int | None) -> RunningBroker:
-    """Start ``name`` on a free loopback port (pinned to ``cpu`` if given); returns once it answers ApiVersions."""
-    port = free_port()
-    slug = name.lower().replace(", ", "-").replace(" ", "-")
-    log_dir = os.path.join(root, f"{slug}-logs")
-    os.makedirs(log_dir, exist_ok=True)
-    log_path = os.path.join(root, f"{slug}.out")
-    pin = (lambda: os.sched_setaffinity(0, {cpu})) if cpu is not None else None
-    with open(log_path, "w") as out:
-        process = subprocess.Popen(broker_command(name, port, log_dir), stdout=out, stderr=subprocess.STDOUT,
-                                   preexec_fn=pin)
-    broker = RunningBroker(name, process, port, log_path)
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline and process.poll() is None:
-        try:
-            with ProtocolClient(broker.bootstrap, timeout_s=5):
-                return broker
-        except OSError:
-            time.sleep(0.1)
-    stop_broker(broker)
-    with open(log_path) as f:
-        raise RuntimeError(f"{name} did not start on port {port} (exit {process.returncode}): {f.read()[-2000:]}")
-
-
-def create_topic(bootstrap: str, topic: str) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(topic, PARTITIONS, 1)]).values():
-        future.result(PHASE_TIMEOUT_S)
-    deadline = time.monotonic() + PHASE_TIMEOUT_S
-    while time.monotonic() < deadline:
-        partitions = admin.list_topics(topic, timeout=10).topics[topic].partitions
-        if len(partitions) == PARTITIONS and all(p.leader >= 0 for p in partitions.values()):
-            return
-        time.sleep(0.1)
-    raise RuntimeError(f"{bootstrap}: topic {topic} has no leaders after {PHASE_TIMEOUT_S} s")
 
 
 # --- the group ----------------------------------------------------------------------
@@ -217,7 +177,7 @@ def measure(brokers: dict[str, RunningBroker], runs: int) -> dict[str, Figures]:
     form: dict[str, list[float]] = {name: [] for name in names}
     join: dict[str, list[float]] = {name: [] for name in names}
     for name, broker in brokers.items():
-        create_topic(broker.bootstrap, "members")
+        create_topic(broker.bootstrap, "members", PARTITIONS, PHASE_TIMEOUT_S)
     for i in range(runs):
         order = names if i % 2 == 0 else list(reversed(names))
         log(f"run {i + 1} of {runs} ({', '.join(order)})")
@@ -292,7 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             for name in (SEGLOG, SEGLOG_NO_DELAY, TANSU):
                 log(f"starting {name}")
-                brokers[name] = start_broker(name, root, broker_cpu)
+                brokers[name] = start_broker(name, root, broker_cpu, command=broker_command)
             # Pin the client after the brokers start: a child inherits its parent's cores at fork.
             env = group_environment(pinning(args.pin, args.cpu), broker_pin)
             figures = measure(brokers, args.runs)
