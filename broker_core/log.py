@@ -171,6 +171,7 @@ class Log:
             max_ts = (NO_TIMESTAMP, -1)
             num_records = 0
             lat = now if self.config.message_timestamp_type == "LogAppendTime" else -1
+            written = []  # (base offset, last offset, max timestamp, size) as stored, for the segment
             for batch in batches:
                 h = batch.header
                 if assign_offsets:
@@ -186,13 +187,14 @@ class Log:
                     set_log_append_time(data, batch.position, lat)
                 last = base + h.last_offset_delta
                 ts = lat if lat >= 0 else h.max_timestamp
+                written.append((base, last, ts, h.size_in_bytes))
                 if ts > max_ts[0]:
                     max_ts = (ts, last)
                 num_records += h.records_count
                 next_offset = last + 1
             last_offset = next_offset - 1
             self._maybe_roll(len(data), max_ts[0], first_offset, last_offset, now)
-            self.active_segment.append(data)
+            self.active_segment.append(data, written)
             self._log_end_offset = next_offset
             if self.unflushed_messages >= self.config.flush_messages:
                 self.flush()

@@ -131,33 +131,39 @@ class LogSegment:
     def can_convert_to_relative_offset(self, offset: int) -> bool:
         return 0 <= offset - self.base_offset <= _INT32_MAX
 
-    def append(self, records) -> int:
-        """Append validated batches (offsets assigned); returns the file position they start at."""
+    def append(self, records, batches: list[tuple[int, int, int, int]] | None = None) -> int:
+        """Append validated batches (offsets assigned); returns the file position they start at.
+
+        ``batches`` may give (base offset, last offset, max timestamp, size) of each
+        batch when the caller already knows them, sparing a walk over the bytes.
+        """
         view = memoryview(records)
         if not len(view):
             return self.size
         position = self.size
         appended = 0
         max_ts = self._max_timestamp()
-        batches = list(iter_batches(view, path=self.log.path, base_position=position, stop_at_partial=False))
-        if batches[0].header.base_offset < self.base_offset:
-            raise InvalidRecordError(f"{self}: batch base offset {batches[0].header.base_offset} is below the "
+        if batches is None:
+            batches = [(h.base_offset, h.last_offset, h.max_timestamp, h.size_in_bytes)
+                       for h in (b.header for b in iter_batches(view, path=self.log.path, base_position=position,
+                                                                stop_at_partial=False))]
+        if batches[0][0] < self.base_offset:
+            raise InvalidRecordError(f"{self}: batch base offset {batches[0][0]} is below the "
                                      f"segment's base offset {self.base_offset}")
-        last_offset = batches[-1].header.last_offset
+        last_offset = batches[-1][1]
         if not self.can_convert_to_relative_offset(last_offset):
             raise InvalidRecordError(f"{self}: offset {last_offset} is beyond the int32 range of relative offsets")
-        for batch in batches:
-            h = batch.header
+        for _, batch_last_offset, batch_max_timestamp, size in batches:
             if self.rolling_based_timestamp is None and self.size == 0 and appended == 0:
-                self.rolling_based_timestamp = h.max_timestamp
-            if h.max_timestamp > max_ts.timestamp:
-                max_ts = TimestampAndOffset(h.max_timestamp, h.last_offset)
+                self.rolling_based_timestamp = batch_max_timestamp
+            if batch_max_timestamp > max_ts.timestamp:
+                max_ts = TimestampAndOffset(batch_max_timestamp, batch_last_offset)
             if self.bytes_since_last_index_entry > self.index_interval_bytes:
-                self.offset_index.append(h.last_offset, position + appended)
+                self.offset_index.append(batch_last_offset, position + appended)
                 self.time_index.maybe_append(max_ts.timestamp, max_ts.offset)
                 self.bytes_since_last_index_entry = 0
-            self.bytes_since_last_index_entry += h.size_in_bytes
-            appended += h.size_in_bytes
+            self.bytes_since_last_index_entry += size
+            appended += size
         self.log.append(view)
         self._max_timestamp_and_offset = max_ts
         return position
