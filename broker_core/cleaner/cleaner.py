@@ -40,7 +40,7 @@ from format.txn_index import AbortedTxn
 
 from ..log_loader import open_segment
 
-from .filter import FilterContext, FilterStats, filter_chunk
+from .filter import FilterContext, FilterStats, MapLatest, filter_chunk
 from .offset_map import OffsetMap
 from .records import decode_columns
 from .transactions import CleanedTransactionMetadata, ProducerEvent, ProducerStateBuilder, collect_aborted_transactions
@@ -415,9 +415,8 @@ class Cleaner:
                                         lg.config.segment_index_bytes, to_clean.first_uncleanable_offset)
         txn_indexes = [(s.base_offset, s.txn_index.all_aborted_txns()) for s in segments]
         transactions = CleanedTransactionMetadata()
-        ctx = FilterContext(self.offset_map, now_ms, lg.config.delete_retention_ms,
-                            to_clean.first_uncleanable_offset, producers, transactions,
-                            to_clean.first_dirty_offset, self.offset_map.sorted_offsets())
+        ctx = FilterContext(MapLatest(self.offset_map, to_clean.first_dirty_offset), now_ms,
+                            lg.config.delete_retention_ms, to_clean.first_uncleanable_offset, producers, transactions)
         for group in groups:
             self.clean_segments(lg, [by_base[g.base_offset] for g in group], segments, ctx, txn_indexes, stats)
         stats.buffer_utilization = self.offset_map.utilization

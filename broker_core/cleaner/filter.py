@@ -46,6 +46,7 @@ from format.record_batch import (
     TRANSACTIONAL_FLAG_MASK, BatchHeader, RecordBatch, TimestampType, crc32c, iter_batches)
 from format.varint import encode_varint, encode_varlong
 
+from .offset_map import OffsetMap
 from .records import RecordColumns, decode_columns
 from .transactions import CleanedTransactionMetadata, LastRecord, is_last_batch_of_producer
 
@@ -59,35 +60,64 @@ class BatchRetention(enum.Enum):
     DELETE_EMPTY = "delete_empty"  # drop the batch if no record survives
 
 
-class OffsetLookup(Protocol):
-    latest_offset: int
+class LatestOffsets(Protocol):
+    """Which keyed records are the latest of their key, as far as a clean round mapped them."""
 
-    def get_many(self, h1: np.ndarray, h2: np.ndarray) -> np.ndarray: ...
+    latest_offset: int  # the last offset mapped: records after it are kept as they are
+
+    def is_latest(self, columns: RecordColumns, rows: np.ndarray) -> np.ndarray:
+        """For keyed records at or below ``latest_offset``: whether each is its key's latest."""
+
+    def hold_none(self, base_offsets: np.ndarray, last_offsets: np.ndarray) -> np.ndarray:
+        """For data batches: True where the batch is known to hold no key's latest record (so its
+        records need not be decoded), False where it may."""
+
+
+class MapLatest:
+    """The broker's answer: a record is its key's latest when its offset is at least the offset
+    the map holds for its key hash (absent keys, from before the dirty section, stay).
+
+    With ``first_dirty_offset``, the map's offsets sorted also say which batches hold none: every
+    keyed record of a data batch between the first dirty offset and the map's latest offset was
+    mapped, so such a batch without a mapped offset keeps no record."""
+
+    def __init__(self, offset_map: OffsetMap, first_dirty_offset: int | None = None):
+        self.offset_map = offset_map
+        self.first_dirty_offset = first_dirty_offset
+        self._mapped = offset_map.sorted_offsets() if first_dirty_offset is not None else None
+
+    @property
+    def latest_offset(self) -> int:
+        return self.offset_map.latest_offset
+
+    def is_latest(self, columns: RecordColumns, rows: np.ndarray) -> np.ndarray:
+        h1, h2 = columns.hashes(rows)
+        return columns.offset[rows] >= self.offset_map.get_many(h1, h2)
+
+    def hold_none(self, base_offsets: np.ndarray, last_offsets: np.ndarray) -> np.ndarray:
+        if self._mapped is None:
+            return np.zeros(len(base_offsets), dtype=bool)
+        inside = (base_offsets >= self.first_dirty_offset) & (last_offsets <= self.latest_offset)
+        return inside & ~offsets_between(self._mapped, base_offsets, last_offsets)
+
+
+def offsets_between(sorted_offsets: np.ndarray, firsts: np.ndarray, lasts: np.ndarray) -> np.ndarray:
+    """Whether ``sorted_offsets`` holds an offset in [first, last], for each pair."""
+    i = np.searchsorted(sorted_offsets, firsts)
+    return (i < len(sorted_offsets)) & (sorted_offsets[np.minimum(i, len(sorted_offsets) - 1)] <= lasts) \
+        if len(sorted_offsets) else np.zeros(len(firsts), dtype=bool)
 
 
 @dataclass
 class FilterContext:
     """Everything a clean round decides survivors by."""
 
-    offset_map: OffsetLookup
+    latest: LatestOffsets
     now_ms: int
     delete_retention_ms: int
     upper_bound_offset: int  # the first uncleanable offset of the round: its last batch is kept
     producers: dict[int, LastRecord]
     transactions: CleanedTransactionMetadata
-    # Where the map's keys were read from, and the map's offsets sorted: every keyed record of a data
-    # batch between the first dirty offset and the map's latest offset was mapped, so such a batch
-    # holding none of the map's offsets keeps no record, which is known without decoding it.
-    first_dirty_offset: int | None = None
-    mapped_offsets: np.ndarray | None = None
-
-    def has_no_survivor(self, h: BatchHeader) -> bool:
-        if self.mapped_offsets is None or self.first_dirty_offset is None:
-            return False
-        if h.base_offset < self.first_dirty_offset or h.last_offset > self.offset_map.latest_offset:
-            return False
-        i = int(np.searchsorted(self.mapped_offsets, h.base_offset))
-        return i == len(self.mapped_offsets) or int(self.mapped_offsets[i]) > h.last_offset
 
 
 @dataclass
@@ -129,18 +159,16 @@ def check_batch_retention(batch: RecordBatch, ctx: FilterContext) -> BatchDecisi
 
 
 def retained_records(columns: RecordColumns, batch_retain_deletes: np.ndarray, batch_is_control: np.ndarray,
-                     offset_map: OffsetLookup) -> np.ndarray:
+                     latest: LatestOffsets) -> np.ndarray:
     """Kafka's shouldRetainRecord for every record of ``columns`` at once.
 
     ``batch_retain_deletes[b]``: tombstones of batch b are still within their delete horizon.
     """
     offsets = columns.offset
-    keep = offsets > offset_map.latest_offset
+    keep = offsets > latest.latest_offset
     keyed = np.flatnonzero(columns.has_key & ~keep)
     if keyed.size:
-        h1, h2 = columns.hashes(keyed)
-        found = offset_map.get_many(h1, h2)
-        latest_for_key = offsets[keyed] >= found
+        latest_for_key = latest.is_latest(columns, keyed)
         has_value = columns.value_length[keyed] >= 0
         keep[keyed] = latest_for_key & (has_value | batch_retain_deletes[columns.batch[keyed]])
     keep |= batch_is_control[columns.batch]
@@ -216,17 +244,22 @@ def filter_chunk(data: bytes, position: int, ctx: FilterContext, *, path: str | 
         decision = check_batch_retention(batch, ctx)
         decisions.append(None if decision.retention == BatchRetention.DELETE else decision)
     # Records of the batches whose fate depends on them, decoded together.
-    for i, (batch, decision) in enumerate(zip(batches, decisions)):
-        h = batch.header
-        if decision is not None and not decision.discard_records and not h.is_control and h.records_count \
-                and ctx.has_no_survivor(h):
+    undecided = [i for i, (batch, decision) in enumerate(zip(batches, decisions))
+                 if decision is not None and not decision.discard_records and not batch.header.is_control
+                 and batch.header.records_count]
+    if undecided:
+        firsts = np.fromiter((batches[i].header.base_offset for i in undecided), np.int64, len(undecided))
+        lasts = np.fromiter((batches[i].header.last_offset for i in undecided), np.int64, len(undecided))
+        for j in np.flatnonzero(ctx.latest.hold_none(firsts, lasts)).tolist():
+            i = undecided[j]
+            decision = decisions[i]
             decisions[i] = BatchDecision(decision.retention, True, decision.contains_marker_for_empty_txn)
     wanted = [b for b, d in zip(batches, decisions) if d is not None and not d.discard_records]
     columns = decode_columns(data, wanted, position, path)
     retain_deletes = np.array([b.header.delete_horizon_ms is None or ctx.now_ms < b.header.delete_horizon_ms
                                for b in wanted], dtype=bool)
     is_control = np.array([b.header.is_control for b in wanted], dtype=bool)
-    keep = retained_records(columns, retain_deletes, is_control, ctx.offset_map)
+    keep = retained_records(columns, retain_deletes, is_control, ctx.latest)
     running = np.zeros(len(keep) + 1, dtype=np.int64)
     np.cumsum(keep, out=running[1:])
     kept_per_batch = running[columns.batch_first[1:]] - running[columns.batch_first[:-1]]

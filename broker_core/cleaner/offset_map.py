@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .key_runs import key_runs
+
 BYTES_PER_ENTRY = 24  # a 16-byte hash and an 8-byte offset, Kafka's MD5 entry size
 DEFAULT_LOAD_FACTOR = 0.9
 
@@ -41,21 +43,6 @@ def largest_prime_at_most(n: int) -> int:
 
 
 _H1, _H2, _OFFSET1 = 0, 1, 2  # the columns of a slot (a row of three uint64: one cache line)
-
-
-def _runs_by_key(h1: np.ndarray, h2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """An order grouping equal keys (stable: a key's records keep their order), and where each
-    group starts in it. Sorting on the first half of the hash alone suffices unless two keys
-    share it."""
-    order = np.argsort(h1, kind="stable")
-    s1, s2 = h1[order], h2[order]
-    same = s1[1:] == s1[:-1]
-    if (s2[1:][same] != s2[:-1][same]).any():
-        order = np.lexsort((np.arange(len(h1)), h2, h1))
-        s1, s2 = h1[order], h2[order]
-        same = (s1[1:] == s1[:-1]) & (s2[1:] == s2[:-1])
-    starts = np.flatnonzero(np.concatenate(([True], ~same)))
-    return order, starts
 
 
 class OffsetMap:
@@ -164,7 +151,7 @@ class OffsetMap:
         n = len(h1)
         if not n:
             return 0
-        order, starts = _runs_by_key(h1, h2)
+        order, starts = key_runs(h1, h2)
         firsts = order[starts]  # each distinct key's first record
         where = self._find(h1[firsts], h2[firsts])
         new_firsts = np.sort(firsts[where < 0])

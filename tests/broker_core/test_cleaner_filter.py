@@ -4,7 +4,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker_core.cleaner.filter import FilterContext, empty_batch, filter_chunk
+from broker_core.cleaner.filter import FilterContext, MapLatest, empty_batch, filter_chunk
 from broker_core.cleaner.offset_map import OffsetMap
 from broker_core.cleaner.records import hash_keys
 from broker_core.cleaner.transactions import CleanedTransactionMetadata, LastRecord
@@ -24,7 +24,7 @@ def offset_map(latest: dict[bytes, int], latest_offset: int) -> OffsetMap:
 
 def context(latest: dict[bytes, int], latest_offset: int, *, now: int = T0, upper: int = 10**9,
             producers=None) -> FilterContext:
-    return FilterContext(offset_map(latest, latest_offset), now, RETENTION, upper, producers or {},
+    return FilterContext(MapLatest(offset_map(latest, latest_offset)), now, RETENTION, upper, producers or {},
                          CleanedTransactionMetadata())
 
 
@@ -136,6 +136,5 @@ def test_skipping_dirty_batches_without_a_mapped_offset_changes_nothing(batches,
             latest[key] = o
     plain = context(latest, last_mapped, now=T0 + 5)
     shortcut = context(latest, last_mapped, now=T0 + 5)
-    shortcut.first_dirty_offset = first_dirty
-    shortcut.mapped_offsets = np.array(sorted(latest.values()), dtype=np.int64)
+    shortcut.latest = MapLatest(shortcut.latest.offset_map, first_dirty)
     assert filter_chunk(whole, 0, shortcut).output == filter_chunk(whole, 0, plain).output
