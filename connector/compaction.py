@@ -37,13 +37,14 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from broker_core.cleaner.cleaner import (CleanerStats, SegmentSizes, SourceSegment, aborted_intervals, clean_group,
-                                         group_segments_by_size, header_events, map_batches, new_cleaned_segment,
+from broker_core.cleaner.cleaner import (CleanerStats, SegmentSizes, SourceSegment, is_aborted, aborted_intervals,
+                                         clean_group, group_segments_by_size, header_events, new_cleaned_segment,
                                          read_chunks, segments_overlapping)
 from broker_core.cleaner.filter import FilterContext
+from broker_core.cleaner.survivors import KeyMapBuilder, KeyOffsets, SurvivorOffsets, map_chunk, survivor_offsets
 from broker_core.cleaner.log_cleaner_manager import calculate_cleanable_bytes, cleanable_offsets
-from broker_core.cleaner.transactions import (CleanedTransactionMetadata, ProducerEvent, ProducerStateBuilder,
-                                              collect_aborted_transactions)
+from broker_core.cleaner.transactions import (CleanedTransactionMetadata, LastRecord, ProducerEvent,
+                                              ProducerStateBuilder, collect_aborted_transactions)
 from broker_core.config import BrokerConfig, LogConfig
 from broker_core.errors import LogDirInUseError
 from broker_core.log_loader import plan_swap_recovery
@@ -390,24 +391,24 @@ def plan_compaction(url: str, topics: Sequence[str], *, storage_options: Mapping
 
 @dataclass(frozen=True)
 class MapTask:
-    """Consecutive segments of one partition for one stage-1 task; the dirty ones are mapped."""
+    """Consecutive segments of one partition for one stage-1 task: the keys of the cleanable ones
+    are read, the headers of the others."""
 
     key: tuple[str, int]
     directory: str
     segments: tuple[RemoteSegment, ...]
-    dirty: tuple[bool, ...]
+    cleanable: tuple[bool, ...]
     start_offset: int  # the first dirty offset
     aborted: tuple[AbortedTxn, ...]
 
 
 @dataclass
 class MapPiece:
-    """Part of a partition's stage-1 result: distinct key hashes with their latest offset, and the
-    producer batches seen."""
+    """Part of a partition's stage-1 result: the latest offset of each dirty key, every other keyed
+    record (``survivors``), and the producer batches seen."""
 
-    h1: np.ndarray
-    h2: np.ndarray
-    offsets: np.ndarray
+    mapped: KeyOffsets
+    candidates: KeyOffsets
     events: list[ProducerEvent] = field(default_factory=list)
     bytes_read: int = 0
     segments: int = 0
@@ -415,90 +416,13 @@ class MapPiece:
 
     @property
     def keys(self) -> int:
-        return len(self.h1)
-
-    @property
-    def has_transactions(self) -> bool:
-        return any(e.is_transactional or e.is_control for e in self.events)
-
-
-def latest_per_key(h1: np.ndarray, h2: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each distinct key once, with its largest offset, sorted by key hash.
-
-    A stable sort on the first half of the hash alone is a linear merge when the input is sorted
-    runs (merging pieces); only when two keys share a first half are both halves sorted on.
-    """
-    if not len(h1):
-        return h1, h2, offsets
-    order = np.argsort(h1, kind="stable")
-    s1, s2, so = h1[order], h2[order], offsets[order]
-    same = s1[1:] == s1[:-1]
-    if (s2[1:][same] != s2[:-1][same]).any():
-        order = np.lexsort((offsets, h2, h1))
-        s1, s2, so = h1[order], h2[order], offsets[order]
-        last = np.ones(len(s1), dtype=bool)
-        last[:-1] = (s1[1:] != s1[:-1]) | (s2[1:] != s2[:-1])
-        return s1[last], s2[last], so[last]
-    starts = np.flatnonzero(np.concatenate(([True], ~same)))
-    return s1[starts], s2[starts], np.maximum.reduceat(so, starts)
-
-
-class SortedOffsets:
-    """A partition's latest offset per key as stage 1 leaves it, sorted by key hash, looked up by
-    binary search: the same answers as the broker's offset map, without building one per task."""
-
-    def __init__(self, h1: np.ndarray, h2: np.ndarray, offsets: np.ndarray, latest_offset: int):
-        self.h1, self.h2, self.offsets = h1, h2, offsets
-        self.latest_offset = latest_offset
-
-    def get_many(self, h1: np.ndarray, h2: np.ndarray) -> np.ndarray:
-        n = len(self.h1)
-        out = np.full(len(h1), -1, dtype=np.int64)
-        if not n or not len(h1):
-            return out
-        at = np.searchsorted(self.h1, h1)
-        pending = np.arange(len(h1))
-        while pending.size:
-            i = at[pending]
-            inside = i < n
-            pending, i = pending[inside], i[inside]
-            same_h1 = self.h1[i] == h1[pending]
-            pending, i = pending[same_h1], i[same_h1]
-            hit = self.h2[i] == h2[pending]
-            out[pending[hit]] = self.offsets[i[hit]]
-            # Another key with the same first half: the entries sharing it are next to each other.
-            pending = pending[~hit]
-            at[pending] += 1
-        return out
-
-
-class _CollectingSink:
-    """Stage 1's map: unbounded, it takes every key (the aggregation spans the cluster)."""
-
-    def __init__(self) -> None:
-        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-
-    def put_many(self, h1, h2, offsets) -> int:
-        # Reduced chunk by chunk into sorted runs, which the final reduction merges in linear time.
-        self.parts.append(latest_per_key(h1, h2, offsets))
-        return len(h1)
-
-    def update_latest_offset(self, offset: int) -> None:
-        pass
-
-    def reduced(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        if not self.parts:
-            z = np.zeros(0, dtype=np.uint64)
-            return z, z.copy(), np.zeros(0, dtype=np.int64)
-        h1 = np.concatenate([p[0] for p in self.parts])
-        h2 = np.concatenate([p[1] for p in self.parts])
-        offsets = np.concatenate([p[2] for p in self.parts])
-        return latest_per_key(h1, h2, offsets)
+        return len(self.mapped)
 
 
 def _bundles(items: Sequence, size: Callable[[object], int], target: int) -> list[list]:
-    """Consecutive items bundled until each bundle holds at least ``target`` bytes: a Spark task
-    costs a fixed tenth of a second or so, so tasks much smaller than that waste the cores."""
+    """Consecutive items in bundles of about ``target`` bytes (an item larger than that is a bundle
+    alone): a Spark task costs a fixed tenth of a second or so, so tasks much smaller than that
+    waste the cores, and a small remainder joins the bundle before it."""
     out: list[list] = []
     current: list = []
     held = 0
@@ -509,42 +433,38 @@ def _bundles(items: Sequence, size: Callable[[object], int], target: int) -> lis
             out.append(current)
             current, held = [], 0
     if current:
-        out.append(current)
+        if out and held < target // 2:
+            out[-1].extend(current)
+        else:
+            out.append(current)
     return out
 
 
 def map_tasks(plans: Iterable[PartitionPlan], target_bytes: int = DEFAULT_TASK_BYTES) -> list[MapTask]:
     tasks = []
     for plan in plans:
-        dirty = {s.base_offset for s in plan.dirty_segments}
+        cleanable = {s.base_offset for s in plan.segments
+                     if s.base_offset < plan.first_uncleanable_offset and s is not plan.segments[-1]}
         aborted = tuple(collect_aborted_transactions([(b, list(e)) for b, e in plan.txn_indexes],
                                                      plan.first_dirty_offset, plan.first_uncleanable_offset))
         for bundle in _bundles(plan.segments, lambda s: s.size, target_bytes):
             tasks.append(MapTask(plan.key, plan.directory, tuple(bundle),
-                                 tuple(s.base_offset in dirty for s in bundle), plan.first_dirty_offset, aborted))
+                                 tuple(s.base_offset in cleanable for s in bundle), plan.first_dirty_offset, aborted))
     return tasks
 
 
-def _map_segment(fs, task: MapTask, segment: RemoteSegment, dirty: bool, sink: "_CollectingSink",
+def _map_segment(fs, task: MapTask, segment: RemoteSegment, cleanable: bool, builder: KeyMapBuilder,
                  events: list[ProducerEvent], chunk_bytes: int) -> int:
     records = _open_records(fs, _segment_path(task.directory, fs, segment.base_offset), segment.size)
     read = 0
     try:
-        if not dirty:
+        if not cleanable:
             events.extend(header_events(records))
             return 0
-        position = 0
-        if segment.base_offset < task.start_offset:
-            try:
-                index = OffsetIndex.from_bytes(segment.base_offset, fs.cat_file(
-                    _segment_path(task.directory, fs, segment.base_offset, layout.INDEX_FILE_SUFFIX)))
-                position = min(index.lookup(task.start_offset).position, segment.size)
-            except FileNotFoundError:
-                position = 0
-            events.extend(header_events(records, 0, position))
         aborted = aborted_intervals(task.aborted)
-        for chunk_position, data in read_chunks(records, position, chunk_bytes):
-            map_batches(data, chunk_position, task.start_offset, sink, aborted, events, records.path)
+        for chunk_position, data in read_chunks(records, 0, chunk_bytes):
+            builder.add(*map_chunk(data, chunk_position, task.start_offset, lambda h: is_aborted(h, aborted),
+                                   events, records.path))
             read += len(data)
     finally:
         records.close()
@@ -553,23 +473,24 @@ def _map_segment(fs, task: MapTask, segment: RemoteSegment, dirty: bool, sink: "
 
 def run_map_task(task: MapTask, url: str, storage_options: Mapping | None = None,
                  chunk_bytes: int = 8 * 1024 * 1024) -> tuple[tuple[str, int], MapPiece]:
-    """Stage 1 on some segments of a partition: the latest offset of the keys of its dirty ones,
-    and the producer batches of all."""
+    """Stage 1 on some segments of a partition: the keys of the cleanable ones (the dirty keys
+    reduced to their latest offset), and the producer batches of all."""
     started = time.process_time()
     fs, _ = filesystem_for(url, storage_options)
-    sink = _CollectingSink()
+    builder = KeyMapBuilder()
     events: list[ProducerEvent] = []
-    read = sum(_map_segment(fs, task, segment, dirty, sink, events, chunk_bytes)
-               for segment, dirty in zip(task.segments, task.dirty))
-    h1, h2, offsets = sink.reduced()
-    return task.key, MapPiece(h1, h2, offsets, events, read, len(task.segments), time.process_time() - started)
+    read = sum(_map_segment(fs, task, segment, cleanable, builder, events, chunk_bytes)
+               for segment, cleanable in zip(task.segments, task.cleanable))
+    mapped, candidates = builder.result()
+    return task.key, MapPiece(mapped, candidates, events, read, len(task.segments), time.process_time() - started)
 
 
 def merge_pieces(a: MapPiece, b: MapPiece) -> MapPiece:
-    h1, h2, offsets = latest_per_key(np.concatenate([a.h1, b.h1]), np.concatenate([a.h2, b.h2]),
-                                     np.concatenate([a.offsets, b.offsets]))
-    return MapPiece(h1, h2, offsets, a.events + b.events, a.bytes_read + b.bytes_read, a.segments + b.segments,
-                    a.cpu_s + b.cpu_s)
+    started = time.process_time()
+    mapped = KeyOffsets.concat([a.mapped, b.mapped]).latest_per_key()
+    return MapPiece(mapped, KeyOffsets.concat([a.candidates, b.candidates]), a.events + b.events,
+                    a.bytes_read + b.bytes_read, a.segments + b.segments,
+                    a.cpu_s + b.cpu_s + time.process_time() - started)
 
 
 # --- stage 2: rewriting groups ------------------------------------------------------------
@@ -584,6 +505,21 @@ class CleanTask:
     upper_bound_offset: int
     txn_indexes: tuple[tuple[int, tuple[AbortedTxn, ...]], ...]
     first_dirty_offset: int
+
+    @property
+    def offset_range(self) -> tuple[int, int]:
+        """[first, end) of the offsets its groups hold."""
+        return self.groups[0][0].base_offset, self.groups[-1][-1].upper_bound_offset
+
+
+@dataclass(frozen=True)
+class CleanInput:
+    """What a stage-2 task gets from stage 1: the surviving offsets of its range, the producers'
+    last batches, and whether it cleans the whole partition (a partition with transactions)."""
+
+    survivors: np.ndarray
+    producers: dict[int, LastRecord]
+    whole_partition: bool
 
 
 @dataclass(frozen=True)
@@ -614,17 +550,33 @@ def clean_tasks(plan: PartitionPlan, whole_partition: bool, target_bytes: int = 
     return [task(bundle) for bundle in _bundles(plan.groups, lambda g: sum(s.size for s in g), target_bytes)]
 
 
-def run_clean_task(task: CleanTask, piece: MapPiece, url: str, now_ms: int,
+def clean_inputs(piece: MapPiece, tasks: Sequence[CleanTask]) -> list[CleanInput]:
+    """Stage 1's result for a partition cut into the inputs of its stage-2 tasks (``tasks``, in
+    offset order): one per task, or, when the partition holds transactions, everything for the
+    first task, which then cleans the whole partition."""
+    survivors = survivor_offsets(piece.mapped, piece.candidates)
+    state = ProducerStateBuilder().add_all(piece.events)
+    producers = state.last_records()
+    if state.has_transactions:
+        return [CleanInput(survivors, producers, True)]
+    out = []
+    for task in tasks:
+        first, end = task.offset_range
+        cut = survivors[np.searchsorted(survivors, first):np.searchsorted(survivors, end)]
+        out.append(CleanInput(cut, producers, False))
+    return out
+
+
+def run_clean_task(task: CleanTask, given: CleanInput, url: str, now_ms: int,
                    storage_options: Mapping | None = None,
                    chunk_bytes: int = 8 * 1024 * 1024) -> list[GroupResult]:
     """Stage 2: clean each group of the task into ``.cleaned`` files beside the originals."""
     fs, _ = filesystem_for(url, storage_options)
     local = is_local(fs)
     started = time.process_time()
-    offset_map = SortedOffsets(piece.h1, piece.h2, piece.offsets, task.upper_bound_offset - 1)
-    producers = ProducerStateBuilder().add_all(piece.events).last_records()
-    ctx = FilterContext(offset_map, now_ms, task.config.delete_retention_ms, task.upper_bound_offset, producers,
-                        CleanedTransactionMetadata(), task.first_dirty_offset, np.sort(piece.offsets))
+    ctx = FilterContext(SurvivorOffsets(given.survivors, task.upper_bound_offset - 1), now_ms,
+                        task.config.delete_retention_ms, task.upper_bound_offset, given.producers,
+                        CleanedTransactionMetadata())
     txn_indexes = [(b, list(e)) for b, e in task.txn_indexes]
     results = []
     for group in task.groups:

@@ -7,10 +7,12 @@
 takes a local path, ``file://`` or ``s3://`` (``--storage key=value`` for the
 filesystem, e.g. ``endpoint_url``).
 
-Stage 1 reads the dirty segments in parallel and reduces their keys to the
-latest offset per key of each partition (``reduceByKey`` over key-hash
-arrays); stage 2 rewrites the segment groups in parallel into ``.cleaned``
-files with the broker cleaner's own code; the driver then swaps them in under
+Stage 1 reads the segments in parallel and reduces their keys to the latest
+offset per key of each partition (``reduceByKey`` over key-hash arrays when
+several tasks read one partition), which becomes the set of offsets that
+survive, cut by offset range for the stage-2 tasks and delivered to them by a
+shuffle; stage 2 rewrites the segment groups in parallel into ``.cleaned``
+files with the broker cleaner's own filter; the driver then swaps them in under
 the log dir's lease and moves ``cleaner-offset-checkpoint``. The steps are the
 plain functions of ``connector.compaction``; this module only wires them into
 Spark, names the jobs in the Spark UI and prints a line per stage.
@@ -35,33 +37,33 @@ import time
 import uuid
 from typing import Callable, Mapping, Sequence
 
-from connector.compaction import (DEFAULT_TASK_BYTES, CompactionError, CompactionLease, PartitionReport,
-                                  clean_tasks, delete_files, format_report, map_tasks, merge_pieces,
-                                  plan_compaction, report_partition, run_clean_task, run_map_task,
-                                  swap_partition)
+from connector.compaction import (DEFAULT_TASK_BYTES, CleanTask, CompactionError, CompactionLease,
+                                  PartitionReport, clean_inputs, clean_tasks, delete_files, format_report,
+                                  map_tasks, merge_pieces, plan_compaction, report_partition, run_clean_task,
+                                  run_map_task, swap_partition)
 from connector.discovery import LogDirectory
 from format.fs import storage_options_from
 
 
-# Latest offsets up to this size (10 million keys) go to stage 2 by broadcast, larger ones by a join.
-DEFAULT_BROADCAST_MAX_BYTES = 240 * 1024 * 1024
-KEY_ENTRY_BYTES = 24
+class _Progress:
+    """Lines on the driver while the job runs: the tasks done every few seconds, and a line when
+    stage 1 (every stage of the Spark job but its last) has finished, with its figures."""
 
-
-class _StageProgress:
-    """Prints the tasks done of the running Spark job every few seconds (driver side)."""
-
-    def __init__(self, sc, group_id: str, label: str, out: Callable[[str], None], every_s: float = 5.0):
+    def __init__(self, sc, group_id: str, out: Callable[[str], None], stage_one_done: Callable[[float], str],
+                 every_s: float = 5.0, poll_s: float = 0.2):
         self.sc = sc
         self.group_id = group_id
-        self.label = label
         self.out = out
+        self.stage_one_done = stage_one_done
         self.every_s = every_s
+        self.poll_s = poll_s
+        self.started = time.monotonic()
+        self.stage_one_s: float | None = None
+        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="compaction-progress", daemon=True)
-        self._last = None
 
-    def __enter__(self) -> "_StageProgress":
+    def __enter__(self) -> "_Progress":
         self._thread.start()
         return self
 
@@ -69,35 +71,55 @@ class _StageProgress:
         self._stop.set()
         self._thread.join(5)
 
-    def _run(self) -> None:
+    def finish_stage_one(self) -> None:
+        with self._lock:
+            if self.stage_one_s is None:
+                self.stage_one_s = time.monotonic() - self.started
+                self.out(self.stage_one_done(self.stage_one_s))
+
+    def _stages(self) -> list:
         tracker = self.sc.statusTracker()
-        while not self._stop.wait(self.every_s):
-            done = total = 0
+        stages = []
+        for job_id in tracker.getJobIdsForGroup(self.group_id):
+            job = tracker.getJobInfo(job_id)
+            stages.extend(job.stageIds if job else ())
+        return [tracker.getStageInfo(i) for i in sorted(stages)]
+
+    def _run(self) -> None:
+        last_line = time.monotonic()
+        shown = None
+        while not self._stop.wait(self.poll_s):
             try:
-                for job_id in tracker.getJobIdsForGroup(self.group_id):
-                    job = tracker.getJobInfo(job_id)
-                    for stage_id in (job.stageIds if job else ()):
-                        stage = tracker.getStageInfo(stage_id)
-                        if stage is not None:
-                            done += stage.numCompletedTasks
-                            total += stage.numTasks
+                stages = self._stages()
             except Exception:  # the tracker is best effort
                 continue
-            if total and (done, total) != self._last:
-                self._last = (done, total)
-                self.out(f"[compaction] {self.label}: {done}/{total} tasks")
+            if len(stages) < 2 or any(s is None for s in stages):
+                continue
+            first, last = stages[:-1], stages[-1]
+            if self.stage_one_s is None and all(s.numCompletedTasks >= s.numTasks for s in first):
+                self.finish_stage_one()
+            if time.monotonic() - last_line < self.every_s:
+                continue
+            last_line = time.monotonic()
+            if self.stage_one_s is None:
+                done, total, label = (sum(s.numCompletedTasks for s in first), sum(s.numTasks for s in first),
+                                      "stage 1/2")
+            else:
+                done, total, label = last.numCompletedTasks, last.numTasks, "stage 2/2"
+            if (label, done) != shown:
+                shown = (label, done)
+                self.out(f"[compaction] {label}: {done}/{total} tasks")
 
 
 def run_compaction(spark, url: str, topics: Sequence[str], *, storage_options: Mapping | None = None,
                    broker_config: Mapping[str, object] | None = None, now_ms: int | None = None,
                    out: Callable[[str], None] = print,
-                   broadcast_max_bytes: int = DEFAULT_BROADCAST_MAX_BYTES,
                    task_bytes: int = DEFAULT_TASK_BYTES) -> list[PartitionReport]:
     """Compact ``topics`` of the log dir at ``url``; returns a report per partition cleaned.
 
-    A task of either stage reads about ``task_bytes`` of one partition. Stage 2 gets each
-    partition's latest offsets by broadcast when all of them take at most ``broadcast_max_bytes``
-    (24 bytes a key), else by a shuffle join.
+    A task of either stage reads about ``task_bytes`` of one partition. Both stages are one Spark
+    job: stage 1's result for a partition (merged by ``reduceByKey`` when several tasks read it)
+    becomes the surviving offsets of each stage-2 task's range, which a shuffle delivers to it.
     """
     storage_options = dict(storage_options or {})
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
@@ -118,58 +140,56 @@ def run_compaction(spark, url: str, topics: Sequence[str], *, storage_options: M
             tasks = map_tasks(plans, task_bytes)
             dirty = sum(len(p.dirty_segments) for p in plans)
             dirty_bytes = sum(s.size for p in plans for s in p.dirty_segments)
+            groups = sum(len(p.groups) for p in plans)
             out(f"[compaction] planned {len(plans)} partitions: {dirty} dirty segments ({dirty_bytes:,} bytes), "
-                f"{sum(len(p.groups) for p in plans)} segment groups")
+                f"{groups} segment groups")
 
-            # Stage 1: the latest offset of every key, per partition.
-            sc.setJobDescription(f"seglog compaction 1/2: latest offset per key in {dirty} dirty segments of "
-                                 f"{len(plans)} partitions")
-            t0 = time.monotonic()
-            pieces = (sc.parallelize(tasks, len(tasks))
-                      .map(lambda task: run_map_task(task, url, storage_options))
-                      .reduceByKey(merge_pieces, numPartitions=len(plans))
-                      .persist())
-            with _StageProgress(sc, group_id, "stage 1/2", out):
-                summary = dict(pieces.mapValues(lambda p: (p.keys, p.bytes_read, p.has_transactions, p.cpu_s))
-                               .collect())
-            out(f"[compaction] stage 1/2 done: {sum(s[0] for s in summary.values()):,} distinct keys from "
-                f"{sum(s[1] for s in summary.values()):,} bytes in {time.monotonic() - t0:.1f} s "
-                f"({sum(s[3] for s in summary.values()):.1f} s of task CPU)")
-
-            # Stage 2: every segment group rewritten into .cleaned files.
-            slots: dict[tuple[str, int], list[int]] = {}
-            task_of_slot = {}
+            # Stage 2's tasks, numbered: a partition's tasks in offset order.
+            task_of_slot: dict[int, CleanTask] = {}
+            slots_of: dict[tuple[str, int], list[int]] = {}
+            whole_of: dict[tuple[str, int], CleanTask] = {}
             for plan in plans:
-                for task in clean_tasks(plan, summary[plan.key][2], task_bytes):
-                    slots.setdefault(plan.key, []).append(len(task_of_slot))
+                whole_of[plan.key] = clean_tasks(plan, True)[0]
+                for task in clean_tasks(plan, False, task_bytes):
+                    slots_of.setdefault(plan.key, []).append(len(task_of_slot))
                     task_of_slot[len(task_of_slot)] = task
-            sc.setJobDescription(f"seglog compaction 2/2: rewrite {sum(len(p.groups) for p in plans)} segment groups")
-            t1 = time.monotonic()
-            distinct_keys = sum(s[0] for s in summary.values())
-            with _StageProgress(sc, group_id, "stage 2/2", out):
-                if distinct_keys * KEY_ENTRY_BYTES <= broadcast_max_bytes:
-                    # Small enough to ship whole: each partition's latest offsets are broadcast, and
-                    # each executor fetches those of the partitions its tasks clean.
-                    shared = {key: sc.broadcast(piece) for key, piece in pieces.collect()}
+            keys = sc.accumulator(0)
+            bytes_read = sc.accumulator(0)
+            map_cpu = sc.accumulator(0.0)
 
-                    def clean(slot: int) -> list:
-                        task = task_of_slot[slot]
-                        return run_clean_task(task, shared[task.key].value, url, now_ms, storage_options)
+            def route(item):
+                key, piece = item
+                keys.add(piece.keys)
+                bytes_read.add(piece.bytes_read)
+                map_cpu.add(piece.cpu_s)
+                slots = slots_of[key]
+                return list(zip(slots, clean_inputs(piece, [task_of_slot[s] for s in slots])))
 
-                    results = sc.parallelize(sorted(task_of_slot), len(task_of_slot)).flatMap(clean).collect()
-                    for variable in shared.values():
-                        variable.destroy()
-                else:
-                    # Joined instead: each group's task receives its partition's latest offsets by a shuffle.
-                    results = (pieces.flatMap(lambda kv: [(slot, kv[1]) for slot in slots.get(kv[0], ())])
-                               .partitionBy(len(task_of_slot), lambda slot: slot)
-                               .flatMap(lambda kv: run_clean_task(task_of_slot[kv[0]], kv[1], url, now_ms,
-                                                                  storage_options))
-                               .collect())
-            pieces.unpersist()
+            def clean(item):
+                slot, given = item
+                task = whole_of[task_of_slot[slot].key] if given.whole_partition else task_of_slot[slot]
+                return run_clean_task(task, given, url, now_ms, storage_options)
+
+            sc.setJobDescription(f"seglog compaction: 1/2 latest offset per key in {dirty} dirty segments of "
+                                 f"{len(plans)} partitions, 2/2 rewrite {groups} segment groups")
+            pieces = sc.parallelize(tasks, len(tasks)).map(lambda task: run_map_task(task, url, storage_options))
+            if len(tasks) > len(plans):  # some partition is read by several tasks: merge their pieces
+                pieces = pieces.reduceByKey(merge_pieces, numPartitions=len(plans))
+
+            def stage_one_line(elapsed: float) -> str:
+                return (f"[compaction] stage 1/2 done: {keys.value:,} distinct keys from {bytes_read.value:,} bytes "
+                        f"in {elapsed:.1f} s ({map_cpu.value:.1f} s of task CPU)")
+
+            with _Progress(sc, group_id, out, stage_one_line) as progress:
+                results = (pieces.flatMap(route)
+                           .partitionBy(len(task_of_slot), lambda slot: slot)
+                           .flatMap(clean)
+                           .collect())
+                progress.finish_stage_one()
+                stage_two_s = time.monotonic() - progress.started - progress.stage_one_s
             out(f"[compaction] stage 2/2 done: {len(results)} cleaned segments, "
                 f"{sum(r.bytes_before for r in results):,} -> {sum(r.bytes_after for r in results):,} bytes "
-                f"in {time.monotonic() - t1:.1f} s ({sum(r.cpu_s for r in results):.1f} s of task CPU)")
+                f"in {stage_two_s:.1f} s ({sum(r.cpu_s for r in results):.1f} s of task CPU)")
 
             # The swap, partition by partition, then the replaced files go.
             doomed = []

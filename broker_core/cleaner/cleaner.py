@@ -237,7 +237,7 @@ def aborted_intervals(txns: Sequence[AbortedTxn]) -> dict[int, list[tuple[int, i
     return out
 
 
-def _is_aborted(h, aborted: dict[int, list[tuple[int, int]]]) -> bool:
+def is_aborted(h, aborted: dict[int, list[tuple[int, int]]]) -> bool:
     """Whether a data batch belongs to an aborted transaction. Kafka finds this by walking its
     transaction state from the dirty offset on; since a producer has one transaction open at a
     time, that walk flags exactly the producer's transactional batches between an aborted
@@ -264,7 +264,7 @@ def map_batches(data: bytes, position: int, start_offset: int, sink: MapSink,
     data_batches = []
     for batch in batches:
         h = batch.header
-        if not h.is_control and h.records_count and h.last_offset >= start_offset and not _is_aborted(h, aborted):
+        if not h.is_control and h.records_count and h.last_offset >= start_offset and not is_aborted(h, aborted):
             data_batches.append(batch)
     columns = decode_columns(data, data_batches, position, path)
     wanted = np.flatnonzero(columns.has_key & (columns.offset >= start_offset))

@@ -139,9 +139,8 @@ def test_the_job_keeps_kafkas_guarantees_round_after_round(spark, tmp_path):
                 log = broker.log_manager.get_log(TopicPartition("table", p))
                 seen[p].extend(read_from(log, consumer[p]))
                 consumer[p] = log.log_end_offset
-        # Stage 2 gets the latest offsets by a shuffle join here (by broadcast elsewhere).
-        run_compaction(spark, d, ["table"], now_ms=clock.milliseconds(), out=lambda line: None,
-                       broadcast_max_bytes=0, task_bytes=1)
+        # A task per segment in both stages: stage 1's pieces of a partition are merged by reduceByKey.
+        run_compaction(spark, d, ["table"], now_ms=clock.milliseconds(), out=lambda line: None, task_bytes=1)
         records = check_all(d, produced, clock)
         # ... the job cleans everything below the active segment ...
         for p, got in records.items():
@@ -197,7 +196,7 @@ def test_the_job_compacts_a_log_dir_on_s3(spark, tmp_path, s3_bucket):
     fs = s3fs.S3FileSystem(**options)
     fs.put(local, f"{bucket}/logs", recursive=True)
     reports = run_compaction(spark, f"s3://{bucket}/logs", ["table"], storage_options=options, now_ms=now,
-                             out=lambda line: None, broadcast_max_bytes=0)
+                             out=lambda line: None, task_bytes=1)
     assert len(reports) == 2 and all(r.bytes_after < r.bytes_before for r in reports)
     s3fs.S3FileSystem.clear_instance_cache()
     fs = s3fs.S3FileSystem(**options)
@@ -249,8 +248,11 @@ def clean_without_spark(url: str, now_ms: int):
         pieces[key] = compaction.merge_pieces(pieces[key], piece) if key in pieces else piece
     results = {}
     for plan in plans:
-        for task in compaction.clean_tasks(plan, pieces[plan.key].has_transactions, 1):
-            results.setdefault(plan.key, []).extend(compaction.run_clean_task(task, pieces[plan.key], url, now_ms))
+        tasks = compaction.clean_tasks(plan, False, 1)
+        for task, given in zip(tasks, compaction.clean_inputs(pieces[plan.key], tasks)):
+            if given.whole_partition:
+                task = compaction.clean_tasks(plan, True)[0]
+            results.setdefault(plan.key, []).extend(compaction.run_clean_task(task, given, url, now_ms))
     return plans, results
 
 
@@ -331,22 +333,3 @@ def test_the_job_settles_an_interrupted_swap_before_planning(tmp_path, monkeypat
         compaction.delete_files(fs, swap_partition(fs, d, plan, results[plan.key]))
     records = check_all(d, produced, clock)[0]
     assert len({r.key for r in records}) == len(records)
-
-
-def test_stage_twos_sorted_lookup_answers_as_the_offset_map_does():
-    import numpy as np
-
-    from broker_core.cleaner.offset_map import OffsetMap
-    from broker_core.cleaner.records import hash_keys
-
-    keys = [b"k%d" % i for i in range(500)]
-    h1, h2 = hash_keys(keys)
-    h1[10:20] = h1[9]  # distinct keys sharing a first half must still be told apart
-    offsets = np.arange(500, dtype=np.int64) * 3
-    s1, s2, so = compaction.latest_per_key(h1, h2, offsets)
-    sorted_offsets = compaction.SortedOffsets(s1, s2, so, 2000)
-    reference = OffsetMap.holding(h1, h2, offsets, 2000)
-    probe1 = np.concatenate([h1, h1[:50] ^ np.uint64(1)])
-    probe2 = np.concatenate([h2, h2[:50]])
-    assert sorted_offsets.get_many(probe1, probe2).tolist() == reference.get_many(probe1, probe2).tolist()
-    assert sorted_offsets.get_many(h1[9:21], h2[9:21]).tolist() == offsets[9:21].tolist()
