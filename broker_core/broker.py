@@ -23,6 +23,7 @@ from format.record_batch import NO_TIMESTAMP, build_batch, iter_batches
 
 from . import group_offsets
 from .clock import SYSTEM_CLOCK, Clock
+from .compaction_leases import CompactionLeases
 from .config import BrokerConfig, LogConfig
 from .errors import (InvalidPartitionsError, InvalidRequestError, InvalidTopicError, TopicAlreadyExistsError,
                      UnknownTopicOrPartitionError)
@@ -132,6 +133,10 @@ class Broker:
         except BaseException:
             self.log_manager.shutdown()
             raise
+        # Outside compaction jobs lease partitions here; lapsed leases expire on the log
+        # manager's scheduler, by the broker's clock.
+        self.compaction_leases = CompactionLeases(self.log_manager, clock)
+        self.compaction_leases.schedule_expiration(self.log_manager.scheduler)
         if background:
             self.log_manager.start_background()
         self._closed = False

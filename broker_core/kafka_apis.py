@@ -18,6 +18,11 @@ LeaveGroup, OffsetCommit, OffsetFetch, DescribeGroups, ListGroups,
 DeleteGroups) go to the ``GroupCoordinator``; JoinGroup and SyncGroup are
 answered when the rebalance completes, from whichever thread completes it.
 
+seglog's own admin APIs, CompactionLease and ReplaceSegments, let an outside
+compaction job lease partitions (pausing the broker's cleaner on them) and
+have the broker swap its cleaned segments in; the ``CompactionLeases`` table
+of the ``Broker`` does the work. They are served but never advertised.
+
 Fetch sessions (KIP-227) are not kept: every response has session id 0,
 which tells clients to send full fetch requests, as a Kafka broker with no
 free session slots does.
@@ -35,6 +40,7 @@ from format.errors import InvalidTopicError as FormatInvalidTopicError
 from format.layout import TopicPartition
 
 from .broker import Broker
+from .compaction_leases import CleanedSegment, LeasedPartition
 from .config import (BROKER_CONFIG_NAMES, CONFIG_SOURCE_IDS, DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG,
                      STATIC_BROKER_CONFIG, TOPIC_CONFIG_SYNONYMS, BrokerConfig, ConfigEntry, LogConfig)
 from .coordinator import GroupCoordinator
@@ -47,8 +53,9 @@ from .errors import (InvalidConfigurationError, InvalidPartitionsError, InvalidR
 from .group_offsets import OFFSETS_TOPIC, ensure_offsets_topic
 from .log import EARLIEST_LOCAL_TIMESTAMP, LEADER_EPOCH, MAX_TIMESTAMP
 from .protocol import Request as KafkaRequest
-from .protocol import (ApiKey, ProtocolError, UnsupportedVersionError, api_versions_fallback_response,
+from .protocol import (ApiKey, ProtocolError, SeglogApiKey, UnsupportedVersionError, api_versions_fallback_response,
                        encode_response, parse_request, supported_apis)
+from .protocol.messages.compaction import ACQUIRE, RELEASE, RENEW
 from .purgatory import DelayedOperationPurgatory, TopicPartitionOperationKey
 from .server.endpoint import EndPoint
 from .server.producer_id_manager import ProducerIdManager
@@ -115,7 +122,7 @@ class KafkaApis:
         self.fetch_purgatory = fetch_purgatory
         self.producer_id_manager = producer_id_manager
         self.group_coordinator = group_coordinator
-        self._handlers: dict[ApiKey, Callable[[Request, KafkaRequest], None]] = {
+        self._handlers: dict[ApiKey | SeglogApiKey, Callable[[Request, KafkaRequest], None]] = {
             ApiKey.PRODUCE: self.handle_produce_request,
             ApiKey.FETCH: self.handle_fetch_request,
             ApiKey.LIST_OFFSETS: self.handle_list_offsets_request,
@@ -126,6 +133,8 @@ class KafkaApis:
             ApiKey.INIT_PRODUCER_ID: self.handle_init_producer_id_request,
             ApiKey.DESCRIBE_CONFIGS: self.handle_describe_configs_request,
             ApiKey.CREATE_PARTITIONS: self.handle_create_partitions_request,
+            SeglogApiKey.COMPACTION_LEASE: self.handle_compaction_lease_request,
+            SeglogApiKey.REPLACE_SEGMENTS: self.handle_replace_segments_request,
         }
         if group_coordinator is not None:
             self._handlers.update({
@@ -146,8 +155,9 @@ class KafkaApis:
         self._shutting_down = False
 
     def _advertised_versions(self) -> list[dict]:
+        # seglog's own APIs stay out: a Kafka client must never see them.
         entries = []
-        for entry in supported_apis(sorted(self._handlers)):
+        for entry in supported_apis(sorted(k for k in self._handlers if isinstance(k, ApiKey))):
             entry = dict(entry)
             floor = MIN_VERSIONS.get(ApiKey(entry["api_key"]))
             if floor is not None:
@@ -156,7 +166,7 @@ class KafkaApis:
                 entries.append(entry)
         return entries
 
-    def _version_served(self, api_key: ApiKey, version: int) -> bool:
+    def _version_served(self, api_key: ApiKey | SeglogApiKey, version: int) -> bool:
         return version >= MIN_VERSIONS.get(api_key, 0)
 
     # --- dispatch -----------------------------------------------------------
@@ -750,10 +760,79 @@ class KafkaApis:
         self._send(request, parsed, {"throttle_time_ms": 0, "error_code": NONE, "producer_id": producer_id,
                                      "producer_epoch": 0})
 
+    # --- CompactionLease and ReplaceSegments (seglog's own) -----------------------------
+
+    def handle_compaction_lease_request(self, request: Request, parsed: KafkaRequest) -> None:
+        body = parsed.body
+        lease_id = body["lease_id"]
+        operation = body["operation"]
+        leases = self.broker.compaction_leases
+        wanted = [TopicPartition(t["name"], p) for t in body["topics"] for p in t["partitions"]]
+        try:
+            if operation == ACQUIRE:
+                outcome = leases.acquire(lease_id, wanted, body["lease_ms"])
+                partitions = [outcome[tp] for tp in wanted]
+            elif operation == RENEW:
+                partitions = leases.renew(lease_id, body["lease_ms"])
+            elif operation == RELEASE:
+                partitions = leases.release(lease_id)
+            else:
+                raise InvalidRequestError(f"unknown compaction lease operation {operation} "
+                                          f"(0 acquire, 1 renew, 2 release)")
+        except KafkaError as exc:
+            self._send(request, parsed, {"throttle_time_ms": 0, "error_code": exc.code, "error_message": str(exc),
+                                         "topics": self._lease_topics(
+                                             [LeasedPartition(tp, error=exc) for tp in wanted])})
+            return
+        first_error = next((p.error for p in partitions if p.error is not None), None)
+        self._send(request, parsed, {
+            "throttle_time_ms": 0,
+            "error_code": NONE if first_error is None else first_error.code,
+            "error_message": None if first_error is None else str(first_error),
+            "topics": self._lease_topics(partitions),
+        })
+
+    @staticmethod
+    def _lease_topics(partitions: list[LeasedPartition]) -> list[dict]:
+        topics: list[dict] = []
+        for p in partitions:
+            tp = p.topic_partition
+            entry = {"partition_index": tp.partition, "error_code": NONE if p.error is None else p.error.code,
+                     "error_message": None if p.error is None else str(p.error), "log_dir": p.log_dir}
+            # Consecutive partitions of one topic share one topic entry, as in the request.
+            if topics and topics[-1]["name"] == tp.topic:
+                topics[-1]["partitions"].append(entry)
+            else:
+                topics.append({"name": tp.topic, "partitions": [entry]})
+        return topics
+
+    def handle_replace_segments_request(self, request: Request, parsed: KafkaRequest) -> None:
+        body = parsed.body
+        lease_id = body["lease_id"]
+        topics = []
+        for topic in body["topics"]:
+            partitions = []
+            for part in topic["partitions"]:
+                tp = TopicPartition(topic["name"], part["partition_index"])
+                segments = [CleanedSegment(s["base_offset"], tuple(s["replaced_base_offsets"]))
+                            for s in part["segments"]]
+                entry = {"partition_index": tp.partition, "error_code": NONE, "error_message": None}
+                try:
+                    self.broker.compaction_leases.replace_segments(lease_id, tp, segments,
+                                                                   part["cleaned_through_offset"])
+                except KafkaError as exc:
+                    entry.update(error_code=exc.code, error_message=str(exc))
+                except Exception as exc:
+                    log.exception("replacing segments of %s failed", tp)
+                    entry.update(error_code=UnknownServerError.code, error_message=f"{tp}: {exc}")
+                partitions.append(entry)
+            topics.append({"name": topic["name"], "partitions": partitions})
+        self._send(request, parsed, {"throttle_time_ms": 0, "topics": topics})
+
     # --- introspection ----------------------------------------------------------------
 
     @property
-    def api_keys(self) -> Iterable[ApiKey]:
+    def api_keys(self) -> Iterable[ApiKey | SeglogApiKey]:
         return self._handlers.keys()
 
 

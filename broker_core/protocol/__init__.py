@@ -22,12 +22,13 @@ from .api import (
     parse_response,
     supported_apis,
 )
-from .api_keys import ApiKey
+from .api_keys import ApiKey, SeglogApiKey
 from .errors import ProtocolError, UnsupportedVersionError
 from .headers import RequestHeader
 
 __all__ = [
     "ApiKey",
+    "SeglogApiKey",
     "RequestHeader",
     "Request",
     "parse_request",

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from . import codec
-from .api_keys import ApiKey
+from .api_keys import ApiKey, SeglogApiKey, api_key_name, api_key_of
 from .errors import ProtocolError, UnsupportedVersionError
 from .headers import (
     REQUEST_HEADER,
@@ -46,8 +46,8 @@ __all__ = [
 #: Kafka's error code UNSUPPORTED_VERSION.
 UNSUPPORTED_VERSION = UnsupportedVersionError.error_code
 
-#: The (min, max) version seglog reads and writes, per API.
-SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
+#: The (min, max) version seglog reads and writes, per API (seglog's own admin APIs included).
+SUPPORTED_VERSIONS: dict[ApiKey | SeglogApiKey, tuple[int, int]] = {
     key: (a.versions.low, a.versions.high) for key, a in APIS.items()
 }
 
@@ -67,10 +67,14 @@ def supported_apis(keys: Iterable[ApiKey]) -> list[dict[str, int]]:
     """ApiVersions response entries (``api_key``, ``min_version``, ``max_version``) for ``keys``, by key.
 
     The server passes the APIs it has handlers for, so it never advertises an
-    API it would answer by closing the connection.
+    API it would answer by closing the connection. seglog's own admin APIs are
+    refused: a Kafka client must never see them, and seglog's client asks for
+    them by version without negotiating.
     """
     entries = []
     for key in sorted(set(keys)):
+        if isinstance(api_key_of(int(key)), SeglogApiKey):
+            raise ValueError(f"API {_api_name(key)} is seglog's own and is never advertised")
         if key not in SUPPORTED_VERSIONS:
             raise ValueError(f"API {_api_name(key)} is not declared in the protocol package")
         low, high = SUPPORTED_VERSIONS[key]
@@ -136,7 +140,7 @@ def api_versions_fallback_response(header: RequestHeader, api_keys: Iterable[Api
 
 
 def encode_request(
-    api_key: ApiKey | int,
+    api_key: ApiKey | SeglogApiKey | int,
     api_version: int,
     correlation_id: int,
     client_id: str | None,
@@ -157,7 +161,7 @@ def encode_request(
     return _join(parts)
 
 
-def parse_response(api_key: ApiKey | int, api_version: int, frame: bytes) -> tuple[int, dict[str, Any]]:
+def parse_response(api_key: ApiKey | SeglogApiKey | int, api_version: int, frame: bytes) -> tuple[int, dict[str, Any]]:
     """Read a response frame (without its size prefix) to a request of ``api_key`` at ``api_version``."""
     declared = _declared(api_key, api_version)
     buf: Any = frame if isinstance(frame, bytes) else memoryview(frame)
@@ -176,7 +180,7 @@ def parse_response(api_key: ApiKey | int, api_version: int, frame: bytes) -> tup
 # --- helpers --------------------------------------------------------------------
 
 
-def _declared(api_key: ApiKey | int, api_version: int) -> Api:
+def _declared(api_key: ApiKey | SeglogApiKey | int, api_version: int) -> Api:
     declared = APIS.get(api_key)  # type: ignore[call-overload]
     if declared is None:
         raise ProtocolError(f"API key {_api_name(api_key)} is not declared in the protocol package")
@@ -207,7 +211,4 @@ def _peek_error_code(buf: Any, pos: int) -> int | None:
 
 
 def _api_name(api_key: int) -> str:
-    try:
-        return f"{ApiKey(api_key).name} ({int(api_key)})"
-    except ValueError:
-        return str(int(api_key))
+    return api_key_name(api_key)

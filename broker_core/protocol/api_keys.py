@@ -1,15 +1,19 @@
-"""Kafka's API keys: the int16 every request header starts with.
+"""API keys: the int16 every request header starts with.
 
-The enum lists every key Kafka assigns, declared or not here, so a log line or
-an error names the API a client asked for even when seglog does not serve it.
-Names are those of Kafka's ``ApiKeys`` enum.
+``ApiKey`` lists every key Kafka assigns, declared or not here, so a log line
+or an error names the API a client asked for even when seglog does not serve
+it. Names are those of Kafka's ``ApiKeys`` enum.
+
+``SeglogApiKey`` lists seglog's own admin APIs. Their keys lie far above
+Kafka's range, so no Kafka client, old or new, ever sends or expects one of
+them by accident; the broker does not advertise them in ApiVersions either.
 """
 
 from __future__ import annotations
 
 from enum import IntEnum
 
-__all__ = ["ApiKey"]
+__all__ = ["ApiKey", "SeglogApiKey", "api_key_of", "api_key_name"]
 
 
 class ApiKey(IntEnum):
@@ -111,3 +115,33 @@ class ApiKey(IntEnum):
     def message_name(self) -> str:
         """The CamelCase stem of Kafka's message names: ``LIST_OFFSETS`` -> ``ListOffsets``."""
         return "".join(part.capitalize() for part in self.name.split("_"))
+
+
+class SeglogApiKey(IntEnum):
+    """seglog's admin APIs, served on the Kafka listener to seglog's own clients only."""
+
+    COMPACTION_LEASE = 32000
+    REPLACE_SEGMENTS = 32001
+
+    @property
+    def message_name(self) -> str:
+        """The CamelCase stem of the message names: ``REPLACE_SEGMENTS`` -> ``ReplaceSegments``."""
+        return "".join(part.capitalize() for part in self.name.split("_"))
+
+
+def api_key_of(raw: int) -> ApiKey | SeglogApiKey | int:
+    """The enum member for a key read off the wire; the raw int when no enum names it."""
+    for enum in (ApiKey, SeglogApiKey):
+        try:
+            return enum(raw)
+        except ValueError:
+            continue
+    return raw
+
+
+def api_key_name(api_key: int) -> str:
+    """``NAME (key)`` for a known key, the bare number otherwise (for messages)."""
+    found = api_key_of(int(api_key))
+    if isinstance(found, (ApiKey, SeglogApiKey)):
+        return f"{found.name} ({int(found)})"
+    return str(int(api_key))

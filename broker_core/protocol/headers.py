@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .api_keys import ApiKey
+from .api_keys import ApiKey, api_key_of
 from .schema import F, Message, Versions
 
 __all__ = [
@@ -52,7 +52,8 @@ RESPONSE_HEADER = Message(
 class RequestHeader:
     """The header of one request, as read off the wire.
 
-    ``api_key`` is an ``ApiKey`` when Kafka assigns the number, else the raw int.
+    ``api_key`` is an ``ApiKey`` when Kafka assigns the number, a ``SeglogApiKey``
+    for seglog's own admin APIs, else the raw int.
     ``header_version`` is 1 or 2 (0 only for ControlledShutdown v0); for an
     API this package does not declare it is 1, since which of its versions
     are flexible is unknown here (only the fields up to the client id are
@@ -81,13 +82,8 @@ def response_header_version(api_key: int, api_version: int, flexible: Versions |
 
 
 def header_from_body(body: dict[str, Any], header_version: int) -> RequestHeader:
-    raw_key = body["request_api_key"]
-    try:
-        api_key: int = ApiKey(raw_key)
-    except ValueError:
-        api_key = raw_key
     return RequestHeader(
-        api_key=api_key,
+        api_key=api_key_of(body["request_api_key"]),
         api_version=body["request_api_version"],
         correlation_id=body["correlation_id"],
         client_id=body["client_id"] if header_version >= 1 else None,

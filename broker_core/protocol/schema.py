@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from .api_keys import ApiKey
+from .api_keys import ApiKey, SeglogApiKey
 from .types import PRIMITIVE_TYPES, ZERO_UUID
 
 __all__ = ["Versions", "Field", "Message", "Api", "F", "api", "snake_case", "SchemaError"]
@@ -253,9 +253,10 @@ def _check_struct(where: str, fields: tuple[Field, ...], valid: Versions, flexib
 
 @dataclass(frozen=True, eq=False)
 class Api:
-    """One Kafka API: its key, the versions seglog declares, and its request and response schemas."""
+    """One API (Kafka's, or one of seglog's own): its key, the versions seglog declares, and its
+    request and response schemas."""
 
-    key: ApiKey
+    key: ApiKey | SeglogApiKey
     request: Message
     response: Message
 
@@ -264,7 +265,8 @@ class Api:
         return self.request.valid
 
 
-def api(key: ApiKey, valid: str, flexible: str, *, request: Iterable[Field], response: Iterable[Field]) -> Api:
+def api(key: ApiKey | SeglogApiKey, valid: str, flexible: str, *, request: Iterable[Field],
+        response: Iterable[Field]) -> Api:
     """Declare an API; request and response share valid and flexible versions, as in Kafka."""
     valid_range, flexible_range = Versions.parse(valid), Versions.parse(flexible)
     stem = key.message_name

@@ -1,13 +1,19 @@
-"""Every API seglog declares, by key; adding an API is adding its module's declaration here."""
+"""Every API seglog declares, by key; adding an API is adding its module's declaration here.
+
+``KAFKA_APIS`` holds Kafka's APIs, ``SEGLOG_APIS`` seglog's own admin APIs
+(never advertised to Kafka clients), ``APIS`` both: what the codec and the
+request parser serve.
+"""
 
 from __future__ import annotations
 
 from types import MappingProxyType
 from typing import Mapping
 
-from ..api_keys import ApiKey
+from ..api_keys import ApiKey, SeglogApiKey
 from ..schema import Api
 from .cluster import API_VERSIONS, METADATA
+from .compaction import COMPACTION_LEASE, REPLACE_SEGMENTS
 from .groups import (
     DELETE_GROUPS,
     DESCRIBE_GROUPS,
@@ -24,13 +30,19 @@ from .producers import INIT_PRODUCER_ID
 from .records import FETCH, LIST_OFFSETS, PRODUCE
 from .topics import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS
 
-__all__ = ["APIS"]
+__all__ = ["APIS", "KAFKA_APIS", "SEGLOG_APIS"]
 
-_ALL = (
+_KAFKA = (
     PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP,
     HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS, API_VERSIONS, CREATE_TOPICS,
     DELETE_TOPICS, INIT_PRODUCER_ID, DESCRIBE_CONFIGS, CREATE_PARTITIONS, DELETE_GROUPS,
 )
 
-#: The declared APIs by key, in key order.
-APIS: Mapping[ApiKey, Api] = MappingProxyType({a.key: a for a in sorted(_ALL, key=lambda a: a.key)})
+_SEGLOG = (COMPACTION_LEASE, REPLACE_SEGMENTS)
+
+#: Kafka's APIs seglog declares, by key, in key order.
+KAFKA_APIS: Mapping[ApiKey, Api] = MappingProxyType({a.key: a for a in sorted(_KAFKA, key=lambda a: a.key)})
+#: seglog's own admin APIs, by key, in key order.
+SEGLOG_APIS: Mapping[SeglogApiKey, Api] = MappingProxyType({a.key: a for a in sorted(_SEGLOG, key=lambda a: a.key)})
+#: Every declared API by key, in key order.
+APIS: Mapping[ApiKey | SeglogApiKey, Api] = MappingProxyType({**KAFKA_APIS, **SEGLOG_APIS})

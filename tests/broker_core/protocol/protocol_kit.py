@@ -15,16 +15,23 @@ import uuid
 from functools import lru_cache
 from typing import Any
 
-from broker_core.protocol.messages import APIS
+from broker_core.protocol.messages import APIS, KAFKA_APIS
 from broker_core.protocol.schema import Field, Message
 from broker_core.protocol.types import ZERO_UUID
 
-ALL_CASES = [
-    (api.key, kind, version)
-    for api in APIS.values()
-    for kind in ("request", "response")
-    for version in range(api.versions.low, api.versions.high + 1)
-]
+def _cases(apis) -> list[tuple]:
+    return [
+        (api.key, kind, version)
+        for api in apis.values()
+        for kind in ("request", "response")
+        for version in range(api.versions.low, api.versions.high + 1)
+    ]
+
+
+#: Every declared message version, seglog's own admin APIs included (round trips, fuzzing).
+ALL_CASES = _cases(APIS)
+#: Kafka's message versions only: what kafka-python and Kafka's JSON can be compared with.
+KAFKA_CASES = _cases(KAFKA_APIS)
 
 
 def case_id(case: tuple) -> str:

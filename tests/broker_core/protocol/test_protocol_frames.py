@@ -13,6 +13,7 @@ from broker_core.protocol import (
     ProtocolError,
     Request,
     RequestHeader,
+    SeglogApiKey,
     UnsupportedVersionError,
     api_versions_fallback_response,
     encode_request,
@@ -52,6 +53,37 @@ def test_a_null_client_id_parses_as_none():
 def test_api_key_is_an_api_key_member():
     request = parse_request(encode_request(ApiKey.METADATA, 1, 1, "c", {"topics": None})[4:])
     assert request.header.api_key is ApiKey.METADATA
+
+
+def test_a_seglog_admin_request_parses_with_a_v2_header_and_a_seglog_api_key():
+    # Header v2: key, version, correlation id, classic client id, empty tagged fields.
+    header = struct.pack(">hhi", 32000, 0, 8) + b"\x00\x03job" + b"\x00"
+    # Compact strings and arrays (length + 1), then each struct's and the body's tagged fields.
+    body = (b"\x04abc" + b"\x00" + b"\x00\x00\x75\x30"
+            + b"\x02" + b"\x02t" + b"\x03" + b"\x00\x00\x00\x00" + b"\x00\x00\x00\x02" + b"\x00" + b"\x00")
+    request = parse_request(header + body)
+    assert request.header == RequestHeader(SeglogApiKey.COMPACTION_LEASE, 0, 8, "job", 2)
+    assert request.header.api_key is SeglogApiKey.COMPACTION_LEASE
+    assert request.body == {"lease_id": "abc", "operation": 0, "lease_ms": 30000,
+                            "topics": [{"name": "t", "partitions": [0, 2]}]}
+    assert encode_request(SeglogApiKey.COMPACTION_LEASE, 0, 8, "job", request.body) == (
+        struct.pack(">i", len(header + body)) + header + body)
+
+
+def test_a_seglog_admin_response_has_a_v1_header():
+    header = RequestHeader(SeglogApiKey.REPLACE_SEGMENTS, 0, 12, "job", 2)
+    body = {"throttle_time_ms": 0, "topics": [{"name": "t", "partitions": [
+        {"partition_index": 1, "error_code": 42, "error_message": "no"}]}]}
+    frame = encode_response(header, body)
+    assert frame[4:9] == struct.pack(">i", 12) + b"\x00"
+    assert parse_response(SeglogApiKey.REPLACE_SEGMENTS, 0, frame[4:]) == (12, body)
+
+
+def test_a_seglog_admin_api_outside_v0_raises_unsupported_version_naming_it():
+    with pytest.raises(UnsupportedVersionError) as caught:
+        parse_request(struct.pack(">hhi", 32001, 1, 9) + b"\x00\x01c\x00" + b"\x00" * 8)
+    assert caught.value.header.api_key is SeglogApiKey.REPLACE_SEGMENTS
+    assert "REPLACE_SEGMENTS v1 is not supported" in str(caught.value)
 
 
 def test_encode_request_puts_the_size_prefix_first():

@@ -10,9 +10,9 @@ from importlib import resources
 
 import pytest
 
-from broker_core.protocol import SUPPORTED_VERSIONS, ApiKey, supported_apis
+from broker_core.protocol import SUPPORTED_VERSIONS, ApiKey, SeglogApiKey, supported_apis
 from broker_core.protocol.headers import REQUEST_HEADER, RESPONSE_HEADER
-from broker_core.protocol.messages import APIS
+from broker_core.protocol.messages import APIS, KAFKA_APIS, SEGLOG_APIS
 from broker_core.protocol.schema import F, Field, Message, SchemaError, Versions, api, snake_case
 from broker_core.protocol.types import ZERO_UUID
 
@@ -37,6 +37,8 @@ EXPECTED_VERSIONS = {
     ApiKey.DESCRIBE_CONFIGS: (1, 4),
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.DELETE_GROUPS: (0, 2),
+    SeglogApiKey.COMPACTION_LEASE: (0, 0),
+    SeglogApiKey.REPLACE_SEGMENTS: (0, 0),
 }
 
 
@@ -121,7 +123,7 @@ def _our_facts_in_version(fields: tuple[Field, ...], version: int) -> list:
     return facts
 
 
-MESSAGES = [(api.key, message) for api in APIS.values() for message in (api.request, api.response)]
+MESSAGES = [(api.key, message) for api in KAFKA_APIS.values() for message in (api.request, api.response)]
 
 
 @pytest.mark.parametrize("key,message", MESSAGES, ids=[m.name for _, m in MESSAGES])
@@ -167,6 +169,8 @@ def test_kafka_python_finds_a_common_version_for_every_api():
     from protocol_kit import kp_class
 
     for key, (low, high) in SUPPORTED_VERSIONS.items():
+        if key not in KAFKA_APIS:
+            continue
         cls = kp_class(key, "request")
         assert cls.min_version <= high and low <= cls.max_version, key.name
 
@@ -177,6 +181,24 @@ def test_supported_apis_lists_entries_in_key_order():
         {"api_key": 3, "min_version": 0, "max_version": 12},
         {"api_key": 18, "min_version": 0, "max_version": 4},
     ]
+
+
+def test_supported_apis_refuses_seglogs_own_apis_so_api_versions_never_lists_them():
+    for key in SEGLOG_APIS:
+        with pytest.raises(ValueError, match="never advertised"):
+            supported_apis([ApiKey.API_VERSIONS, key])
+        with pytest.raises(ValueError, match="never advertised"):
+            supported_apis([int(key)])
+
+
+def test_seglogs_own_api_keys_lie_outside_kafkas_range_and_are_flexible_from_v0():
+    assert [int(k) for k in SEGLOG_APIS] == [32000, 32001]
+    assert not set(map(int, SEGLOG_APIS)) & set(map(int, ApiKey))
+    assert set(APIS) == set(KAFKA_APIS) | set(SEGLOG_APIS)
+    for declared in SEGLOG_APIS.values():
+        assert declared.request.flexible == Versions.parse("0+")
+    assert SEGLOG_APIS[SeglogApiKey.COMPACTION_LEASE].request.name == "CompactionLeaseRequest"
+    assert SEGLOG_APIS[SeglogApiKey.REPLACE_SEGMENTS].response.name == "ReplaceSegmentsResponse"
 
 
 def test_supported_apis_refuses_an_api_that_is_not_declared():
