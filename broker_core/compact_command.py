@@ -2,6 +2,7 @@
 
     seglog compact --log-dir D [--topic T ...]                       the broker's cleaner, in this process
     seglog compact --spark --log-dir D|URL --topic T [--master M]    the Spark job, through spark-submit
+    seglog compact --spark --log-dir D --bootstrap H:P ...           the job, on a log dir a broker runs on
 
 In-process, the log dir is opened as an embedded broker (so it must not be
 in use) and its cleaner cleans every compacted partition (of the topics
@@ -137,7 +138,7 @@ def _project_root() -> str:
 
 def spark_submit_command(path: str, topics: list[str], *, master: str | None = None,
                          storage: Sequence[str] = (), broker_config: Sequence[str] = (),
-                         conf: Sequence[str] = ()) -> tuple[list[str], str]:
+                         conf: Sequence[str] = (), bootstrap: str | None = None) -> tuple[list[str], str]:
     """The spark-submit command running the compaction job, and the directory to run it from."""
     root = _project_root()
     submit = shutil.which("spark-submit") or os.path.join(os.path.dirname(sys.executable), "spark-submit")
@@ -153,6 +154,8 @@ def spark_submit_command(path: str, topics: list[str], *, master: str | None = N
         command += ["--storage", item]
     for item in broker_config:
         command += ["--broker-config", item]
+    if bootstrap:
+        command += ["--bootstrap", bootstrap]
     return command, root
 
 
@@ -176,7 +179,8 @@ def compact_with_spark(args: argparse.Namespace) -> int:
             print("Nothing to compact: no topic of this log dir is compacted.")
             return 0
     command, root = spark_submit_command(path, topics, master=args.master, storage=args.storage or (),
-                                         broker_config=args.broker_config or (), conf=args.conf or ())
+                                         broker_config=args.broker_config or (), conf=args.conf or (),
+                                         bootstrap=args.bootstrap)
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
     return subprocess.call(command, cwd=root, env=env)
 
@@ -194,8 +198,9 @@ def _pairs(items: Sequence[str] | None) -> dict[str, str]:
 def run(args: argparse.Namespace) -> int:
     if args.spark:
         return compact_with_spark(args)
-    if args.master or args.storage or args.conf:
-        raise ValueError("--master, --storage and --conf go with --spark")
+    if args.master or args.storage or args.conf or args.bootstrap:
+        raise ValueError("--master, --storage, --conf and --bootstrap go with --spark (a running broker cleans "
+                         "its own logs)")
     return compact_in_process(args.log_dir, args.topic, _pairs(args.broker_config))
 
 
@@ -212,4 +217,7 @@ def add_parser(commands) -> None:
     compact.add_argument("--storage", action="append", metavar="KEY=VALUE",
                          help="--spark: a filesystem option, e.g. endpoint_url=http://127.0.0.1:8333")
     compact.add_argument("--conf", action="append", metavar="KEY=VALUE", help="--spark: a Spark setting")
+    compact.add_argument("--bootstrap", metavar="HOST:PORT",
+                         help="--spark: the listener of the broker running on the log dir; the job leases the "
+                              "partitions from it and the broker swaps the cleaned segments in")
     compact.set_defaults(run=run)

@@ -1,26 +1,31 @@
 """The distributed compaction job's steps as plain functions; ``compaction_job`` wires them into Spark.
 
-Driver, before: take the lease (``CompactionLease``), settle what an earlier
-interrupted swap left (``recover_partition``, the log loader's rules), and
-plan each partition with the broker cleaner's rules (``plan_partition``):
-first dirty offset from ``cleaner-offset-checkpoint``, first uncleanable
-offset (active segment, ``min.compaction.lag.ms``), segment groups.
+Driver, before: take the lease (``compaction_lease``: the log dir's lock file,
+or a lease from the broker running on it), settle what an earlier interrupted
+swap left (``recover_partition``, the log loader's rules; a running broker
+settles its own), and plan each partition with the broker cleaner's rules
+(``plan_partition``): first dirty offset from ``cleaner-offset-checkpoint``,
+first uncleanable offset (active segment, ``min.compaction.lag.ms``), segment
+groups.
 
 Stage 1 (``run_map_task``, a task per ~256 MiB of a partition's segments):
-dirty segments' keys are hashed and reduced to their latest offset; every
-segment also reports the headers of its producers' batches. Pieces of one
-partition merge (``merge_pieces``) into the partition's latest offset per key,
-sorted by key hash (``SortedOffsets`` answers lookups by binary search).
+the keys of the cleanable segments are hashed; those of the dirty section are
+reduced to their latest offset, the others kept as candidates; every segment
+also reports the headers of its producers' batches. Pieces of one partition
+merge (``merge_pieces``), and ``clean_inputs`` turns the partition's result
+into the offsets that survive (``broker_core.cleaner.survivors``), cut by the
+offset ranges of its stage-2 tasks.
 
 Stage 2 (``run_clean_task``, a task per ~256 MiB of segment groups, or one per
 partition when it holds transactions, whose state runs through the log in
-order): each group is cleaned by the broker's own ``clean_group`` into
-``.cleaned`` files beside the originals (built locally and uploaded for
-object storage).
+order): each group is cleaned by the broker's own ``clean_group``, records
+chosen by offset, into ``.cleaned`` files beside the originals (built locally
+and uploaded for object storage).
 
 Driver, after: per partition, the cleaned segments are swapped in by Kafka's
-renames (``swap_partition``), ``cleaner-offset-checkpoint`` moves to the end
-of the cleaned range, and the replaced files are deleted.
+renames (``swap_partition``) and ``cleaner-offset-checkpoint`` moves to the end
+of the cleaned range, or the broker holding the lease does both; then the
+replaced files are deleted.
 """
 
 from __future__ import annotations
@@ -30,7 +35,9 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Callable, Iterable, Mapping, Sequence
@@ -48,6 +55,8 @@ from broker_core.cleaner.transactions import (CleanedTransactionMetadata, LastRe
 from broker_core.config import BrokerConfig, LogConfig
 from broker_core.errors import LogDirInUseError
 from broker_core.log_loader import plan_swap_recovery
+from broker_core.protocol.api_keys import SeglogApiKey
+from broker_core.protocol.messages.compaction import ACQUIRE, RELEASE, RENEW
 from broker_core.topic_store import STORE_FILE
 from format import layout
 from format.checkpoint import OffsetCheckpointFile
@@ -177,38 +186,161 @@ def first_batch_timestamp(fs, directory: str, segment: RemoteSegment) -> int:
 # --- the lease and recovery ------------------------------------------------------
 
 
-class CompactionLease:
-    """The right to swap segments in a log dir, held for the whole job.
+DEFAULT_LEASE_MS = 60_000
+
+
+class LockFileLease:
+    """The right to swap segments in a log dir no broker is running on.
 
     A local log dir is leased by its lock file, as an embedded broker holds
-    it: a running broker holding it makes the job fail at once, and no broker
-    can start (and remove the job's ``.cleaned`` files) while the job runs.
-    Until the broker's admin API can lease single partitions from a running
-    broker, that is the only owner a lease is held against; a log dir on
-    object storage has no running owner and is not locked.
+    it: a running broker holding it makes the job fail at once (unless it is
+    reached through ``BrokerLease``), and no broker can start (and remove the
+    job's ``.cleaned`` files) while the job runs. A log dir on object storage
+    has no running owner and is not locked. The driver swaps the cleaned
+    segments in itself, by Kafka's renames, and settles what an interrupted
+    swap left before planning.
     """
+
+    settles_leftovers = True
 
     def __init__(self, fs, root: str):
         self.fs = fs
         self.root = root
         self._lock = None
 
-    def __enter__(self) -> "CompactionLease":
+    def __enter__(self) -> "LockFileLease":
         if is_local(self.fs):
             from broker_core.log_manager import _DirLock
 
             try:
                 self._lock = _DirLock(self.root)
             except LogDirInUseError as exc:
-                raise CompactionError(f"cannot compact {self.root}: {exc}; stop the broker that owns it "
-                                      f"(the compaction job swaps segments only in a log dir no broker holds)"
-                                      ) from None
+                raise CompactionError(f"cannot compact {self.root}: {exc}; a running broker owns it: pass its "
+                                      f"listener as bootstrap (--bootstrap HOST:PORT) to compact through it, "
+                                      f"or stop it") from None
         return self
 
     def __exit__(self, *exc) -> None:
         if self._lock is not None:
             self._lock.release()
             self._lock = None
+
+    def swap(self, plan: PartitionPlan, results: Sequence["GroupResult"]) -> list[str]:
+        """Swap the partition's cleaned groups in; returns the replaced files to delete."""
+        return swap_partition(self.fs, self.root, plan, results)
+
+
+class BrokerLease:
+    """The right to swap segments in a log dir a running broker owns, held against that broker
+    through its admin API (seglog's CompactionLease request): the broker pauses its own cleaner on
+    the leased partitions, the lease is renewed in the background every third of ``lease_ms``
+    (a job that dies lets it lapse and the broker resumes cleaning), and the broker, which has the
+    logs open, swaps the job's cleaned segments in (ReplaceSegments) and moves its checkpoint."""
+
+    settles_leftovers = False  # the owner settles its own directory when it loads it
+
+    def __init__(self, bootstrap: str, partitions: Sequence[TopicPartition], lease_ms: int = DEFAULT_LEASE_MS,
+                 client_factory: Callable[[str], object] | None = None):
+        from broker_core.server.protocol_client import ProtocolClient
+
+        self.bootstrap = bootstrap
+        self.partitions = list(partitions)
+        self.lease_ms = lease_ms
+        self.lease_id = f"seglog-compaction-{uuid.uuid4()}"
+        self._client_factory = client_factory or ProtocolClient
+        self._client = None
+        self._send_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._renewer: threading.Thread | None = None
+        self.lost: str | None = None  # why the lease was lost, if it was
+
+    def _send(self, api_key, body: dict) -> dict:
+        with self._send_lock:
+            return self._client.send(api_key, body, version=0)
+
+    def _lease(self, operation: int, topics: list | None = None) -> dict:
+        return self._send(SeglogApiKey.COMPACTION_LEASE, {"lease_id": self.lease_id, "operation": operation,
+                                                          "lease_ms": self.lease_ms, "topics": topics or []})
+
+    def __enter__(self) -> "BrokerLease":
+        self._client = self._client_factory(self.bootstrap)
+        by_topic: dict[str, list[int]] = {}
+        for tp in self.partitions:
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+        try:
+            response = self._lease(ACQUIRE, [{"name": t, "partitions": sorted(ps)}
+                                                   for t, ps in sorted(by_topic.items())])
+            if response["error_code"]:
+                refused = [f"{t['name']}-{p['partition_index']}: {_error_text(p)}" for t in response["topics"]
+                           for p in t["partitions"] if p["error_code"]]
+                raise CompactionError(f"the broker at {self.bootstrap} refused to lease "
+                                      f"{'; '.join(refused) or _error_text(response)}")
+        except BaseException:
+            self._client.close()
+            raise
+        self._renewer = threading.Thread(target=self._renew, name="compaction-lease", daemon=True)
+        self._renewer.start()
+        return self
+
+    def _renew(self) -> None:
+        while not self._stop.wait(self.lease_ms / 3000):
+            try:
+                response = self._lease(RENEW)
+            except Exception as exc:  # a later renewal may still get through before the lease lapses
+                log.warning("renewing compaction lease %s failed: %s", self.lease_id, exc)
+                continue
+            if response["error_code"]:
+                self.lost = _error_text(response)
+                return
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._renewer is not None:
+            self._renewer.join(10)
+        try:
+            if self.lost is None:
+                self._lease(RELEASE)
+        except Exception as error:  # the lease lapses on its own
+            log.warning("releasing compaction lease %s failed: %s", self.lease_id, error)
+        finally:
+            self._client.close()
+
+    def swap(self, plan: PartitionPlan, results: Sequence["GroupResult"]) -> list[str]:
+        """Ask the broker to swap the partition's cleaned groups in; it deletes the replaced files."""
+        if self.lost is not None:
+            raise CompactionError(f"{plan.topic_partition}: the lease on the broker at {self.bootstrap} was lost "
+                                  f"({self.lost}); nothing was swapped in")
+        segments = [{"base_offset": r.base_offset, "replaced_base_offsets": list(r.replaced)}
+                    for r in sorted(results, key=lambda r: r.base_offset)]
+        tp = plan.topic_partition
+        response = self._send(SeglogApiKey.REPLACE_SEGMENTS, {"lease_id": self.lease_id, "topics": [
+            {"name": tp.topic, "partitions": [{"partition_index": tp.partition,
+                                               "cleaned_through_offset": plan.first_uncleanable_offset,
+                                               "segments": segments}]}]})
+        for topic in response["topics"]:
+            for partition in topic["partitions"]:
+                if partition["error_code"]:
+                    raise CompactionError(f"{tp}: the broker at {self.bootstrap} did not swap the cleaned "
+                                          f"segments in: {_error_text(partition)}")
+        return []
+
+
+def _error_text(entry: Mapping) -> str:
+    from broker_core.errors import error_for_code
+
+    name = getattr(error_for_code(entry["error_code"]), "name", str(entry["error_code"]))
+    message = entry.get("error_message")
+    return f"{name}" + (f" ({message})" if message else "")
+
+
+def compaction_lease(directory, topics: Sequence[str], bootstrap: str | None = None,
+                     lease_ms: int = DEFAULT_LEASE_MS):
+    """The lease the job holds on ``directory`` (a ``LogDirectory``): against the broker at
+    ``bootstrap`` when one runs on it, else the log dir's lock file."""
+    if bootstrap is None:
+        return LockFileLease(directory.fs, directory.root)
+    present = directory.topics(include_internal=True)
+    return BrokerLease(bootstrap, [TopicPartition(t, p) for t in topics for p in present.get(t, ())], lease_ms)
 
 
 def _rename(fs, source: str, target: str) -> None:
@@ -354,9 +486,11 @@ def plan_partition(fs, directory: str, tp: TopicPartition, config: LogConfig, *,
 
 
 def plan_compaction(url: str, topics: Sequence[str], *, storage_options: Mapping | None = None,
-                    now_ms: int, broker_config: Mapping[str, object] | None = None) -> list[PartitionPlan]:
+                    now_ms: int, broker_config: Mapping[str, object] | None = None,
+                    settle_leftovers: bool = True) -> list[PartitionPlan]:
     """Plan every partition of ``topics`` in the log dir at ``url`` (partitions with nothing to
-    clean are left out). Topics must exist and be compacted."""
+    clean are left out). Topics must exist and be compacted. With ``settle_leftovers`` an
+    interrupted swap's files are settled first (not under a running broker, which owns them)."""
     from .discovery import LogDirectory
 
     directory = LogDirectory(url, storage_options)
@@ -376,7 +510,8 @@ def plan_compaction(url: str, topics: Sequence[str], *, storage_options: Mapping
                                   f"topics whose cleanup.policy includes compact are compacted")
         for partition in present[topic]:
             tp = TopicPartition(topic, partition)
-            recover_partition(fs, directory.partition_dir(tp))
+            if settle_leftovers:
+                recover_partition(fs, directory.partition_dir(tp))
             info = directory.describe(tp, starts)
             plan = plan_partition(fs, directory.partition_dir(tp), tp, config,
                                   log_start_offset=info.log_start_offset, log_end_offset=info.log_end_offset,

@@ -37,10 +37,10 @@ import time
 import uuid
 from typing import Callable, Mapping, Sequence
 
-from connector.compaction import (DEFAULT_TASK_BYTES, CleanTask, CompactionError, CompactionLease,
-                                  PartitionReport, clean_inputs, clean_tasks, delete_files, format_report,
-                                  map_tasks, merge_pieces, plan_compaction, report_partition, run_clean_task,
-                                  run_map_task, swap_partition)
+from connector.compaction import (DEFAULT_LEASE_MS, DEFAULT_TASK_BYTES, CleanTask, CompactionError,
+                                  PartitionReport, clean_inputs, clean_tasks, compaction_lease, delete_files,
+                                  format_report, map_tasks, merge_pieces, plan_compaction, report_partition,
+                                  run_clean_task, run_map_task)
 from connector.discovery import LogDirectory
 from format.fs import storage_options_from
 
@@ -113,9 +113,14 @@ class _Progress:
 
 def run_compaction(spark, url: str, topics: Sequence[str], *, storage_options: Mapping | None = None,
                    broker_config: Mapping[str, object] | None = None, now_ms: int | None = None,
-                   out: Callable[[str], None] = print,
+                   out: Callable[[str], None] = print, bootstrap: str | None = None,
+                   lease_ms: int = DEFAULT_LEASE_MS,
                    task_bytes: int = DEFAULT_TASK_BYTES) -> list[PartitionReport]:
     """Compact ``topics`` of the log dir at ``url``; returns a report per partition cleaned.
+
+    With ``bootstrap`` (the listener of the broker running on the log dir) the job leases the
+    partitions from that broker and the broker swaps the cleaned segments in; without, the log
+    dir must have no running broker and the job swaps them itself under the dir's lock.
 
     A task of either stage reads about ``task_bytes`` of one partition. Both stages are one Spark
     job: stage 1's result for a partition (merged by ``reduceByKey`` when several tasks read it)
@@ -124,15 +129,15 @@ def run_compaction(spark, url: str, topics: Sequence[str], *, storage_options: M
     storage_options = dict(storage_options or {})
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     directory = LogDirectory(url, storage_options)
-    fs, root = directory.fs, directory.root
+    fs = directory.fs
     sc = spark.sparkContext
     group_id = f"seglog-compaction-{uuid.uuid4().hex[:8]}"
     sc.setJobGroup(group_id, f"seglog compaction of {','.join(topics)} in {url}", interruptOnCancel=True)
     try:
-        with CompactionLease(fs, root):
+        with compaction_lease(directory, topics, bootstrap, lease_ms) as lease:
             started = time.monotonic()
             plans = plan_compaction(url, topics, storage_options=storage_options, now_ms=now_ms,
-                                    broker_config=broker_config)
+                                    broker_config=broker_config, settle_leftovers=lease.settles_leftovers)
             if not plans:
                 out(f"[compaction] nothing to clean in {', '.join(topics)}")
                 return []
@@ -196,7 +201,7 @@ def run_compaction(spark, url: str, topics: Sequence[str], *, storage_options: M
             reports = []
             for key in sorted(by_key):
                 plan = by_key[key]
-                doomed.extend(swap_partition(fs, root, plan, [r for r in results if r.key == key]))
+                doomed.extend(lease.swap(plan, [r for r in results if r.key == key]))
                 reports.append(report_partition(fs, plan))
             delete_files(fs, doomed)
             out(f"[compaction] swapped in {len(results)} segments in {len(plans)} partitions; "
@@ -229,6 +234,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="a filesystem option (key, secret, endpoint_url, ...)")
     parser.add_argument("--broker-config", action="append", metavar="KEY=VALUE",
                         help="a broker default the topics' settings derive from")
+    parser.add_argument("--bootstrap", metavar="HOST:PORT",
+                        help="the listener of a broker running on the log dir: the job leases the topics' "
+                             "partitions from it and it swaps the cleaned segments in")
+    parser.add_argument("--lease-ms", type=int, default=DEFAULT_LEASE_MS,
+                        help="how long the broker keeps the lease without a renewal (default 60000)")
     parser.add_argument("--now-ms", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     topics = [t.strip() for t in args.topics.split(",") if t.strip()]
@@ -238,7 +248,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         storage = storage_options_from({f"storage.{k}": v for k, v in _pairs(args.storage).items()})
         run_compaction(spark, args.path, topics, storage_options=storage, broker_config=_pairs(args.broker_config),
-                       now_ms=args.now_ms)
+                       now_ms=args.now_ms, bootstrap=args.bootstrap, lease_ms=args.lease_ms)
     except (CompactionError, ValueError, OSError) as exc:
         print(f"compaction_job: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1

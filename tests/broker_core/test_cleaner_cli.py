@@ -50,3 +50,11 @@ def test_compact_with_spark_runs_the_job_through_spark_submit():
     job = command[command.index("--master") + 2]
     assert job == os.path.join(root, "connector", "compaction_job.py") and os.path.exists(job)
     assert command[-6:] == ["--path", "/data/logs", "--topics", "a,b", "--storage", "anon=true"]
+
+
+def test_compact_with_spark_beside_a_running_broker_hands_the_job_its_listener(tmp_path, capsys):
+    command, _ = spark_submit_command("/data/logs", ["a"], bootstrap="127.0.0.1:9092")
+    assert command[-2:] == ["--bootstrap", "127.0.0.1:9092"]
+    # Without --spark there is nothing to lease: a running broker cleans its own logs.
+    assert main(["compact", "--log-dir", str(tmp_path), "--bootstrap", "127.0.0.1:9092"]) == 1
+    assert "--bootstrap go with --spark" in capsys.readouterr().err

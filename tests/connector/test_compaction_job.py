@@ -333,3 +333,77 @@ def test_the_job_settles_an_interrupted_swap_before_planning(tmp_path, monkeypat
         compaction.delete_files(fs, swap_partition(fs, d, plan, results[plan.key]))
     records = check_all(d, produced, clock)[0]
     assert len({r.key for r in records}) == len(records)
+
+
+# --- a log dir a running broker owns: the lease and the swap go through the broker ---------------
+
+
+def consume_all(bootstrap: str, topic: str, partition: int) -> list[tuple[int, bytes, bytes | None]]:
+    """(offset, key, value) of a partition from offset 0 to its end, read by kafka-python."""
+    from kafka import KafkaConsumer
+    from kafka.structs import TopicPartition as KafkaTopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, consumer_timeout_ms=3000)
+    try:
+        tp = KafkaTopicPartition(topic, partition)
+        consumer.assign([tp])
+        consumer.seek(tp, 0)
+        end = consumer.end_offsets([tp])[tp]
+        out = []
+        for message in consumer:
+            out.append((message.offset, message.key, message.value))
+            if message.offset >= end - 1:
+                break
+        return out
+    finally:
+        consumer.close()
+
+
+@pytest.mark.slow
+def test_the_job_compacts_a_log_dir_a_running_broker_owns_through_its_lease(spark, tmp_path):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "broker_core",
+                                    "server"))
+    from server_kit import start_broker
+
+    from kafka import KafkaProducer
+
+    clock = MockTime(current_time_ms=T0)
+    produced: dict = {}
+    d = str(tmp_path / "logs")
+    fill(d, clock, produced, partitions=2, batches=40, keys=30)
+    # The broker's own cleaner leaves records younger than 400 days alone (its clock is the system's);
+    # the job, told it is later than that, cleans them.
+    lag = {"log.cleaner.min.compaction.lag.ms": 400 * 86_400_000}
+    later = clock.milliseconds() + 401 * 86_400_000
+    server = start_broker(d, **lag)
+    try:
+        bootstrap = server.bootstrap_servers
+        before = {p: consume_all(bootstrap, "table", p) for p in range(2)}
+        # Without the broker's listener the job refuses the log dir and says how to reach it.
+        with pytest.raises(CompactionError, match="bootstrap"):
+            run_compaction(spark, d, ["table"], out=lambda line: None)
+        lines: list[str] = []
+        reports = run_compaction(spark, d, ["table"], now_ms=later, broker_config=lag, bootstrap=bootstrap,
+                                 out=lines.append, task_bytes=1)
+        assert [str(r.topic_partition) for r in reports] == ["table-0", "table-1"]
+        assert all(r.bytes_after < r.bytes_before for r in reports)
+        for p in range(2):
+            after = consume_all(bootstrap, "table", p)
+            # The broker serves the cleaned log: one record per key, each its final value at its offset.
+            assert len({key for _, key, _ in after}) == len(after) < len(before[p])
+            latest = {key: (o, value) for o, key, value in before[p]}
+            assert {key: (o, value) for o, key, value in after} == {
+                key: ov for key, ov in latest.items() if ov[1] is not None or ov[0] in {o for o, _, _ in after}}
+            log = server.broker.log_manager.get_log(TopicPartition("table", p))
+            check_guarantees(produced[p], log)
+        # The broker's checkpoint moved to the end of the cleaned range, and its cleaner is free again.
+        checkpoint = server.broker.log_manager.cleaner.manager.all_cleaner_checkpoints()
+        assert checkpoint[TopicPartition("table", 0)] == reports[0].end_offset
+        # The broker goes on taking writes and serving them after the swap.
+        producer = KafkaProducer(bootstrap_servers=bootstrap)
+        producer.send("table", key=b"after", value=b"swap", partition=0).get(timeout=10)
+        producer.close()
+        assert consume_all(bootstrap, "table", 0)[-1][1:] == (b"after", b"swap")
+    finally:
+        server.shutdown()
+    assert [n for _, _, names in os.walk(d) for n in names if n.endswith(layout.TRANSIENT_FILE_SUFFIXES)] == []
