@@ -44,11 +44,12 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from broker_core.cleaner.cleaner import (CleanerStats, SegmentSizes, SourceSegment, is_aborted, aborted_intervals,
-                                         clean_group, group_segments_by_size, header_events, new_cleaned_segment,
-                                         read_chunks, segments_overlapping)
+from broker_core.cleaner.cleaner import (DEFAULT_CHUNK_BYTES, CleanerStats, SegmentSizes, SourceSegment,
+                                         aborted_intervals, clean_group, group_segments_by_size, header_events,
+                                         is_aborted, new_cleaned_segment, read_chunks, segments_overlapping)
 from broker_core.cleaner.filter import FilterContext
-from broker_core.cleaner.survivors import KeyMapBuilder, KeyOffsets, SurvivorOffsets, map_chunk, survivor_offsets
+from broker_core.cleaner.survivors import (BatchIndex, KeyMapBuilder, KeyOffsets, SurvivorOffsets, map_chunk,
+                                          survivor_offsets)
 from broker_core.cleaner.log_cleaner_manager import calculate_cleanable_bytes, cleanable_offsets
 from broker_core.cleaner.transactions import (CleanedTransactionMetadata, LastRecord, ProducerEvent,
                                               ProducerStateBuilder, collect_aborted_transactions)
@@ -544,6 +545,7 @@ class MapPiece:
 
     mapped: KeyOffsets
     candidates: KeyOffsets
+    batches: BatchIndex
     events: list[ProducerEvent] = field(default_factory=list)
     bytes_read: int = 0
     segments: int = 0
@@ -589,7 +591,7 @@ def map_tasks(plans: Iterable[PartitionPlan], target_bytes: int = DEFAULT_TASK_B
 
 
 def _map_segment(fs, task: MapTask, segment: RemoteSegment, cleanable: bool, builder: KeyMapBuilder,
-                 events: list[ProducerEvent], chunk_bytes: int) -> int:
+                 events: list[ProducerEvent], batches: list, chunk_bytes: int) -> int:
     records = _open_records(fs, _segment_path(task.directory, fs, segment.base_offset), segment.size)
     read = 0
     try:
@@ -599,7 +601,7 @@ def _map_segment(fs, task: MapTask, segment: RemoteSegment, cleanable: bool, bui
         aborted = aborted_intervals(task.aborted)
         for chunk_position, data in read_chunks(records, 0, chunk_bytes):
             builder.add(*map_chunk(data, chunk_position, task.start_offset, lambda h: is_aborted(h, aborted),
-                                   events, records.path))
+                                   events, segment.base_offset, batches, records.path))
             read += len(data)
     finally:
         records.close()
@@ -607,23 +609,27 @@ def _map_segment(fs, task: MapTask, segment: RemoteSegment, cleanable: bool, bui
 
 
 def run_map_task(task: MapTask, url: str, storage_options: Mapping | None = None,
-                 chunk_bytes: int = 8 * 1024 * 1024) -> tuple[tuple[str, int], MapPiece]:
+                 chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> tuple[tuple[str, int], MapPiece]:
     """Stage 1 on some segments of a partition: the keys of the cleanable ones (the dirty keys
     reduced to their latest offset), and the producer batches of all."""
     started = time.process_time()
     fs, _ = filesystem_for(url, storage_options)
     builder = KeyMapBuilder()
     events: list[ProducerEvent] = []
-    read = sum(_map_segment(fs, task, segment, cleanable, builder, events, chunk_bytes)
+    batches: list[tuple[int, int, int, int, int]] = []
+    read = sum(_map_segment(fs, task, segment, cleanable, builder, events, batches, chunk_bytes)
                for segment, cleanable in zip(task.segments, task.cleanable))
     mapped, candidates = builder.result()
-    return task.key, MapPiece(mapped, candidates, events, read, len(task.segments), time.process_time() - started)
+    return task.key, MapPiece(mapped, candidates, BatchIndex.of(batches), events, read, len(task.segments),
+                              time.process_time() - started)
 
 
 def merge_pieces(a: MapPiece, b: MapPiece) -> MapPiece:
     started = time.process_time()
     mapped = KeyOffsets.concat([a.mapped, b.mapped]).latest_per_key()
-    return MapPiece(mapped, KeyOffsets.concat([a.candidates, b.candidates]), a.events + b.events,
+    return MapPiece(mapped, KeyOffsets.concat([a.candidates, b.candidates]),
+                    BatchIndex.concat([a.batches, b.batches]),
+                    a.events + b.events,
                     a.bytes_read + b.bytes_read, a.segments + b.segments,
                     a.cpu_s + b.cpu_s + time.process_time() - started)
 
@@ -650,11 +656,14 @@ class CleanTask:
 @dataclass(frozen=True)
 class CleanInput:
     """What a stage-2 task gets from stage 1: the surviving offsets of its range, the producers'
-    last batches, and whether it cleans the whole partition (a partition with transactions)."""
+    last batches, and either the runs of batches worth reading (per segment: those holding a
+    survivor, a producer's last batch or the round's last) or, for a partition with transactions
+    (whose state must see every batch), that it cleans the whole partition reading everything."""
 
     survivors: np.ndarray
     producers: dict[int, LastRecord]
     whole_partition: bool
+    reads: dict[int, list[tuple[int, int]]] | None = None
 
 
 @dataclass(frozen=True)
@@ -685,7 +694,8 @@ def clean_tasks(plan: PartitionPlan, whole_partition: bool, target_bytes: int = 
     return [task(bundle) for bundle in _bundles(plan.groups, lambda g: sum(s.size for s in g), target_bytes)]
 
 
-def clean_inputs(piece: MapPiece, tasks: Sequence[CleanTask]) -> list[CleanInput]:
+def clean_inputs(piece: MapPiece, tasks: Sequence[CleanTask], chunk_bytes: int = DEFAULT_CHUNK_BYTES
+                 ) -> list[CleanInput]:
     """Stage 1's result for a partition cut into the inputs of its stage-2 tasks (``tasks``, in
     offset order): one per task, or, when the partition holds transactions, everything for the
     first task, which then cleans the whole partition."""
@@ -694,17 +704,24 @@ def clean_inputs(piece: MapPiece, tasks: Sequence[CleanTask]) -> list[CleanInput
     producers = state.last_records()
     if state.has_transactions:
         return [CleanInput(survivors, producers, True)]
+    # Without transactions a batch keeps something only if it holds a survivor, or is kept empty
+    # as its producer's last batch or as the one ending the round: the others need not be read.
+    kept_whole = [p.last_data_offset for p in producers.values() if p.last_data_offset is not None]
+    batches = piece.batches.take(np.argsort(piece.batches.base_offset, kind="stable"))  # pieces merge in any order
+    worth_reading = batches.holding(np.union1d(survivors, np.array(kept_whole + [tasks[-1].upper_bound_offset - 1],
+                                                                          dtype=np.int64)))
     out = []
     for task in tasks:
         first, end = task.offset_range
         cut = survivors[np.searchsorted(survivors, first):np.searchsorted(survivors, end)]
-        out.append(CleanInput(cut, producers, False))
+        mine = worth_reading & (batches.base_offset >= first) & (batches.last_offset < end)
+        out.append(CleanInput(cut, producers, False, batches.take(mine).read_ranges(chunk_bytes)))
     return out
 
 
 def run_clean_task(task: CleanTask, given: CleanInput, url: str, now_ms: int,
                    storage_options: Mapping | None = None,
-                   chunk_bytes: int = 8 * 1024 * 1024) -> list[GroupResult]:
+                   chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> list[GroupResult]:
     """Stage 2: clean each group of the task into ``.cleaned`` files beside the originals."""
     fs, _ = filesystem_for(url, storage_options)
     local = is_local(fs)
@@ -724,7 +741,7 @@ def run_clean_task(task: CleanTask, given: CleanInput, url: str, now_ms: int,
             try:
                 clean_group(sources, dest, ctx, txn_indexes,
                             last_modified_ms=group[-1].last_modified_ms if local else None,
-                            chunk_bytes=chunk_bytes, stats=stats)
+                            chunk_bytes=chunk_bytes, stats=stats, reads=given.reads)
             except BaseException:
                 dest.delete()
                 raise

@@ -299,9 +299,14 @@ class SourceSegment:
 def clean_segment_into(source: SourceSegment, dest: LogSegment, ctx: FilterContext, *,
                        chunk_bytes: int = DEFAULT_CHUNK_BYTES, check_done: Callable[[], None] = lambda: None,
                        throttle: Callable[[int], None] = lambda n: None, stats: CleanerStats | None = None,
-                       progress: Callable[[int], None] | None = None) -> None:
-    """Append the survivors of ``source`` to ``dest`` (Kafka's cleanInto)."""
-    for position, data in read_chunks(source.records, 0, chunk_bytes):
+                       progress: Callable[[int], None] | None = None,
+                       reads: Sequence[tuple[int, int]] | None = None) -> None:
+    """Append the survivors of ``source`` to ``dest`` (Kafka's cleanInto). ``reads``, when given,
+    are the (position, length) runs of whole batches to look at; every other batch is known to
+    keep nothing (the Spark job knows which from its first stage)."""
+    chunks = read_chunks(source.records, 0, chunk_bytes) if reads is None else (
+        (position, source.records.read(position, length)) for position, length in reads)
+    for position, data in chunks:
         check_done()
         throttle(len(data))
         result = filter_chunk(data, position, ctx, path=source.records.path)
@@ -327,15 +332,17 @@ def new_cleaned_segment(directory: str, base_offset: int, config) -> LogSegment:
 
 def clean_group(sources: Sequence[SourceSegment], dest: LogSegment, ctx: FilterContext,
                 txn_indexes: list[tuple[int, list[AbortedTxn]]], *, last_modified_ms: int | None = None,
-                **kwargs) -> None:
+                reads: dict[int, list[tuple[int, int]]] | None = None, **kwargs) -> None:
     """Clean a group of segments into ``dest`` and make it ready to swap: indexes sealed,
-    flushed, its modification time that of the group's last segment (Kafka's cleanSegments)."""
+    flushed, its modification time that of the group's last segment (Kafka's cleanSegments).
+    ``reads``: per segment base offset, the only runs of batches worth reading."""
     ctx.transactions.cleaned_index = dest.txn_index
     for source in sources:
         # The whole index of the new segment is rebuilt, so collect over each segment's full range.
         ctx.transactions.add_aborted_transactions(
             collect_aborted_transactions(txn_indexes, source.base_offset, source.upper_bound_offset))
-        clean_segment_into(source, dest, ctx, **kwargs)
+        clean_segment_into(source, dest, ctx, reads=None if reads is None else reads.get(source.base_offset, ()),
+                           **kwargs)
     dest.on_becoming_inactive_segment()
     dest.flush()
     if last_modified_ms is not None:

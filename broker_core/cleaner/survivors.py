@@ -66,15 +66,70 @@ class KeyOffsets:
         return KeyOffsets(*latest_per_key(self.h1, self.h2, self.offsets))
 
 
+@dataclass
+class BatchIndex:
+    """Where the batches of some segments lie, one entry per batch in offset order: what lets a
+    clean read only the batches it keeps something of (``wanted``, ``read_ranges``)."""
+
+    segment: np.ndarray  # the base offset of the segment holding the batch
+    position: np.ndarray  # its position in that segment's file
+    size: np.ndarray
+    base_offset: np.ndarray
+    last_offset: np.ndarray
+
+    @classmethod
+    def of(cls, rows: list[tuple[int, int, int, int, int]]) -> "BatchIndex":
+        table = np.array(rows, dtype=np.int64).reshape(len(rows), 5)
+        return cls(*(table[:, i].copy() for i in range(5)))
+
+    @classmethod
+    def concat(cls, parts: list["BatchIndex"]) -> "BatchIndex":
+        if not parts:
+            return cls.of([])
+        if len(parts) == 1:
+            return parts[0]
+        return cls(*(np.concatenate([getattr(p, f) for p in parts])
+                     for f in ("segment", "position", "size", "base_offset", "last_offset")))
+
+    def __len__(self) -> int:
+        return len(self.base_offset)
+
+    def take(self, which: np.ndarray) -> "BatchIndex":
+        return BatchIndex(self.segment[which], self.position[which], self.size[which], self.base_offset[which],
+                          self.last_offset[which])
+
+    def holding(self, offsets: np.ndarray) -> np.ndarray:
+        """Whether each batch holds one of ``offsets`` (sorted)."""
+        return offsets_between(offsets, self.base_offset, self.last_offset)
+
+    def read_ranges(self, chunk_bytes: int) -> dict[int, list[tuple[int, int]]]:
+        """Per segment, (position, length) reads covering these batches: neighbours in the file
+        are read together, up to ``chunk_bytes`` a read."""
+        out: dict[int, list[tuple[int, int]]] = {}
+        for segment, position, size in zip(self.segment.tolist(), self.position.tolist(), self.size.tolist()):
+            reads = out.setdefault(segment, [])
+            if reads and reads[-1][0] + reads[-1][1] == position and reads[-1][1] + size <= chunk_bytes:
+                reads[-1] = (reads[-1][0], reads[-1][1] + size)
+            else:
+                reads.append((position, size))
+        return out
+
+
 def map_chunk(data, position: int, first_dirty_offset: int, is_aborted, events: list[ProducerEvent],
-              path: str | None = None) -> tuple[KeyOffsets, KeyOffsets]:
-    """The keyed records of one chunk of whole batches, split into mapped (committed, at or past
-    the first dirty offset) and candidates (the rest); the producer batches go to ``events``.
-    ``is_aborted(header)`` says whether a data batch belongs to an aborted transaction."""
+              segment: int, batches: list[tuple[int, int, int, int, int]], path: str | None = None
+              ) -> tuple[KeyOffsets, KeyOffsets]:
+    """The keyed records of one chunk of whole batches of the segment based at ``segment``, split
+    into mapped (committed, at or past the first dirty offset) and candidates (the rest).
+
+    Every batch is validated (size, magic, CRC), its producer fields go to ``events`` and its place
+    to ``batches`` (segment, position, size, base offset, last offset), so that the rewrite can
+    read only the batches it keeps. ``is_aborted(header)`` says whether a data batch belongs to an
+    aborted transaction."""
     wanted = []
     aborted_batches = []
-    for batch in iter_batches(data, path=path, base_position=position, stop_at_partial=False):
+    for batch in iter_batches(data, path=path, base_position=position, stop_at_partial=False, validate=True):
         h = batch.header
+        batches.append((segment, batch.position, h.size_in_bytes, h.base_offset, h.last_offset))
         if h.has_producer_id:
             events.append(ProducerEvent.of(h))
         if h.is_control or not h.records_count:
