@@ -9,7 +9,7 @@ from broker_core.cleaner.filter import FilterContext, MapLatest, filter_chunk
 from broker_core.cleaner.key_runs import key_runs, latest_per_key
 from broker_core.cleaner.offset_map import OffsetMap
 from broker_core.cleaner.records import hash_keys
-from broker_core.cleaner.survivors import KeyMapBuilder, KeyOffsets, SurvivorOffsets, survivor_offsets
+from broker_core.cleaner.survivors import BatchIndex, KeyMapBuilder, KeyOffsets, SurvivorOffsets, survivor_offsets
 from broker_core.cleaner.transactions import CleanedTransactionMetadata
 from format.record import SimpleRecord
 from format.record_batch import build_batch, iter_batches
@@ -102,3 +102,11 @@ def test_filtering_by_surviving_offsets_keeps_what_the_offset_map_keeps(batches,
     kept = [r.offset for b in iter_batches(filter_chunk(whole, 0, by_offsets).output) for r in b.records()]
     assert set(survivors.tolist()) <= set(range(offset))
     assert set(o for o in kept if o <= latest_offset) <= set(survivors.tolist())
+
+
+def test_a_batch_index_reads_neighbouring_batches_together_within_a_chunk():
+    index = BatchIndex.of([(0, 0, 100, 0, 9), (0, 100, 100, 10, 19), (0, 300, 50, 30, 31), (40, 0, 100, 40, 49),
+                           (40, 100, 100, 50, 59)])
+    assert index.read_ranges(10_000) == {0: [(0, 200), (300, 50)], 40: [(0, 200)]}
+    assert index.read_ranges(150) == {0: [(0, 100), (100, 100), (300, 50)], 40: [(0, 100), (100, 100)]}
+    assert index.holding(np.array([15, 45], dtype=np.int64)).tolist() == [False, True, False, True, False]

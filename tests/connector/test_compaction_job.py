@@ -407,3 +407,44 @@ def test_the_job_compacts_a_log_dir_a_running_broker_owns_through_its_lease(spar
     finally:
         server.shutdown()
     assert [n for _, _, names in os.walk(d) for n in names if n.endswith(layout.TRANSIENT_FILE_SUFFIXES)] == []
+
+
+def test_stage_two_reads_only_the_batches_that_keep_something(tmp_path):
+    clock = MockTime(current_time_ms=T0)
+    produced: dict = {}
+    d = str(tmp_path / "logs")
+    fill(d, clock, produced, partitions=1, batches=60, keys=8)
+    plans = plan_compaction(d, ["table"], now_ms=clock.milliseconds())
+    _, piece = compaction.run_map_task(compaction.map_tasks(plans)[0], d)
+    tasks = compaction.clean_tasks(plans[0], False)
+    (given,) = compaction.clean_inputs(piece, tasks)
+    read = sum(length for runs in given.reads.values() for _, length in runs)
+    # Eight keys over sixty batches: a few batches hold the survivors, the rest are not even read ...
+    assert 0 < read < plans[0].bytes_before / 3
+    # ... and what is read holds every survivor, in the cleaned segments.
+    results = compaction.run_clean_task(tasks[0], given, d, clock.milliseconds())
+    assert sum(r.messages_written for r in results) == len(given.survivors)
+    assert sum(r.messages_read for r in results) < len(produced[0].records) / 3
+
+
+def test_a_corrupt_batch_stops_the_job_naming_its_file_and_position(tmp_path):
+    from format.errors import CorruptRecordError
+
+    d = str(tmp_path / "logs")
+    fill(d, MockTime(current_time_ms=T0), {}, partitions=1, batches=20)
+    plans = plan_compaction(d, ["table"], now_ms=T0 + 10**6)
+    first = os.path.join(d, "table-0", layout.log_file_name(plans[0].segments[0].base_offset))
+    size = os.path.getsize(first)
+    with open(first, "r+b") as f:  # a byte of the last batch's records, which its CRC covers
+        f.seek(size - 3)
+        byte = f.read(1)
+        f.seek(size - 3)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    from format.file_records import FileRecords
+
+    records = FileRecords.open(first, writable=False)
+    last_batch = [position for position, _ in records.batch_headers()][-1]
+    records.close()
+    with pytest.raises(CorruptRecordError) as caught:
+        compaction.run_map_task(compaction.map_tasks(plans)[0], d)
+    assert caught.value.path == first and caught.value.position == last_batch and "CRC" in str(caught.value)
