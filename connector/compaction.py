@@ -541,7 +541,8 @@ class MapTask:
 @dataclass
 class MapPiece:
     """Part of a partition's stage-1 result: the latest offset of each dirty key, every other keyed
-    record (``survivors``), and the producer batches seen."""
+    record (the candidates of ``broker_core.cleaner.survivors``), where each batch lies, and the
+    producer batches seen."""
 
     mapped: KeyOffsets
     candidates: KeyOffsets
