@@ -553,6 +553,7 @@ _BROKER_KEYS: tuple[_Key, ...] = (
     _Key("group.min.session.timeout.ms", _Type.INT),
     _Key("group.max.session.timeout.ms", _Type.INT),
     _Key("group.max.size", _Type.INT, _at_least(1)),
+    _Key("producer.id.expiration.ms", _Type.INT, _at_least(1)),
 )
 _BROKER_KEYS_BY_NAME = {key.name: key for key in _BROKER_KEYS}
 # Older spellings of the same setting; the one in _BROKER_KEYS wins when both are given.
@@ -639,6 +640,7 @@ class BrokerConfig:
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 30 * _MS_PER_MINUTE
     group_max_size: int = INT_MAX
+    producer_id_expiration_ms: int = 24 * 60 * _MS_PER_MINUTE  # the cleaner's DEFAULT_PRODUCER_ID_EXPIRATION_MS
     static_overrides: frozenset[str] = frozenset()
     extra: Mapping[str, str] = field(default_factory=dict, hash=False)
 

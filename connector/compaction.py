@@ -44,8 +44,9 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from broker_core.cleaner.cleaner import (DEFAULT_CHUNK_BYTES, CleanerStats, SegmentSizes, SourceSegment,
-                                         aborted_intervals, clean_group, group_segments_by_size, header_events,
+from broker_core.cleaner.cleaner import (DEFAULT_CHUNK_BYTES, DEFAULT_PRODUCER_ID_EXPIRATION_MS, CleanerStats,
+                                         SegmentSizes, SourceSegment, aborted_intervals, clean_group,
+                                         group_segments_by_size, header_events,
                                          is_aborted, new_cleaned_segment, read_chunks, segments_overlapping)
 from broker_core.cleaner.filter import FilterContext
 from broker_core.cleaner.survivors import (BatchIndex, KeyMapBuilder, KeyOffsets, SurvivorOffsets, map_chunk,
@@ -695,14 +696,16 @@ def clean_tasks(plan: PartitionPlan, whole_partition: bool, target_bytes: int = 
     return [task(bundle) for bundle in _bundles(plan.groups, lambda g: sum(s.size for s in g), target_bytes)]
 
 
-def clean_inputs(piece: MapPiece, tasks: Sequence[CleanTask], chunk_bytes: int = DEFAULT_CHUNK_BYTES
-                 ) -> list[CleanInput]:
+def clean_inputs(piece: MapPiece, tasks: Sequence[CleanTask], now_ms: int,
+                 producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+                 chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> list[CleanInput]:
     """Stage 1's result for a partition cut into the inputs of its stage-2 tasks (``tasks``, in
     offset order): one per task, or, when the partition holds transactions, everything for the
-    first task, which then cleans the whole partition."""
+    first task, which then cleans the whole partition. Producers expire as the broker's cleaner
+    has them expire (``producer.id.expiration.ms`` by ``now_ms``)."""
     survivors = survivor_offsets(piece.mapped, piece.candidates)
     state = ProducerStateBuilder().add_all(piece.events)
-    producers = state.last_records()
+    producers = state.last_records(now_ms, producer_id_expiration_ms)
     if state.has_transactions:
         return [CleanInput(survivors, producers, True)]
     # Without transactions a batch keeps something only if it holds a survivor, or is kept empty

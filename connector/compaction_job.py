@@ -37,6 +37,7 @@ import time
 import uuid
 from typing import Callable, Mapping, Sequence
 
+from broker_core.config import BrokerConfig
 from connector.compaction import (DEFAULT_LEASE_MS, DEFAULT_TASK_BYTES, CleanTask, CompactionError,
                                   PartitionReport, clean_inputs, clean_tasks, compaction_lease, delete_files,
                                   format_report, map_tasks, merge_pieces, plan_compaction, report_partition,
@@ -158,6 +159,7 @@ def run_compaction(spark, url: str, topics: Sequence[str], *, storage_options: M
                 for task in clean_tasks(plan, False, task_bytes):
                     slots_of.setdefault(plan.key, []).append(len(task_of_slot))
                     task_of_slot[len(task_of_slot)] = task
+            expiration_ms = BrokerConfig.from_props(dict(broker_config or {})).producer_id_expiration_ms
             keys = sc.accumulator(0)
             bytes_read = sc.accumulator(0)
             map_cpu = sc.accumulator(0.0)
@@ -168,7 +170,7 @@ def run_compaction(spark, url: str, topics: Sequence[str], *, storage_options: M
                 bytes_read.add(piece.bytes_read)
                 map_cpu.add(piece.cpu_s)
                 slots = slots_of[key]
-                return list(zip(slots, clean_inputs(piece, [task_of_slot[s] for s in slots])))
+                return list(zip(slots, clean_inputs(piece, [task_of_slot[s] for s in slots], now_ms, expiration_ms)))
 
             def clean(item):
                 slot, given = item

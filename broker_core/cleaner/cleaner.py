@@ -50,6 +50,7 @@ log = logging.getLogger(__name__)
 # The cleaner decodes whole chunks of batches with numpy; Kafka's 512 KiB I/O
 # buffers would make every step a short vector, so chunks are larger.
 DEFAULT_CHUNK_BYTES = 8 * 1024 * 1024
+DEFAULT_PRODUCER_ID_EXPIRATION_MS = 24 * 60 * 60 * 1000  # Kafka's producer.id.expiration.ms
 _INT32_MAX = (1 << 31) - 1
 _I32 = struct.Struct(">i")
 
@@ -378,8 +379,10 @@ class Cleaner:
 
     def __init__(self, cleaner_id: int, offset_map: OffsetMap, clock, *, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
                  throttler: Throttler | None = None,
-                 check_done: Callable[[layout.TopicPartition], None] = lambda tp: None):
+                 check_done: Callable[[layout.TopicPartition], None] = lambda tp: None,
+                 producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS):
         self.id = cleaner_id
+        self.producer_id_expiration_ms = producer_id_expiration_ms
         self.offset_map = offset_map
         self.clock = clock
         self.chunk_bytes = chunk_bytes
@@ -413,7 +416,7 @@ class Cleaner:
                               self.offset_map, stats, events)
         end_offset = self.offset_map.latest_offset + 1
         stats.map_done_ns = time.monotonic_ns()
-        producers = ProducerStateBuilder().add_all(events).last_records()
+        producers = ProducerStateBuilder().add_all(events).last_records(now_ms, self.producer_id_expiration_ms)
         cleanable = [s for s in segments if s.base_offset < end_offset]
         if segments and cleanable and cleanable[-1] is segments[-1]:
             cleanable = cleanable[:-1]  # never the active segment

@@ -69,7 +69,8 @@ class LogCleaner:
             if found is None:
                 memory = self.config.log_cleaner_dedupe_buffer_size // self.threads
                 found = Cleaner(cleaner_id, OffsetMap(memory, self.config.log_cleaner_io_buffer_load_factor),
-                                self.clock, throttler=self.throttler, check_done=self._check_done)
+                                self.clock, throttler=self.throttler, check_done=self._check_done,
+                                producer_id_expiration_ms=self.config.producer_id_expiration_ms)
                 self._cleaners[cleaner_id] = found
             return found
 

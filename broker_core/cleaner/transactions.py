@@ -10,7 +10,9 @@ CleanedTransactionMetadata and the producer state the cleaner consults).
 * The last batch of every producer is kept, emptied if need be, because it
   carries the producer's last sequence number and epoch. seglog keeps no
   producer-state snapshots yet, so that state is rebuilt from the batch
-  headers (``ProducerStateBuilder``); every producer counts as active.
+  headers (``ProducerStateBuilder``); a producer counts as active until
+  ``producer.id.expiration.ms`` after its last batch's timestamp, unless it has
+  a transaction open, as Kafka expires producer ids.
 """
 
 from __future__ import annotations
@@ -42,38 +44,61 @@ class ProducerEvent:
     producer_epoch: int
     is_control: bool
     is_transactional: bool
+    max_timestamp: int = -1
 
     @classmethod
     def of(cls, h: BatchHeader) -> "ProducerEvent":
-        return cls(h.last_offset, h.producer_id, h.producer_epoch, h.is_control, h.is_transactional)
+        return cls(h.last_offset, h.producer_id, h.producer_epoch, h.is_control, h.is_transactional,
+                   h.max_timestamp)
+
+
+@dataclass(slots=True)
+class _ProducerState:
+    last_data_offset: int | None
+    epoch: int
+    last_timestamp: int
+    in_transaction: bool
 
 
 class ProducerStateBuilder:
     """Replays producer batches in offset order into each producer's last data offset and epoch,
     following Kafka's ProducerStateEntry: a new epoch forgets the older epoch's batches, a marker
-    moves the epoch without adding a data batch."""
+    moves the epoch and ends the producer's transaction without adding a data batch. Each
+    producer's last timestamp (its last batch's max timestamp) says when it expires."""
 
     def __init__(self) -> None:
-        self._state: dict[int, tuple[int | None, int]] = {}
+        self._state: dict[int, _ProducerState] = {}
         self.has_transactions = False
 
     def add(self, event: ProducerEvent) -> None:
         if event.is_transactional or event.is_control:
             self.has_transactions = True
-        last_data, epoch = self._state.get(event.producer_id, (None, event.producer_epoch))
-        if event.producer_epoch != epoch:
-            last_data, epoch = None, event.producer_epoch
-        if not event.is_control:
-            last_data = event.last_offset
-        self._state[event.producer_id] = (last_data, epoch)
+        state = self._state.get(event.producer_id)
+        if state is None or event.producer_epoch != state.epoch:
+            state = self._state[event.producer_id] = _ProducerState(None, event.producer_epoch, -1, False)
+        if event.is_control:
+            state.in_transaction = False
+        else:
+            state.last_data_offset = event.last_offset
+            state.in_transaction = event.is_transactional
+        state.last_timestamp = max(state.last_timestamp, event.max_timestamp)
 
     def add_all(self, events: Iterable[ProducerEvent]) -> "ProducerStateBuilder":
         for event in sorted(events, key=lambda e: e.last_offset):
             self.add(event)
         return self
 
-    def last_records(self) -> dict[int, LastRecord]:
-        return {pid: LastRecord(last_data, epoch) for pid, (last_data, epoch) in self._state.items()}
+    def last_records(self, now_ms: int | None = None, producer_id_expiration_ms: int | None = None
+                     ) -> dict[int, LastRecord]:
+        """Each live producer's last record. With ``now_ms``, producers expire as in Kafka's
+        ProducerStateManager: no transaction open and ``producer.id.expiration.ms`` passed since
+        their last batch's timestamp; an expired producer's last batch need not be kept."""
+        def expired(state: _ProducerState) -> bool:
+            return (now_ms is not None and producer_id_expiration_ms is not None and not state.in_transaction
+                    and now_ms - state.last_timestamp >= producer_id_expiration_ms)
+
+        return {pid: LastRecord(state.last_data_offset, state.epoch) for pid, state in self._state.items()
+                if not expired(state)}
 
 
 def is_last_batch_of_producer(h: BatchHeader, producers: dict[int, LastRecord]) -> bool:

@@ -436,3 +436,33 @@ def test_a_read_that_races_a_swap_reads_the_cleaned_segment(tmp_path, monkeypatc
     monkeypatch.undo()
     assert first == log.read(0, 1 << 20).records  # the cleaned data, not a later segment's
     check_guarantees(produced, log)
+
+
+def test_an_idempotent_producers_last_batch_goes_once_the_producer_id_has_expired(tmp_path):
+    clock = MockTime(current_time_ms=T0)
+    log = open_log(tmp_path, clock)
+    produced = Produced()
+    produce(log, produced, clock, [(b"k", b"1")], producer_id=3, producer_epoch=0, base_sequence=0)
+    produce(log, produced, clock, [(b"k", b"2")])
+    produce(log, produced, clock, [(b"pad", b"x")])
+    log.roll()
+    expiration = {"producer.id.expiration.ms": 60_000}
+    cleaner_for(log, clock, **expiration).compact()
+    assert [(h.base_offset, h.records_count) for h in (b.header for b in all_batches(log))][0] == (0, 0)
+    # A minute after its last batch the producer has expired: nothing of it needs to be kept.
+    clock.sleep(60_000)
+    produce(log, produced, clock, [(b"pad", b"y")])
+    log.roll()
+    cleaner_for(log, clock, **expiration).compact()
+    assert 0 not in {b.header.base_offset for b in all_batches(log)}
+    check_guarantees(produced, log)
+
+
+def test_a_producer_with_a_transaction_open_does_not_expire():
+    from broker_core.cleaner.transactions import ProducerEvent, ProducerStateBuilder
+
+    events = [ProducerEvent(4, 7, 0, False, True, T0), ProducerEvent(9, 8, 0, False, False, T0),
+              ProducerEvent(12, 8, 0, True, False, T0 + 5)]
+    producers = ProducerStateBuilder().add_all(events).last_records(T0 + 10_000, 1_000)
+    assert list(producers) == [7]  # 8 ended with a marker and expired; 7 is still in its transaction
+    assert ProducerStateBuilder().add_all(events).last_records(T0 + 10, 1_000).keys() == {7, 8}

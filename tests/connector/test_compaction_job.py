@@ -91,9 +91,13 @@ def test_the_job_and_the_brokers_cleaner_keep_the_same_records_byte_for_byte(spa
     fill(job_dir, clock, produced, transactions=True)
     shutil.copytree(job_dir, broker_dir)
     now = clock.milliseconds() + 1000
-    broker_compact(broker_dir, now)
+    # Producers whose last batch is more than 2 s old have expired (their last batches may go), the
+    # others not.
+    expiration = {"producer.id.expiration.ms": 2000}
+    broker_compact(broker_dir, now, **expiration)
     # One segment or group per task, so that a partition's pieces merge and its groups run apart.
-    reports = run_compaction(spark, job_dir, ["table"], now_ms=now, out=lambda line: None, task_bytes=1)
+    reports = run_compaction(spark, job_dir, ["table"], now_ms=now, out=lambda line: None, task_bytes=1,
+                             broker_config=expiration)
     assert [str(r.topic_partition) for r in reports] == ["table-0", "table-1", "table-2"]
     assert all(r.bytes_after < r.bytes_before for r in reports)
     job_files, broker_files = segment_files(job_dir), segment_files(broker_dir)
@@ -249,7 +253,7 @@ def clean_without_spark(url: str, now_ms: int):
     results = {}
     for plan in plans:
         tasks = compaction.clean_tasks(plan, False, 1)
-        for task, given in zip(tasks, compaction.clean_inputs(pieces[plan.key], tasks)):
+        for task, given in zip(tasks, compaction.clean_inputs(pieces[plan.key], tasks, now_ms)):
             if given.whole_partition:
                 task = compaction.clean_tasks(plan, True)[0]
             results.setdefault(plan.key, []).extend(compaction.run_clean_task(task, given, url, now_ms))
@@ -417,7 +421,7 @@ def test_stage_two_reads_only_the_batches_that_keep_something(tmp_path):
     plans = plan_compaction(d, ["table"], now_ms=clock.milliseconds())
     _, piece = compaction.run_map_task(compaction.map_tasks(plans)[0], d)
     tasks = compaction.clean_tasks(plans[0], False)
-    (given,) = compaction.clean_inputs(piece, tasks)
+    (given,) = compaction.clean_inputs(piece, tasks, clock.milliseconds())
     read = sum(length for runs in given.reads.values() for _, length in runs)
     # Eight keys over sixty batches: a few batches hold the survivors, the rest are not even read ...
     assert 0 < read < plans[0].bytes_before / 3
