@@ -81,12 +81,29 @@ def _frame_starts(data: bytes, pos: int, count: int, out: list) -> int:
     return pos
 
 
+def _lengths(A: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The record lengths whose varints start at ``at`` (walked as if positive) and where each
+    record's body starts, when every varint takes one or two bytes (records under 8 KiB); None
+    otherwise."""
+    b0 = A[at]
+    more = b0 >= 0x80
+    if not more.any():
+        return (b0 >> 1).astype(np.int64), at + 1
+    b1 = A[np.minimum(at + 1, len(A) - 1)]
+    if (more & (b1 >= 0x80)).any():
+        return None
+    raw = np.where(more, (b0 & 0x7F).astype(np.int64) | (b1.astype(np.int64) << 7), b0)
+    return raw >> 1, at + 1 + more
+
+
 def locate_records(data: bytes, sections: list, path: str | None) -> RecordFrames:
     """Find every record's start: batches are walked side by side with numpy while
     there are enough of them, and one by one in Python for the rest.
 
-    Odd (negative) zigzag lengths are walked as if positive; the field decoder
-    rejects them afterwards.
+    The batches are taken most records first, so those still being walked at a
+    step are a prefix of them and every step works on slices. Odd (negative)
+    zigzag lengths are walked as if positive; the field decoder rejects them
+    afterwards.
     """
     A = np.frombuffer(data, dtype=np.uint8)
     count = len(sections)
@@ -95,28 +112,39 @@ def locate_records(data: bytes, sections: list, path: str | None) -> RecordFrame
     out_base = np.zeros(count, dtype=np.int64)
     np.cumsum(counts[:-1], out=out_base[1:])
     starts = np.empty(int(counts.sum()), dtype=np.int64)
-    pos = begin.copy()
+    order = np.argsort(-counts, kind="stable")
+    left = counts[order]  # records per batch, most first
+    pos = begin[order]  # where each batch's next record starts
+    limit = finish[order]
+    slot = out_base[order]  # where each batch's next start goes in ``starts``
     step = 0
-    active = np.flatnonzero(counts > 0)
-    try:
-        while active.size >= _LOCKSTEP_MIN_WIDTH:
-            at = pos[active]
-            starts[out_base[active] + step] = at
-            length, after = decode_varints_at(A, at, 5)
-            pos[active] = after + length
-            step += 1
-            active = active[counts[active] > step]
-            if active.size and (pos[active] >= finish[active]).any():
+    width = int(np.count_nonzero(left > 0))
+    while width >= _LOCKSTEP_MIN_WIDTH:
+        at = pos[:width]
+        if (at >= limit[:width]).any():
+            break  # a batch overran its records section: walked one by one below, which names it
+        found = _lengths(A, at)
+        if found is None:
+            try:
+                value, after = decode_varints_at(A, at, 5)
+            except CorruptRecordError:
                 break
-    except CorruptRecordError:
-        active = np.flatnonzero(counts > step)  # walk again one by one to name the batch
-    for s in active.tolist():
-        found: list[int] = []
+            length = np.where(value < 0, -value - 1, value)
+        else:
+            length, after = found
+        starts[slot[:width] + step] = at
+        pos[:width] = after + length
+        step += 1
+        while width and left[width - 1] <= step:
+            width -= 1
+    for s in np.flatnonzero(left > step).tolist():
+        found_starts: list[int] = []
         try:
-            pos[s] = _frame_starts(data, int(pos[s]), int(counts[s]) - step, found)
+            pos[s] = _frame_starts(data, int(pos[s]), int(left[s]) - step, found_starts)
         except IndexError:
             pos[s] = -1
-        starts[out_base[s] + step:out_base[s] + counts[s]] = found
+        starts[slot[s] + step:slot[s] + left[s]] = found_starts
+    pos[order] = pos.copy()  # back in the batches' order
     bad = np.flatnonzero(pos != finish)
     if bad.size:
         s = sections[int(bad[0])]
@@ -216,20 +244,24 @@ def _headers(A: np.ndarray, arena: pa.Buffer, pos: np.ndarray, counts: np.ndarra
 def decode_to_arrow(buf, *, topic: str, partition: int, from_offset: int | None = None,
                     until_offset: int | None = None, include_headers: bool = False,
                     path: str | None = None, base_position: int = 0, validate: bool = True,
-                    stop_at_partial: bool = True) -> pa.RecordBatch:
+                    stop_at_partial: bool = True, batches: list | None = None) -> pa.RecordBatch:
     """Decode the complete batches of ``buf`` into one Arrow record batch.
 
     Keeps records with ``from_offset <= offset < until_offset`` and skips control
     batches (transaction markers are not data). A torn batch at the end of
     ``buf`` is where decoding stops. With ``validate``, every batch's CRC is
     checked and a mismatch raises CorruptRecordError naming ``path`` and the
-    batch's position (``base_position`` + its offset in ``buf``).
+    batch's position (``base_position`` + its offset in ``buf``). ``batches``:
+    the batches of ``buf`` (``RecordBatch`` views into it) when the caller has
+    walked them already.
     """
     data = buf if isinstance(buf, bytes) else bytes(buf)
     sections = []
     parts = []  # each batch's records section, in order
     compressed = False
-    for batch in iter_batches(data, path=path, base_position=base_position, stop_at_partial=stop_at_partial):
+    if batches is None:
+        batches = iter_batches(data, path=path, base_position=base_position, stop_at_partial=stop_at_partial)
+    for batch in batches:
         h = batch.header
         if until_offset is not None and h.base_offset >= until_offset:
             break

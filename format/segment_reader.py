@@ -20,7 +20,7 @@ from .arrow import decode_to_arrow
 from .file_records import FileRecords, LogOffsetPosition, TimestampAndOffset
 from .fs import join
 from .index import OffsetIndex, TimeIndex
-from .record_batch import LOG_OVERHEAD, iter_batches
+from .record_batch import LOG_OVERHEAD, RecordBatch, iter_batches
 
 DEFAULT_CHUNK_BYTES = 4 * 1024 * 1024
 
@@ -96,8 +96,10 @@ class SegmentReader:
         return self.records.search_for_timestamp(timestamp, min(position, self.size), starting_offset)
 
     def read_chunks(self, from_offset: int, until_offset: int | None = None,
-                    chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> Iterator[tuple[int, bytes]]:
-        """(file position, bytes) of complete batches from the one holding ``from_offset``."""
+                    chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> Iterator[tuple[int, bytes, list[RecordBatch]]]:
+        """(file position, bytes, batches) of complete batches from the one holding ``from_offset``:
+        the batches are views into the bytes, walked once here so that the decoder need not walk
+        them again; the bytes may run past the last batch (into one cut short by the chunk)."""
         start = self.translate_offset(from_offset)
         if start is None:
             return
@@ -105,13 +107,14 @@ class SegmentReader:
         size = self.size
         while pos < size:
             data = self.records.read(pos, min(chunk_bytes, size - pos))
-            end = 0
+            batches = []
             reached_until = False
             for batch in iter_batches(data, path=self.log_path, base_position=pos):
                 if until_offset is not None and batch.header.base_offset >= until_offset:
                     reached_until = True
                     break
-                end = batch.position - pos + batch.size_in_bytes
+                batches.append(batch)
+            end = batches[-1].position - pos + batches[-1].size_in_bytes if batches else 0
             if end == 0 and not reached_until:
                 # The next batch is larger than a chunk, or it is a torn tail.
                 if len(data) < LOG_OVERHEAD:
@@ -122,9 +125,10 @@ class SegmentReader:
                         until_offset is not None and base_offset >= until_offset):
                     return
                 data = self.records.read(pos, needed)
+                batches = list(iter_batches(data, path=self.log_path, base_position=pos))
                 end = needed
             if end:
-                yield pos, data[:end]
+                yield pos, data, batches
             if reached_until:
                 return
             pos += end
@@ -133,9 +137,9 @@ class SegmentReader:
                    include_headers: bool = False, chunk_bytes: int = DEFAULT_CHUNK_BYTES
                    ) -> Iterator[pa.RecordBatch]:
         """Arrow record batches of the records with ``from_offset <= offset < until_offset``."""
-        for position, data in self.read_chunks(from_offset, until_offset, chunk_bytes):
+        for position, data, batches in self.read_chunks(from_offset, until_offset, chunk_bytes):
             batch = decode_to_arrow(data, topic=topic, partition=partition, from_offset=from_offset,
                                     until_offset=until_offset, include_headers=include_headers,
-                                    path=self.log_path, base_position=position)
+                                    path=self.log_path, base_position=position, batches=batches)
             if batch.num_rows:
                 yield batch

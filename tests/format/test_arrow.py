@@ -8,7 +8,9 @@ from format.arrow import decode_to_arrow, kafka_schema
 from format.compression import CompressionType
 from format.control import ControlRecordType, EndTransactionMarker
 from format.record import Header, SimpleRecord
-from format.record_batch import RecordBatch, build_batch, build_end_txn_marker_batch, set_log_append_time
+from format.errors import CorruptRecordError
+from format.record_batch import (RECORDS_OFFSET, RecordBatch, build_batch, build_end_txn_marker_batch,
+                                 set_log_append_time)
 
 
 def expected_rows(data, topic="t", partition=0, lo=None, hi=None):
@@ -146,3 +148,18 @@ def test_arrow_decoding_agrees_with_record_decoding(batches, codec, headers):
     if not headers:
         want = [row[:7] + (None,) for row in want]
     assert actual_rows(table) == want
+
+
+@pytest.mark.parametrize("length_byte", [0x7E, 0xFF])
+def test_a_bad_record_length_in_the_side_by_side_walk_names_its_batch(length_byte):
+    parts, positions, offset = [], [], 0
+    for i in range(100):
+        positions.append(sum(len(p) for p in parts))
+        parts.append(build_batch([SimpleRecord(b"v" * 90, b"k%d" % j, 1_700_000_000_000) for j in range(10)],
+                                 base_offset=offset))
+        offset += 10
+    data = bytearray(b"".join(parts))
+    data[positions[70] + RECORDS_OFFSET] = length_byte  # the first record's length prefix of batch 70
+    with pytest.raises(CorruptRecordError) as caught:
+        decode_to_arrow(bytes(data), topic="t", partition=0, validate=False, path="x.log")
+    assert caught.value.position == positions[70] and caught.value.path == "x.log"
