@@ -307,7 +307,11 @@ class Log:
             segments = self._segments[max(i, 0):]
         for segment in segments:
             try:
-                info = segment.read(start_offset, max_bytes, min_one_message=min_one_message)
+                info = segment.read(start_offset, max_bytes, min_one_message=min_one_message, max_offset=upper,
+                                    validate=True)
+            except CorruptRecordError as error:
+                log.error("%s: refusing to serve a corrupt batch: %s", self, error)
+                raise CorruptMessageError(f"{self}: {error}") from None
             except (ValueError, OSError) as exc:
                 if not self._closed and segment not in self._segments and start_offset >= self.log_start_offset \
                         and _retries > 0:
@@ -318,26 +322,8 @@ class Log:
                 raise KafkaStorageError(f"{self}: cannot read {segment.log.path}: {exc}") from exc
             if info is None:
                 continue  # the offset lies in a gap past this segment's last batch
-            return self._checked(info, segment, upper)
-        return FetchDataInfo(start_offset, self.active_segment.base_offset, self.active_segment.size, b"")
-
-    def _checked(self, info: FetchDataInfo, segment: LogSegment, upper: int) -> FetchDataInfo:
-        end = 0
-        for batch in iter_batches(info.records, path=segment.log.path, base_position=info.position):
-            if batch.header.base_offset >= upper:
-                break
-            if batch.compute_checksum() != batch.header.crc:
-                error = CorruptRecordError(f"CRC mismatch: stored 0x{batch.header.crc:08x}, computed "
-                                           f"0x{batch.compute_checksum():08x}", path=segment.log.path,
-                                           position=batch.position)
-                if end == 0:
-                    log.error("%s: refusing to serve a corrupt batch: %s", self, error)
-                    raise CorruptMessageError(f"{self}: {error}")
-                break
-            end = batch.position - info.position + batch.size_in_bytes
-        if end == len(info.records):
             return info
-        return FetchDataInfo(info.fetch_offset, info.segment_base_offset, info.position, info.records[:end])
+        return FetchDataInfo(start_offset, self.active_segment.base_offset, self.active_segment.size, b"")
 
     def offset_for_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
         """Kafka's ListOffsets: EARLIEST (-2), LATEST (-1), MAX_TIMESTAMP (-3) or the first

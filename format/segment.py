@@ -179,11 +179,16 @@ class LogSegment:
         return self.log.search_for_offset(offset, max(mapping.position, starting_position))
 
     def read(self, start_offset: int, max_size: int, max_position: int | None = None,
-             min_one_message: bool = False) -> FetchDataInfo | None:
-        """Complete batches from the one holding ``start_offset``, at most ``max_size`` bytes.
+             min_one_message: bool = False, *, max_offset: int | None = None,
+             validate: bool = False) -> FetchDataInfo | None:
+        """Complete batches from the one holding ``start_offset``, at most ``max_size`` bytes and
+        none starting at or past ``max_offset``.
 
         With ``min_one_message`` the first batch is returned whole even when it is
         larger than ``max_size``, as Kafka does so a consumer can make progress.
+        The bytes are read once and walked once. With ``validate`` every batch is
+        checked against its CRC: the read stops before a corrupt batch, and raises
+        ``CorruptRecordError`` (file and position) when the first one is.
         Returns None when the offset is beyond the segment.
         """
         if max_size < 0:
@@ -193,13 +198,24 @@ class LogSegment:
             return None
         limit = self.size if max_position is None else min(max_position, self.size)
         budget = max(max_size, start.size) if min_one_message else max_size
-        end = start.position
-        for position, header in self.log.batch_headers(start.position, limit):
-            if position + header.size_in_bytes - start.position > budget:
-                break
-            end = position + header.size_in_bytes
-        return FetchDataInfo(start_offset, self.base_offset, start.position,
-                             self.log.read(start.position, end - start.position))
+        wanted = min(budget, limit - start.position)
+        data = self.log.read(start.position, wanted) if wanted > 0 else b""
+        end = 0
+        try:
+            for batch in iter_batches(data, path=self.log.path, base_position=start.position):
+                h = batch.header
+                if max_offset is not None and h.base_offset >= max_offset:
+                    break
+                if validate and batch.compute_checksum() != h.crc:
+                    raise CorruptRecordError(f"CRC mismatch: stored 0x{h.crc:08x}, computed "
+                                             f"0x{batch.compute_checksum():08x}", path=self.log.path,
+                                             position=batch.position)
+                end = batch.position - start.position + h.size_in_bytes
+        except CorruptRecordError:
+            if end == 0:
+                raise
+            # Serve the sound batches before it; the next read starts at the corrupt one and fails.
+        return FetchDataInfo(start_offset, self.base_offset, start.position, data if end == len(data) else data[:end])
 
     def find_offset_by_timestamp(self, timestamp: int, starting_offset: int | None = None
                                  ) -> TimestampAndOffset | None:
