@@ -18,8 +18,8 @@ from format import layout
 from format.compression import CompressionType
 from format.errors import InvalidTopicError as FormatInvalidTopicError
 from format.layout import TopicPartition
-from format.record import Header, Record, SimpleRecord
-from format.record_batch import NO_TIMESTAMP, build_batch, iter_batches
+from format.record import Record, SimpleRecord
+from format.record_batch import build_batch, iter_batches
 
 from . import group_offsets
 from .clock import SYSTEM_CLOCK, Clock

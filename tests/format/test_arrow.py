@@ -1,6 +1,5 @@
 import random
 
-import pyarrow as pa
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -9,7 +8,7 @@ from format.compression import CompressionType
 from format.control import ControlRecordType, EndTransactionMarker
 from format.record import Header, SimpleRecord
 from format.errors import CorruptRecordError
-from format.record_batch import (RECORDS_OFFSET, RecordBatch, build_batch, build_end_txn_marker_batch,
+from format.record_batch import (RECORDS_OFFSET, build_batch, build_end_txn_marker_batch,
                                  set_log_append_time)
 
 
