@@ -17,24 +17,15 @@ import logging
 import signal
 import sys
 import threading
-from typing import Sequence
+
+from .key_values import parse_key_values
 
 DEFAULT_LISTENERS = "PLAINTEXT://127.0.0.1:9092"
 
 
-def _config_pairs(items: Sequence[str] | None) -> dict[str, str]:
-    out = {}
-    for item in items or ():
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"--config expects key=value, got {item!r}")
-        out[key.strip()] = value.strip()
-    return out
-
-
 def broker_props(args: argparse.Namespace) -> dict[str, str]:
     """The broker's properties from the command line: ``--config`` pairs, then the flags over them."""
-    props = _config_pairs(args.config)
+    props = parse_key_values(args.config)
     props["log.dirs"] = ",".join(args.log_dir)
     if args.listeners is not None or "listeners" not in props:
         props["listeners"] = args.listeners or DEFAULT_LISTENERS

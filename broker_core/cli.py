@@ -21,18 +21,10 @@ import argparse
 import sys
 from typing import Sequence
 
+from .key_values import parse_key_values
+
 EXIT_ERROR = 1
 EXIT_USAGE = 2
-
-
-def _config_pairs(items: Sequence[str] | None) -> dict[str, str]:
-    out = {}
-    for item in items or ():
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ValueError(f"--config expects key=value, got {item!r}")
-        out[key.strip()] = value.strip()
-    return out
 
 
 def _open_broker(args: argparse.Namespace):
@@ -43,7 +35,8 @@ def _open_broker(args: argparse.Namespace):
         from .server.remote_broker import RemoteBroker
 
         return RemoteBroker(args.bootstrap)
-    return Broker(args.log_dir, _config_pairs(getattr(args, "broker_config", None)), background=False)
+    props = parse_key_values(getattr(args, "broker_config", None), "--broker-config")
+    return Broker(args.log_dir, props, background=False)
 
 
 def _describe_lines(description) -> list[str]:
@@ -60,7 +53,7 @@ def _describe_lines(description) -> list[str]:
 def _topics(args: argparse.Namespace) -> int:
     with _open_broker(args) as broker:
         if args.action == "create":
-            broker.create_topic(args.topic, args.partitions, _config_pairs(args.config))
+            broker.create_topic(args.topic, args.partitions, parse_key_values(args.config))
             print(f"Created topic {args.topic}.")
         elif args.action == "list":
             for name in broker.list_topics():
@@ -77,7 +70,7 @@ def _topics(args: argparse.Namespace) -> int:
             if args.partitions is not None:
                 broker.create_partitions(args.topic, args.partitions)
             if args.config or args.delete_config:
-                broker.alter_topic_config(args.topic, _config_pairs(args.config), args.delete_config or ())
+                broker.alter_topic_config(args.topic, parse_key_values(args.config), args.delete_config or ())
             print(f"Altered topic {args.topic}.")
     return 0
 

@@ -23,6 +23,8 @@ import sys
 import time
 from typing import Sequence, TextIO
 
+from .key_values import parse_key_values
+
 
 class ProgressBar:
     """A one-line progress bar on a terminal; a line per finished item elsewhere."""
@@ -172,7 +174,8 @@ def compact_with_spark(args: argparse.Namespace) -> int:
         from .config import BrokerConfig
         from .topic_store import TopicStore
 
-        defaults = BrokerConfig.from_props({"log.dirs": path, **_pairs(args.broker_config)}).log_config_defaults()
+        props = {"log.dirs": path, **parse_key_values(args.broker_config, "--broker-config")}
+        defaults = BrokerConfig.from_props(props).log_config_defaults()
         topics = [t.name for t in TopicStore([path.removeprefix("file://")]).all()
                   if defaults.with_overrides(t.config).compact]
         if not topics:
@@ -185,23 +188,13 @@ def compact_with_spark(args: argparse.Namespace) -> int:
     return subprocess.call(command, cwd=root, env=env)
 
 
-def _pairs(items: Sequence[str] | None) -> dict[str, str]:
-    out = {}
-    for item in items or ():
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ValueError(f"expected key=value, got {item!r}")
-        out[key.strip()] = value.strip()
-    return out
-
-
 def run(args: argparse.Namespace) -> int:
     if args.spark:
         return compact_with_spark(args)
     if args.master or args.storage or args.conf or args.bootstrap:
         raise ValueError("--master, --storage, --conf and --bootstrap go with --spark (a running broker cleans "
                          "its own logs)")
-    return compact_in_process(args.log_dir, args.topic, _pairs(args.broker_config))
+    return compact_in_process(args.log_dir, args.topic, parse_key_values(args.broker_config, "--broker-config"))
 
 
 def add_parser(commands) -> None:

@@ -38,6 +38,7 @@ import uuid
 from typing import Callable, Mapping, Sequence
 
 from broker_core.config import BrokerConfig
+from broker_core.key_values import parse_key_values
 from connector.compaction import (DEFAULT_LEASE_MS, DEFAULT_TASK_BYTES, CleanTask, CompactionError,
                                   PartitionReport, clean_inputs, clean_tasks, compaction_lease, delete_files,
                                   format_report, map_tasks, merge_pieces, plan_compaction, report_partition,
@@ -218,16 +219,6 @@ def run_compaction(spark, url: str, topics: Sequence[str], *, storage_options: M
     return reports
 
 
-def _pairs(items: Sequence[str] | None) -> dict[str, str]:
-    out = {}
-    for item in items or ():
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ValueError(f"expected key=value, got {item!r}")
-        out[key.strip()] = value.strip()
-    return out
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="compaction_job", description="Compact seglog topics with Spark.")
     parser.add_argument("--path", required=True, help="the log dir: a path, file:// or s3:// URL")
@@ -248,8 +239,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     spark = SparkSession.builder.appName("seglog-compaction").getOrCreate()
     try:
-        storage = storage_options_from({f"storage.{k}": v for k, v in _pairs(args.storage).items()})
-        run_compaction(spark, args.path, topics, storage_options=storage, broker_config=_pairs(args.broker_config),
+        storage = storage_options_from({f"storage.{k}": v
+                                        for k, v in parse_key_values(args.storage, "--storage").items()})
+        run_compaction(spark, args.path, topics, storage_options=storage,
+                       broker_config=parse_key_values(args.broker_config, "--broker-config"),
                        now_ms=args.now_ms, bootstrap=args.bootstrap, lease_ms=args.lease_ms)
     except (CompactionError, ValueError, OSError) as exc:
         print(f"compaction_job: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -2,6 +2,8 @@
 
 import os
 
+import pytest
+
 from broker_core import Broker
 from broker_core.cli import main
 from broker_core.compact_command import spark_submit_command
@@ -58,3 +60,14 @@ def test_compact_with_spark_beside_a_running_broker_hands_the_job_its_listener(t
     # Without --spark there is nothing to lease: a running broker cleans its own logs.
     assert main(["compact", "--log-dir", str(tmp_path), "--bootstrap", "127.0.0.1:9092"]) == 1
     assert "--bootstrap go with --spark" in capsys.readouterr().err
+
+
+def test_key_value_options_are_parsed_in_one_place_naming_the_option():
+    from broker_core.key_values import parse_key_values
+
+    assert parse_key_values([" a = 1", "b=x=y", "c="]) == {"a": "1", "b": "x=y", "c": ""}
+    assert parse_key_values(None) == {}
+    with pytest.raises(ValueError, match="--storage expects key=value"):
+        parse_key_values(["nokey"], "--storage")
+    with pytest.raises(ValueError, match="--config"):
+        parse_key_values(["=v"])
