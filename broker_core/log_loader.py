@@ -114,10 +114,7 @@ def plan_swap_recovery(names: list[str], swap_next_offset: Callable[[str], int])
 def _swap_next_offset(directory: str, name: str) -> int:
     records = FileRecords.open(os.path.join(directory, name), writable=False)
     try:
-        next_offset = layout.offset_from_file_name(name)
-        for _, header in records.batch_headers():
-            next_offset = header.next_offset
-        return next_offset
+        return records.next_offset(layout.offset_from_file_name(name))
     finally:
         records.close()
 

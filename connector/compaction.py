@@ -368,10 +368,7 @@ def recover_partition(fs, directory: str) -> int:
     def next_offset(name: str) -> int:
         records = _open_records(fs, join(fs, directory, name), int(files[name].get("size") or 0))
         try:
-            found = layout.offset_from_file_name(name)
-            for _, header in records.batch_headers():
-                found = header.next_offset
-            return found
+            return records.next_offset(layout.offset_from_file_name(name))
         finally:
             records.close()
 

@@ -110,6 +110,13 @@ class FileRecords:
 
     # --- walking -----------------------------------------------------------
 
+    def next_offset(self, empty: int, start: int = 0) -> int:
+        """The offset after the last batch from ``start`` on (``empty`` when there is none)."""
+        found = empty
+        for _, header in self.batch_headers(start):
+            found = header.next_offset
+        return found
+
     def batch_headers(self, start: int = 0, end: int | None = None,
                       stop_at_partial: bool = True) -> Iterator[tuple[int, BatchHeader]]:
         """(position, header) of each batch from ``start``, reading only headers."""

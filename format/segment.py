@@ -228,10 +228,7 @@ class LogSegment:
     def read_next_offset(self) -> int:
         """The offset after the last batch of the segment (the base offset when empty)."""
         mapping = self.offset_index.lookup(_INT32_MAX + self.base_offset)
-        next_offset = self.base_offset
-        for _, header in self.log.batch_headers(mapping.position):
-            next_offset = header.next_offset
-        return next_offset
+        return self.log.next_offset(self.base_offset, mapping.position)
 
     # --- recovery and truncation ------------------------------------------------
 
