@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Iterator
 
 from format.control import ControlRecordType
 from format.layout import TopicPartition
@@ -20,9 +20,8 @@ from format.record import SimpleRecord
 from format.record_batch import build_batch, iter_batches
 
 from ..group_offsets import OFFSETS_TOPIC, ensure_offsets_topic
-from ..offsets_topic import GroupMetadataValue, InvalidOffsetsRecordError, UnknownRecordTypeError, partition_for_group
-from .offset_and_metadata import OffsetAndMetadata
-from .store import LoadedGroups, OffsetsTopicReplay, group_metadata_record, offset_commit_record
+from ..offsets_topic import InvalidOffsetsRecordError, UnknownRecordTypeError, partition_for_group
+from .store import GroupRecordWriter, LoadedGroups, OffsetsTopicReplay
 
 if TYPE_CHECKING:
     from ..broker import Broker
@@ -35,7 +34,7 @@ log = logging.getLogger(__name__)
 LOAD_BUFFER_SIZE = 5 * 1024 * 1024
 
 
-class BrokerGroupStore:
+class BrokerGroupStore(GroupRecordWriter):
     """A GroupStore over a Broker; creates ``__consumer_offsets`` with Kafka's settings on the first write.
 
     Like Kafka, a broker whose clients never use groups has no offsets topic.
@@ -64,19 +63,6 @@ class BrokerGroupStore:
         return self._num_partitions
 
     # -- writing -------------------------------------------------------------------
-
-    def append_group_metadata(self, group_id: str, value: GroupMetadataValue) -> None:
-        self._append(group_id, [group_metadata_record(group_id, value)])
-
-    def append_offsets(self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
-        self._append(group_id, [offset_commit_record(group_id, tp, o) for tp, o in sorted(offsets.items())])
-
-    def append_tombstones(self, group_id: str, partitions: Iterable[TopicPartition], *, group: bool) -> None:
-        records = [offset_commit_record(group_id, tp, None) for tp in sorted(partitions)]
-        if group:
-            # Last, as Kafka writes it: a reader never sees offsets outlive their group.
-            records.append(group_metadata_record(group_id, None))
-        self._append(group_id, records)
 
     def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]]) -> None:
         if not records:

@@ -125,10 +125,31 @@ class OffsetsTopicReplay:
         return LoadedGroups(dict(self._groups), {g: dict(o) for g, o in self._offsets.items()})
 
 
+class GroupRecordWriter:
+    """The GroupStore appends as ``__consumer_offsets`` records (Kafka's key and value layouts);
+    a store supplies ``_append(group_id, records)``, which writes them to the group's partition."""
+
+    def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]]) -> None:
+        raise NotImplementedError
+
+    def append_group_metadata(self, group_id: str, value: GroupMetadataValue) -> None:
+        self._append(group_id, [group_metadata_record(group_id, value)])
+
+    def append_offsets(self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+        self._append(group_id, [offset_commit_record(group_id, tp, o) for tp, o in sorted(offsets.items())])
+
+    def append_tombstones(self, group_id: str, partitions: Iterable[TopicPartition], *, group: bool) -> None:
+        records = [offset_commit_record(group_id, tp, None) for tp in sorted(partitions)]
+        if group:
+            # Last, as Kafka writes it: a reader never sees offsets outlive their group.
+            records.append(group_metadata_record(group_id, None))
+        self._append(group_id, records)
+
+
 # --- in memory -------------------------------------------------------------------------------
 
 
-class InMemoryGroupStore:
+class InMemoryGroupStore(GroupRecordWriter):
     """A GroupStore holding each partition's records in a list: the offsets topic without files.
 
     ``fail_with``, when set, is raised by every append (a storage fault for tests).
@@ -154,18 +175,6 @@ class InMemoryGroupStore:
             for key, value in snapshot[partition]:
                 replay.apply(key, value)
         return replay.result()
-
-    def append_group_metadata(self, group_id: str, value: GroupMetadataValue) -> None:
-        self._append(group_id, [group_metadata_record(group_id, value)])
-
-    def append_offsets(self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
-        self._append(group_id, [offset_commit_record(group_id, tp, o) for tp, o in sorted(offsets.items())])
-
-    def append_tombstones(self, group_id: str, partitions: Iterable[TopicPartition], *, group: bool) -> None:
-        records = [offset_commit_record(group_id, tp, None) for tp in sorted(partitions)]
-        if group:
-            records.append(group_metadata_record(group_id, None))
-        self._append(group_id, records)
 
     def records(self, group_id: str) -> list[tuple[bytes, bytes | None]]:
         """The records of the group's partition (every group hashing there), in append order."""
