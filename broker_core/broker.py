@@ -259,8 +259,6 @@ class Broker:
             return []
         codec = CompressionType.from_name(compression) if isinstance(compression, str) else compression
         count = self.partitions_for(topic)
-        if partition is not None and not 0 <= partition < count:
-            raise UnknownTopicOrPartitionError(f"topic {topic!r} has no partition {partition} (it has {count})")
         now = self.clock.milliseconds()
         groups = assign_partitions(topic, ((r.key, len(r.value or b"")) for r in items), count, partition,
                                    self._partitioner)

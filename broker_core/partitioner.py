@@ -20,6 +20,8 @@ import random
 import struct
 from dataclasses import dataclass
 
+from .errors import UnknownTopicOrPartitionError
+
 __all__ = [
     "DEFAULT_BATCH_SIZE",
     "murmur2",
@@ -181,9 +183,11 @@ def assign_partitions(topic: str, keys_and_sizes, num_partitions: int, partition
     """Indexes of records per partition, as the Java producer spreads them.
 
     ``keys_and_sizes`` yields (key, value size) per record: an explicit
-    ``partition`` wins, then murmur2 of the key, then the sticky partition for
-    null keys. The caller checks that ``partition`` exists.
+    ``partition`` wins (UnknownTopicOrPartitionError when the topic has no such
+    partition), then murmur2 of the key, then the sticky partition for null keys.
     """
+    if partition is not None and not 0 <= partition < num_partitions:
+        raise UnknownTopicOrPartitionError(f"topic {topic!r} has no partition {partition} (it has {num_partitions})")
     groups: dict[int, list[int]] = {}
     for i, (key, size) in enumerate(keys_and_sizes):
         if partition is not None:

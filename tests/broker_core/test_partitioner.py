@@ -191,3 +191,17 @@ def test_default_batch_size_is_the_producers_batch_size():
 def test_nonsense_arguments_are_refused(call):
     with pytest.raises(ValueError):
         call()
+
+
+def test_an_explicit_partition_the_topic_lacks_is_refused_for_every_producer(tmp_path):
+    from broker_core import Broker
+    from broker_core.errors import UnknownTopicOrPartitionError
+    from broker_core.partitioner import StickyPartitioner, assign_partitions
+
+    assert assign_partitions("t", [(b"k", 1), (None, 1)], 3, 2, StickyPartitioner()) == {2: [0, 1]}
+    with pytest.raises(UnknownTopicOrPartitionError, match="no partition 3"):
+        assign_partitions("t", [(b"k", 1)], 3, 3, StickyPartitioner())
+    with Broker(str(tmp_path / "logs"), background=False) as broker:
+        broker.create_topic("t", 2)
+        with pytest.raises(UnknownTopicOrPartitionError, match="has no partition 5 \\(it has 2\\)"):
+            broker.produce("t", [(b"k", b"v")], partition=5)
