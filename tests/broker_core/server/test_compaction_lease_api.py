@@ -18,6 +18,7 @@ from broker_core.cleaner.cleaner import new_cleaned_segment
 from broker_core.cleaner.log_cleaner_manager import Paused
 from broker_core.config import LogConfig
 from broker_core.protocol import ApiKey, SeglogApiKey, encode_request
+from broker_core.protocol.messages.compaction import ACQUIRE, RELEASE, RENEW
 from broker_core.server.protocol_client import ProtocolClient
 from format import layout
 from format.checkpoint import OffsetCheckpointFile
@@ -26,13 +27,11 @@ from format.layout import TopicPartition
 from format.record import SimpleRecord
 from format.record_batch import build_batch, iter_batches
 
-from server_kit import start_broker
 
 UNKNOWN_TOPIC_OR_PARTITION = 3
 UNKNOWN_MEMBER_ID = 25
 INVALID_REQUEST = 42
 CONCURRENT_TRANSACTIONS = 51
-ACQUIRE, RENEW, RELEASE = 0, 1, 2
 TIMEOUT_S = 20
 # Segments of a few batches; the broker's own cleaner never finds the topic dirty enough.
 COMPACTED = {"cleanup.policy": "compact", "segment.bytes": "1000", "min.cleanable.dirty.ratio": "1.0"}
@@ -40,17 +39,8 @@ TABLE0 = TopicPartition("table", 0)
 
 
 @pytest.fixture()
-def server(tmp_path):
-    started = start_broker(tmp_path / "logs")
-    try:
-        yield started
-    finally:
-        started.shutdown(timeout_ms=10_000)
-
-
-@pytest.fixture()
-def client(server):
-    with ProtocolClient(server.bootstrap_servers) as c:
+def client(broker_server):
+    with ProtocolClient(broker_server.bootstrap_servers) as c:
         yield c
 
 
@@ -174,15 +164,15 @@ class RacingReader(threading.Thread):
 # --- the job's round trip ------------------------------------------------------------------
 
 
-def test_a_job_swaps_its_cleaned_segments_into_a_running_broker_and_consumers_read_them(server, client):
+def test_a_job_swaps_its_cleaned_segments_into_a_running_broker_and_consumers_read_them(broker_server, client):
     create_topic(client, "table", 1, COMPACTED)
     records = fill(client)
     acquired = lease(client, "job-1", ACQUIRE, {"table": [0]})
-    log_dir = server.broker.log_manager.log_dirs[0]
+    log_dir = broker_server.broker.log_manager.log_dirs[0]
     assert acquired == {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "topics": [
         {"name": "table", "partitions": [
             {"partition_index": 0, "error_code": 0, "error_message": None, "log_dir": log_dir}]}]}
-    assert server.broker.log_manager.cleaner.manager.state(TABLE0) == Paused(1)
+    assert broker_server.broker.log_manager.cleaner.manager.state(TABLE0) == Paused(1)
 
     partition_dir = os.path.join(acquired["topics"][0]["partitions"][0]["log_dir"], "table-0")
     bases = segment_bases(partition_dir)
@@ -192,7 +182,7 @@ def test_a_job_swaps_its_cleaned_segments_into_a_running_broker_and_consumers_re
     assert 0 < len(keep) < end
     write_cleaned(partition_dir, group, keep)
 
-    reader = RacingReader(server.bootstrap_servers)
+    reader = RacingReader(broker_server.bootstrap_servers)
     reader.start()
     try:
         while reader.reads < 3 and not reader.failures:
@@ -208,7 +198,7 @@ def test_a_job_swaps_its_cleaned_segments_into_a_running_broker_and_consumers_re
     assert reader.failures == []
 
     expected = [r for r in records if r[0] >= end or r[0] in keep]
-    assert consume(server.bootstrap_servers, len(expected)) == expected
+    assert consume(broker_server.bootstrap_servers, len(expected)) == expected
     assert segment_bases(partition_dir)[:2] == [group[0], end]
     assert not [n for n in os.listdir(partition_dir) if n.endswith(layout.CLEANED_FILE_SUFFIX)]
     checkpoint = OffsetCheckpointFile(os.path.join(log_dir, layout.CLEANER_OFFSET_CHECKPOINT_FILE)).read()
@@ -217,16 +207,16 @@ def test_a_job_swaps_its_cleaned_segments_into_a_running_broker_and_consumers_re
     # The log goes on: a new record lands after the last one and is read back with the rest.
     offset = produce(client, "table", 0, b"after", b"the swap")
     assert offset == records[-1][0] + 1
-    assert consume(server.bootstrap_servers, len(expected) + 1) == expected + [(offset, b"after", b"the swap")]
+    assert consume(broker_server.bootstrap_servers, len(expected) + 1) == expected + [(offset, b"after", b"the swap")]
 
     # The lease outlives the swap until the job lets it go.
-    assert server.broker.compaction_leases.holder(TABLE0) == "job-1"
+    assert broker_server.broker.compaction_leases.holder(TABLE0) == "job-1"
     released = lease(client, "job-1", RELEASE)
     assert released["error_code"] == 0 and released["topics"][0]["partitions"][0]["log_dir"] == log_dir
-    assert server.broker.log_manager.cleaner.manager.state(TABLE0) is None
+    assert broker_server.broker.log_manager.cleaner.manager.state(TABLE0) is None
 
 
-def test_a_swap_that_names_the_active_segment_is_refused_and_changes_nothing(server, client):
+def test_a_swap_that_names_the_active_segment_is_refused_and_changes_nothing(broker_server, client):
     create_topic(client, "table", 1, COMPACTED)
     records = fill(client, 30)
     acquired = lease(client, "job-1", ACQUIRE, {"table": [0]})
@@ -239,13 +229,13 @@ def test_a_swap_that_names_the_active_segment_is_refused_and_changes_nothing(ser
     missing = replace(client, "job-1", 0, bases[1], [[bases[0]]])
     assert missing["error_code"] == INVALID_REQUEST and "does not exist" in missing["error_message"]
     assert segment_bases(partition_dir) == bases
-    assert consume(server.bootstrap_servers, len(records)) == records
+    assert consume(broker_server.bootstrap_servers, len(records)) == records
 
 
 # --- errors over the wire ---------------------------------------------------------------------
 
 
-def test_an_acquire_conflicting_with_another_lease_leases_nothing(client, server):
+def test_an_acquire_conflicting_with_another_lease_leases_nothing(client, broker_server):
     create_topic(client, "table", 2, COMPACTED)
     assert lease(client, "job-1", ACQUIRE, {"table": [1]})["error_code"] == 0
     refused = lease(client, "job-2", ACQUIRE, {"table": [0, 1]})
@@ -255,8 +245,8 @@ def test_an_acquire_conflicting_with_another_lease_leases_nothing(client, server
     assert (p0["partition_index"], p0["error_code"], p0["error_message"], p0["log_dir"]) == (0, 0, None, "")
     assert (p1["partition_index"], p1["error_code"], p1["log_dir"]) == (1, CONCURRENT_TRANSACTIONS, "")
     assert "held by compaction lease 'job-1'" in p1["error_message"]
-    assert server.broker.compaction_leases.holder(TopicPartition("table", 0)) is None
-    assert server.broker.log_manager.cleaner.manager.state(TopicPartition("table", 0)) is None
+    assert broker_server.broker.compaction_leases.holder(TopicPartition("table", 0)) is None
+    assert broker_server.broker.log_manager.cleaner.manager.state(TopicPartition("table", 0)) is None
 
 
 def test_an_acquire_of_an_unknown_or_uncompacted_partition_names_the_first_error(client):
@@ -281,12 +271,12 @@ def test_an_unknown_lease_gets_unknown_member_id_from_each_call(client):
     assert lease(client, "job", 7)["error_code"] == INVALID_REQUEST
 
 
-def test_renew_keeps_the_lease_and_a_lapsed_lease_resumes_cleaning_on_the_broker_clock(client, server):
+def test_renew_keeps_the_lease_and_a_lapsed_lease_resumes_cleaning_on_the_broker_clock(client, broker_server):
     create_topic(client, "table", 1, COMPACTED)
     assert lease(client, "job-1", ACQUIRE, {"table": [0]}, lease_ms=60_000)["error_code"] == 0
     renewed = lease(client, "job-1", RENEW, lease_ms=200)
     assert renewed["error_code"] == 0 and renewed["topics"][0]["partitions"][0]["partition_index"] == 0
-    manager = server.broker.log_manager.cleaner.manager
+    manager = broker_server.broker.log_manager.cleaner.manager
     deadline = time.monotonic() + TIMEOUT_S
     # No lease call from here on: the broker's scheduler expires the lease by itself.
     while manager.state(TABLE0) is not None and time.monotonic() < deadline:
@@ -312,7 +302,7 @@ def _closes(sock: socket.socket) -> bool:
 
 
 @pytest.mark.parametrize("name", ["truncated", "version 1"])
-def test_a_malformed_admin_request_closes_its_connection_and_the_broker_serves_on(server, client, name):
+def test_a_malformed_admin_request_closes_its_connection_and_the_broker_serves_on(broker_server, client, name):
     create_topic(client, "table", 1, COMPACTED)
     if name == "truncated":
         frame = encode_request(SeglogApiKey.COMPACTION_LEASE, 0, 5, "bad", {
@@ -320,10 +310,10 @@ def test_a_malformed_admin_request_closes_its_connection_and_the_broker_serves_o
         payload = frame[4:-6]
     else:
         payload = struct.pack(">hhi", SeglogApiKey.REPLACE_SEGMENTS, 1, 5) + b"\x00\x03bad\x00" + b"\x00" * 10
-    with socket.create_connection(("127.0.0.1", server.bound_port()), timeout=5) as sock:
+    with socket.create_connection(("127.0.0.1", broker_server.bound_port()), timeout=5) as sock:
         sock.sendall(struct.pack(">i", len(payload)) + payload)
         assert _closes(sock)
-    assert server.broker.compaction_leases.holder(TABLE0) is None
+    assert broker_server.broker.compaction_leases.holder(TABLE0) is None
     assert lease(client, "job-1", ACQUIRE, {"table": [0]})["error_code"] == 0
-    with ProtocolClient(server.bootstrap_servers) as other:
+    with ProtocolClient(broker_server.bootstrap_servers) as other:
         assert lease(other, "job-1", RELEASE)["error_code"] == 0
