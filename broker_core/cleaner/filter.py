@@ -103,9 +103,8 @@ class MapLatest:
 
 def offsets_between(sorted_offsets: np.ndarray, firsts: np.ndarray, lasts: np.ndarray) -> np.ndarray:
     """Whether ``sorted_offsets`` holds an offset in [first, last], for each pair."""
-    i = np.searchsorted(sorted_offsets, firsts)
-    return (i < len(sorted_offsets)) & (sorted_offsets[np.minimum(i, len(sorted_offsets) - 1)] <= lasts) \
-        if len(sorted_offsets) else np.zeros(len(firsts), dtype=bool)
+    # How many offsets lie at or below ``last`` against how many lie below ``first``.
+    return np.searchsorted(sorted_offsets, lasts, side="right") > np.searchsorted(sorted_offsets, firsts)
 
 
 @dataclass

@@ -110,3 +110,5 @@ def test_a_batch_index_reads_neighbouring_batches_together_within_a_chunk():
     assert index.read_ranges(10_000) == {0: [(0, 200), (300, 50)], 40: [(0, 200)]}
     assert index.read_ranges(150) == {0: [(0, 100), (100, 100), (300, 50)], 40: [(0, 100), (100, 100)]}
     assert index.holding(np.array([15, 45], dtype=np.int64)).tolist() == [False, True, False, True, False]
+    assert index.holding(np.array([0, 31, 59], dtype=np.int64)).tolist() == [True, False, True, False, True]
+    assert not index.holding(np.zeros(0, dtype=np.int64)).any()
