@@ -365,11 +365,9 @@ def consume_all(bootstrap: str, topic: str, partition: int) -> list[tuple[int, b
 
 @pytest.mark.slow
 def test_the_job_compacts_a_log_dir_a_running_broker_owns_through_its_lease(spark, tmp_path):
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "broker_core",
-                                    "server"))
-    from server_kit import start_broker
-
     from kafka import KafkaProducer
+
+    from tests.broker_core.server.server_kit import start_broker
 
     clock = MockTime(current_time_ms=T0)
     produced: dict = {}

@@ -1,10 +1,9 @@
 """Group offsets through a running broker: a query's commits go to its coordinator, and come back from it."""
 
 import pytest
-from kafka import KafkaAdminClient
 
-from broker_core.server.broker_server import BrokerServer
 from format.record import SimpleRecord
+from tests.broker_core.server.server_kit import committed_offsets, start_broker
 from tests.connector.conftest import T0
 
 pytestmark = pytest.mark.slow
@@ -12,8 +11,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture()
 def running(tmp_path):
-    server = BrokerServer({"log.dirs": str(tmp_path / "logs"), "listeners": "PLAINTEXT://127.0.0.1:0",
-                           "num.network.threads": 2, "num.io.threads": 2}).startup()
+    server = start_broker(tmp_path / "logs")
     try:
         server.broker.create_topic("events", 2)
         for p in range(2):
@@ -22,16 +20,6 @@ def running(tmp_path):
         yield server
     finally:
         server.shutdown()
-
-
-def group_offsets(bootstrap: str, group: str) -> dict[int, int]:
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10_000)
-    try:
-        offsets = admin.list_group_offsets(group)
-    finally:
-        admin.close()
-    offsets = offsets.get(group, offsets)
-    return {tp.partition: meta.offset for tp, meta in offsets.items() if tp.topic == "events"}
 
 
 def run_available_now(spark, bootstrap: str, checkpoint: str, seen: list, **options) -> None:
@@ -51,7 +39,7 @@ def test_a_streaming_query_commits_through_the_coordinator_and_resumes_from_it(s
     run_available_now(spark, bootstrap, str(tmp_path / "first"), seen, startingOffsets="earliest")
     assert len(seen) == 60
     # What any Kafka tool sees: the committed offsets, through OffsetFetch.
-    assert group_offsets(bootstrap, "etl") == {0: 30, 1: 30}
+    assert committed_offsets(bootstrap, "etl", "events") == {0: 30, 1: 30}
     described = running.group_coordinator.describe_group("etl")[1]
     assert described.state == "Empty"  # offsets only, no members: the connector assigns partitions itself
 
@@ -60,4 +48,4 @@ def test_a_streaming_query_commits_through_the_coordinator_and_resumes_from_it(s
     # A new query (new checkpoint) of the same group starts where the group stands.
     run_available_now(spark, bootstrap, str(tmp_path / "second"), resumed, startingOffsets="group")
     assert resumed == [(1, 30)]
-    assert group_offsets(bootstrap, "etl") == {0: 30, 1: 31}
+    assert committed_offsets(bootstrap, "etl", "events") == {0: 30, 1: 31}

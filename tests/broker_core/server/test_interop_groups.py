@@ -21,7 +21,7 @@ from kafka.structs import OffsetAndMetadata, TopicPartition
 
 from broker_core.consumer_protocol import decode_assignment
 from group_kit import MemberProcess, wait_until
-from server_kit import start_broker
+from server_kit import committed_offsets, start_broker
 
 pytestmark = pytest.mark.slow
 
@@ -58,18 +58,6 @@ def produce(bootstrap: str, topic: str, per_partition: int, partitions: int = PA
         producer.flush(TIMEOUT_S)
     finally:
         producer.close()
-
-
-def group_offsets(bootstrap: str, group: str) -> dict[int, int]:
-    """The group's committed offsets by partition, as an admin client reads them (OffsetFetch)."""
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10_000)
-    try:
-        offsets = admin.list_group_offsets(group)
-    finally:
-        admin.close()
-    if group in offsets:  # newer kafka-python answers by group
-        offsets = offsets[group]
-    return {tp.partition: meta.offset for tp, meta in offsets.items()}
 
 
 def kafka_python_consumer(bootstrap: str, topic: str, group: str, **config) -> KafkaConsumer:
@@ -167,7 +155,7 @@ def test_manual_commits_of_both_clients_survive_a_restart_and_consumption_resume
     server = start_broker(tmp_path / "logs", **BROKER_SETTINGS)
     bootstrap = server.bootstrap_servers
     try:
-        assert group_offsets(bootstrap, "resume") == {p: 5 for p in range(PARTITIONS)}
+        assert committed_offsets(bootstrap, "resume") == {p: 5 for p in range(PARTITIONS)}
         # confluent-kafka in the same group resumes at the committed offsets, not at the start.
         consumer = confluent_consumer(bootstrap, "orders", "resume")
         records = poll_records(consumer, 30)
@@ -204,7 +192,7 @@ def test_auto_commit_commits_what_was_consumed(server, lib):
         def committed_everything() -> bool:
             if lib == "kafka-python":
                 consumer.poll(50)  # kafka-python commits from poll
-            return group_offsets(bootstrap, "auto") == {p: 4 for p in range(PARTITIONS)}
+            return committed_offsets(bootstrap, "auto") == {p: 4 for p in range(PARTITIONS)}
 
         assert wait_until(committed_everything, TIMEOUT_S, interval_s=0.2)
     finally:
