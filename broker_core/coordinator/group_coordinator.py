@@ -411,16 +411,23 @@ class GroupCoordinator:
                     or group.num_awaiting_join < self.config.group_max_size)
         return group.has(member_id) or group.size < self.config.group_max_size
 
+    @staticmethod
+    def _join_error(group: GroupMetadata, protocol_type: str, protocols: list[tuple[str, bytes]]) -> int:
+        """What every JoinGroup is refused for before its member is looked at (0: nothing)."""
+        if group.is_(_S.DEAD):
+            # Deleted or unloaded meanwhile: the client finds the coordinator again and retries.
+            return CoordinatorNotAvailableError.code
+        if not group.supports_protocols(protocol_type, [name for name, _ in protocols]):
+            return InconsistentGroupProtocolError.code
+        return 0
+
     def _join_new_member(self, group: GroupMetadata, group_instance_id: str | None, require_known_member_id: bool,
                          client_id: str, client_host: str, rebalance_timeout_ms: int, session_timeout_ms: int,
                          protocol_type: str, protocols: list[tuple[str, bytes]], respond: JoinCallback,
                          reason: str | None, supports_skip_assignment: bool) -> None:
-        if group.is_(_S.DEAD):
-            # Deleted or unloaded meanwhile: the client finds the coordinator again and retries.
-            respond(JoinGroupResult.failed(UNKNOWN_MEMBER_ID, CoordinatorNotAvailableError.code))
-            return
-        if not group.supports_protocols(protocol_type, [name for name, _ in protocols]):
-            respond(JoinGroupResult.failed(UNKNOWN_MEMBER_ID, InconsistentGroupProtocolError.code))
+        error = self._join_error(group, protocol_type, protocols)
+        if error:
+            respond(JoinGroupResult.failed(UNKNOWN_MEMBER_ID, error))
             return
         new_member_id = group.generate_member_id(client_id, group_instance_id)
         if group_instance_id is not None:
@@ -447,11 +454,9 @@ class GroupCoordinator:
                              client_id: str, client_host: str, rebalance_timeout_ms: int, session_timeout_ms: int,
                              protocol_type: str, protocols: list[tuple[str, bytes]], respond: JoinCallback,
                              reason: str | None) -> None:
-        if group.is_(_S.DEAD):
-            respond(JoinGroupResult.failed(member_id, CoordinatorNotAvailableError.code))
-            return
-        if not group.supports_protocols(protocol_type, [name for name, _ in protocols]):
-            respond(JoinGroupResult.failed(member_id, InconsistentGroupProtocolError.code))
+        error = self._join_error(group, protocol_type, protocols)
+        if error:
+            respond(JoinGroupResult.failed(member_id, error))
             return
         if group.is_pending_member(member_id):
             # The second half of the MEMBER_ID_REQUIRED round trip.
