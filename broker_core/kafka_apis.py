@@ -47,7 +47,7 @@ from format.layout import TopicPartition
 
 from .broker import Broker
 from .compaction_leases import CleanedSegment, LeasedPartition
-from .config import (BROKER_CONFIG_NAMES, CONFIG_SOURCE_IDS, DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG,
+from .config import (BROKER_CONFIG_NAMES, CONFIG_SOURCE_IDS, DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG, LONG_MAX,
                      STATIC_BROKER_CONFIG, TOPIC_CONFIG_SYNONYMS, BrokerConfig, ConfigEntry, LogConfig)
 from .coordinator import GroupCoordinator
 from .delayed_fetch import (READ_COMMITTED, DelayedFetch, FetchParams, FetchPartition, FetchPartitionStatus,
@@ -57,7 +57,7 @@ from .errors import (InvalidConfigurationError, InvalidPartitionsError, InvalidR
                      KafkaError, KafkaStorageError, TopicAlreadyExistsError, UnknownServerError, UnknownTopicIdError,
                      UnknownTopicOrPartitionError)
 from .group_offsets import OFFSETS_TOPIC, ensure_offsets_topic
-from .log import EARLIEST_LOCAL_TIMESTAMP, LEADER_EPOCH, MAX_TIMESTAMP
+from .log import EARLIEST_LOCAL_TIMESTAMP, LEADER_EPOCH, MAX_TIMESTAMP, Log
 from .protocol import Request as KafkaRequest
 from .protocol import (ApiKey, ProtocolError, SeglogApiKey, UnsupportedVersionError, api_versions_fallback_response,
                        encode_response, parse_request, supported_apis)
@@ -88,7 +88,6 @@ ZERO_UUID = bytes(16)
 _TOPIC_OPERATIONS = (3, 4, 5, 6, 7, 8, 10, 11)  # READ WRITE CREATE DELETE ALTER DESCRIBE DESCRIBE_CONFIGS ALTER_CONFIGS
 TOPIC_AUTHORIZED_OPERATIONS = sum(1 << op for op in _TOPIC_OPERATIONS)
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
-LONG_MAX = (1 << 63) - 1
 
 
 def topic_id_bytes(topic_id: str) -> bytes:
@@ -718,8 +717,8 @@ class KafkaApis:
         responses = []
         for resource, error in zip(resources, errors):
             if error is not None:
-                log.info("altering the configs of %s %r failed: %s", resource.resource_type,
-                         resource.resource_name, error)
+                log.info("configs of resource %r (type %d) not altered: %s", resource.resource_name,
+                         resource.resource_type, error)
             responses.append({"error_code": NONE if error is None else error.code,
                               "error_message": None if error is None else str(error),
                               "resource_type": resource.resource_type, "resource_name": resource.resource_name})
@@ -731,7 +730,7 @@ class KafkaApis:
         wanted = parsed.body["topics"]
         partitions = None if wanted is None else {
             TopicPartition(t["topic"], p) for t in wanted for p in t["partitions"]}
-        logs_by_dir: dict[str, list] = {}
+        logs_by_dir: dict[str, list[Log]] = {}
         for tp, lg in sorted(self.broker.log_manager.all_logs().items()):
             if partitions is None or tp in partitions:
                 logs_by_dir.setdefault(os.path.dirname(lg.dir), []).append(lg)
@@ -739,7 +738,7 @@ class KafkaApis:
         self._send(request, parsed, {"throttle_time_ms": 0, "error_code": NONE, "results": results})
 
     @staticmethod
-    def _describe_log_dir(log_dir: str, logs: list) -> dict:
+    def _describe_log_dir(log_dir: str, logs: list[Log]) -> dict:
         try:
             volume = os.statvfs(log_dir)
         except OSError as exc:

@@ -33,8 +33,8 @@ from format.errors import InvalidTopicError as FormatInvalidTopicError
 
 from ..broker import Broker
 from ..config import TOPIC_LIST_CONFIG_NAMES
-from ..errors import InvalidConfigurationError, InvalidRequestError, InvalidTopicError, KafkaError, \
-    UnknownTopicOrPartitionError
+from ..errors import (InvalidConfigurationError, InvalidRequestError, InvalidTopicError, KafkaError,
+                      UnknownTopicOrPartitionError)
 
 __all__ = ["SET", "DELETE", "APPEND", "SUBTRACT", "RESOURCE_TOPIC", "RESOURCE_BROKER", "AlterableConfig",
            "AlterConfigsResource", "ConfigAdminManager"]
