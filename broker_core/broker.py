@@ -55,8 +55,9 @@ class PartitionDescription:
     log_start_offset: int
     log_end_offset: int
     high_watermark: int
-    size_bytes: int
-    segments: int
+    # None: unknown (a remote broker tells sizes through DescribeLogDirs, and no Kafka API tells segments).
+    size_bytes: int | None
+    segments: int | None
 
 
 @dataclass(frozen=True)

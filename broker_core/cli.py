@@ -44,9 +44,15 @@ def _describe_lines(description) -> list[str]:
     lines = [f"Topic: {description.name}\tTopicId: {description.topic_id}\t"
              f"PartitionCount: {description.partition_count}\tReplicationFactor: 1\tConfigs: {overrides}"]
     for p in description.partitions:
-        lines.append(f"\tTopic: {description.name}\tPartition: {p.partition}\tLeader: {p.leader}\t"
-                     f"Replicas: {p.leader}\tIsr: {p.leader}\tLogStartOffset: {p.log_start_offset}\t"
-                     f"LogEndOffset: {p.log_end_offset}\tSize: {p.size_bytes}\tSegments: {p.segments}")
+        line = (f"\tTopic: {description.name}\tPartition: {p.partition}\tLeader: {p.leader}\t"
+                f"Replicas: {p.leader}\tIsr: {p.leader}\tLogStartOffset: {p.log_start_offset}\t"
+                f"LogEndOffset: {p.log_end_offset}")
+        # What is not known (the segments of a partition on a remote broker) is left out, not made up.
+        if p.size_bytes is not None:
+            line += f"\tSize: {p.size_bytes}"
+        if p.segments is not None:
+            line += f"\tSegments: {p.segments}"
+        lines.append(line)
     return lines
 
 

@@ -59,6 +59,7 @@ __all__ = [
     "DEFAULT_CONFIG",
     "CONFIG_SOURCE_IDS",
     "TOPIC_CONFIG_NAMES",
+    "TOPIC_LIST_CONFIG_NAMES",
     "TOPIC_CONFIG_SYNONYMS",
     "BROKER_CONFIG_NAMES",
     "ConfigEntry",
@@ -323,6 +324,8 @@ _TOPIC_KEYS_BY_NAME = {key.name: key for key in _TOPIC_KEYS}
 
 #: Every topic-level configuration name this broker knows.
 TOPIC_CONFIG_NAMES: frozenset[str] = frozenset(_TOPIC_KEYS_BY_NAME)
+#: The topic configurations whose value is a comma-separated list (what APPEND and SUBTRACT change).
+TOPIC_LIST_CONFIG_NAMES: frozenset[str] = frozenset(key.name for key in _TOPIC_KEYS if key.type is _Type.LIST)
 
 #: For each topic setting, the broker settings that supply its default, the
 #: one that wins first (``retention.ms`` <- ``log.retention.ms``, then

@@ -18,6 +18,11 @@ LeaveGroup, OffsetCommit, OffsetFetch, DescribeGroups, ListGroups,
 DeleteGroups) go to the ``GroupCoordinator``; JoinGroup and SyncGroup are
 answered when the rebalance completes, from whichever thread completes it.
 
+Configs: DescribeConfigs answers from the topic's overrides and the broker's
+settings; AlterConfigs and IncrementalAlterConfigs go to the
+``ConfigAdminManager``; DescribeLogDirs tells each log dir's partitions and
+sizes and the space on its volume.
+
 seglog's own admin APIs, CompactionLease and ReplaceSegments, let an outside
 compaction job lease partitions (pausing the broker's cleaner on them) and
 have the broker swap its cleaned segments in; the ``CompactionLeases`` table
@@ -32,6 +37,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import os
 import threading
 from typing import Any, Callable, Iterable, Mapping
 
@@ -41,22 +47,24 @@ from format.layout import TopicPartition
 
 from .broker import Broker
 from .compaction_leases import CleanedSegment, LeasedPartition
-from .config import (BROKER_CONFIG_NAMES, CONFIG_SOURCE_IDS, DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG,
+from .config import (BROKER_CONFIG_NAMES, CONFIG_SOURCE_IDS, DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG, LONG_MAX,
                      STATIC_BROKER_CONFIG, TOPIC_CONFIG_SYNONYMS, BrokerConfig, ConfigEntry, LogConfig)
 from .coordinator import GroupCoordinator
 from .delayed_fetch import (READ_COMMITTED, DelayedFetch, FetchParams, FetchPartition, FetchPartitionStatus,
                             LogReadResult, read_from_local_log)
 from .errors import (InvalidConfigurationError, InvalidPartitionsError, InvalidReplicaAssignmentError,
                      InvalidReplicationFactorError, InvalidRequestError, InvalidRequiredAcksError, InvalidTopicError,
-                     KafkaError, TopicAlreadyExistsError, UnknownServerError, UnknownTopicIdError,
+                     KafkaError, KafkaStorageError, TopicAlreadyExistsError, UnknownServerError, UnknownTopicIdError,
                      UnknownTopicOrPartitionError)
 from .group_offsets import OFFSETS_TOPIC, ensure_offsets_topic
-from .log import EARLIEST_LOCAL_TIMESTAMP, LEADER_EPOCH, MAX_TIMESTAMP
+from .log import EARLIEST_LOCAL_TIMESTAMP, LEADER_EPOCH, MAX_TIMESTAMP, Log
 from .protocol import Request as KafkaRequest
 from .protocol import (ApiKey, ProtocolError, SeglogApiKey, UnsupportedVersionError, api_versions_fallback_response,
                        encode_response, parse_request, supported_apis)
 from .protocol.messages.compaction import ACQUIRE, RELEASE, RENEW
 from .purgatory import DelayedOperationPurgatory, TopicPartitionOperationKey
+from .server.config_admin_manager import (RESOURCE_BROKER, RESOURCE_TOPIC, AlterableConfig, AlterConfigsResource,
+                                          ConfigAdminManager)
 from .server.endpoint import EndPoint
 from .server.producer_id_manager import ProducerIdManager
 from .server.request_channel import CloseConnectionResponse, NoOpResponse, Request, RequestChannel, SendResponse
@@ -76,9 +84,6 @@ MIN_VERSIONS = {ApiKey.PRODUCE: 3, ApiKey.FETCH: 4}
 INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state"})
 LATEST_TIERED_TIMESTAMP = -5
 ZERO_UUID = bytes(16)
-# ConfigResource.Type on the wire.
-RESOURCE_TOPIC = 2
-RESOURCE_BROKER = 4
 # Kafka's AclOperation codes a topic supports; with no authorizer every one is allowed.
 _TOPIC_OPERATIONS = (3, 4, 5, 6, 7, 8, 10, 11)  # READ WRITE CREATE DELETE ALTER DESCRIBE DESCRIBE_CONFIGS ALTER_CONFIGS
 TOPIC_AUTHORIZED_OPERATIONS = sum(1 << op for op in _TOPIC_OPERATIONS)
@@ -122,6 +127,7 @@ class KafkaApis:
         self.fetch_purgatory = fetch_purgatory
         self.producer_id_manager = producer_id_manager
         self.group_coordinator = group_coordinator
+        self.config_admin = ConfigAdminManager(broker)
         self._handlers: dict[ApiKey | SeglogApiKey, Callable[[Request, KafkaRequest], None]] = {
             ApiKey.PRODUCE: self.handle_produce_request,
             ApiKey.FETCH: self.handle_fetch_request,
@@ -132,6 +138,9 @@ class KafkaApis:
             ApiKey.DELETE_TOPICS: self.handle_delete_topics_request,
             ApiKey.INIT_PRODUCER_ID: self.handle_init_producer_id_request,
             ApiKey.DESCRIBE_CONFIGS: self.handle_describe_configs_request,
+            ApiKey.ALTER_CONFIGS: self.handle_alter_configs_request,
+            ApiKey.INCREMENTAL_ALTER_CONFIGS: self.handle_incremental_alter_configs_request,
+            ApiKey.DESCRIBE_LOG_DIRS: self.handle_describe_log_dirs_request,
             ApiKey.CREATE_PARTITIONS: self.handle_create_partitions_request,
             SeglogApiKey.COMPACTION_LEASE: self.handle_compaction_lease_request,
             SeglogApiKey.REPLACE_SEGMENTS: self.handle_replace_segments_request,
@@ -685,6 +694,70 @@ class KafkaApis:
             entry = ConfigEntry(name, _java_value(getattr(self.config, attr)), source, read_only=True)
             out.append(self._config_entry(entry, []))
         return out
+
+    # --- AlterConfigs and IncrementalAlterConfigs ---------------------------------------
+
+    def handle_alter_configs_request(self, request: Request, parsed: KafkaRequest) -> None:
+        resources = [AlterConfigsResource(r["resource_type"], r["resource_name"],
+                                          tuple(AlterableConfig(c["name"], c["value"]) for c in r["configs"]))
+                     for r in parsed.body["resources"]]
+        errors = self.config_admin.alter_configs(resources, bool(parsed.body["validate_only"]))
+        self._send_alter_configs_response(request, parsed, resources, errors)
+
+    def handle_incremental_alter_configs_request(self, request: Request, parsed: KafkaRequest) -> None:
+        resources = [AlterConfigsResource(r["resource_type"], r["resource_name"],
+                                          tuple(AlterableConfig(c["name"], c["value"], c["config_operation"])
+                                                for c in r["configs"]))
+                     for r in parsed.body["resources"]]
+        errors = self.config_admin.incremental_alter_configs(resources, bool(parsed.body["validate_only"]))
+        self._send_alter_configs_response(request, parsed, resources, errors)
+
+    def _send_alter_configs_response(self, request: Request, parsed: KafkaRequest,
+                                     resources: list[AlterConfigsResource], errors: list[KafkaError | None]) -> None:
+        responses = []
+        for resource, error in zip(resources, errors):
+            if error is not None:
+                log.info("configs of resource %r (type %d) not altered: %s", resource.resource_name,
+                         resource.resource_type, error)
+            responses.append({"error_code": NONE if error is None else error.code,
+                              "error_message": None if error is None else str(error),
+                              "resource_type": resource.resource_type, "resource_name": resource.resource_name})
+        self._send(request, parsed, {"throttle_time_ms": 0, "responses": responses})
+
+    # --- DescribeLogDirs -----------------------------------------------------------------
+
+    def handle_describe_log_dirs_request(self, request: Request, parsed: KafkaRequest) -> None:
+        wanted = parsed.body["topics"]
+        partitions = None if wanted is None else {
+            TopicPartition(t["topic"], p) for t in wanted for p in t["partitions"]}
+        logs_by_dir: dict[str, list[Log]] = {}
+        for tp, lg in sorted(self.broker.log_manager.all_logs().items()):
+            if partitions is None or tp in partitions:
+                logs_by_dir.setdefault(os.path.dirname(lg.dir), []).append(lg)
+        results = [self._describe_log_dir(d, logs_by_dir.get(d, [])) for d in self.broker.log_manager.log_dirs]
+        self._send(request, parsed, {"throttle_time_ms": 0, "error_code": NONE, "results": results})
+
+    @staticmethod
+    def _describe_log_dir(log_dir: str, logs: list[Log]) -> dict:
+        try:
+            volume = os.statvfs(log_dir)
+        except OSError as exc:
+            log.warning("log dir %s cannot be described: %s", log_dir, exc)
+            return {"error_code": KafkaStorageError.code, "log_dir": log_dir, "topics": [], "total_bytes": -1,
+                    "usable_bytes": -1}
+        topics: list[dict] = []
+        for lg in logs:
+            tp = lg.topic_partition
+            # One replica and no log moving between dirs: no lag, never a future log.
+            entry = {"partition_index": tp.partition, "partition_size": lg.size, "offset_lag": 0,
+                     "is_future_key": False}
+            if topics and topics[-1]["name"] == tp.topic:
+                topics[-1]["partitions"].append(entry)
+            else:
+                topics.append({"name": tp.topic, "partitions": [entry]})
+        return {"error_code": NONE, "log_dir": log_dir, "topics": topics,
+                "total_bytes": min(volume.f_blocks * volume.f_frsize, LONG_MAX),
+                "usable_bytes": min(volume.f_bavail * volume.f_frsize, LONG_MAX)}
 
     # --- the group APIs (answered by the group coordinator) ------------------------------
 

@@ -47,14 +47,18 @@ class ProtocolClient:
             self._sock.close()
             raise
 
-    def version_for(self, api_key: ApiKey) -> int:
-        """The highest version of ``api_key`` both this client and the broker speak."""
+    def serves(self, api_key: ApiKey) -> bool:
+        """Whether the broker and this client share a version of ``api_key``."""
         ours = SUPPORTED_VERSIONS.get(api_key)
         theirs = self.broker_versions.get(int(api_key))
-        if ours is None or theirs is None or max(ours[0], theirs[0]) > min(ours[1], theirs[1]):
+        return ours is not None and theirs is not None and max(ours[0], theirs[0]) <= min(ours[1], theirs[1])
+
+    def version_for(self, api_key: ApiKey) -> int:
+        """The highest version of ``api_key`` both this client and the broker speak."""
+        if not self.serves(api_key):
             raise ProtocolError(f"the broker at {self.address[0]}:{self.address[1]} does not serve "
                                 f"{api_key.name} in a version this client speaks")
-        return min(ours[1], theirs[1])
+        return min(SUPPORTED_VERSIONS[api_key][1], self.broker_versions[int(api_key)][1])
 
     def send(self, api_key: ApiKey, body: Mapping[str, Any], version: int | None = None) -> dict:
         """Send one request and wait for its response body."""

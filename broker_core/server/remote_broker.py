@@ -13,8 +13,11 @@ DescribeGroups, OffsetFetch, OffsetCommit, DeleteGroups), with the answers
 ``CommittedOffset`` records. A coordinator still loading
 ``__consumer_offsets`` is waited for, as clients retry it.
 
-Not served remotely yet: changing topic configs (AlterConfigs), which raises
-a ValueError naming the missing API.
+Topic configs change through IncrementalAlterConfigs (AlterConfigs, which
+replaces every override, for a broker without it). ``describe_topic`` takes
+partition sizes from DescribeLogDirs; no Kafka API tells a partition's
+segment count, so a remote description leaves ``segments`` unknown (None),
+and sizes too from a broker without DescribeLogDirs.
 """
 
 from __future__ import annotations
@@ -32,9 +35,10 @@ from ..broker import (DEFAULT_FETCH_MAX_BYTES, FetchResult, OffsetAndTimestamp, 
 from ..errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, GroupIdNotFoundError,
                       NonEmptyGroupError, UnknownTopicOrPartitionError, error_for_code)
 from ..group_offsets import CommittedOffset, GroupDescription, GroupMember, PartitionLag
-from ..kafka_apis import RESOURCE_TOPIC, topic_id_text
+from ..kafka_apis import topic_id_text
 from ..partitioner import StickyPartitioner, assign_partitions
 from ..protocol import ApiKey
+from .config_admin_manager import DELETE, RESOURCE_TOPIC, SET
 from .protocol_client import ProtocolClient
 
 _SPECS = {"earliest": -2, "latest": -1, "max_timestamp": -3}
@@ -105,22 +109,60 @@ class RemoteBroker:
         (result,) = response["responses"]
         _raise_for(result["error_code"], result["error_message"], name)
 
-    def alter_topic_config(self, name: str, set_configs=None, delete_configs=()) -> dict[str, str]:
-        raise ValueError("changing topic configs over --bootstrap needs AlterConfigs, which the broker does not "
-                         "serve yet; stop the broker and use --log-dir")
+    def alter_topic_config(self, name: str, set_configs: Mapping[str, object] | None = None,
+                           delete_configs: Iterable[str] = ()) -> dict[str, str]:
+        """Set and remove per-topic overrides; returns the topic's overrides afterwards."""
+        sets = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (set_configs or {}).items()}
+        deletes = [k for k in dict.fromkeys(delete_configs) if k not in sets]  # a key set again is kept
+        if self.client.serves(ApiKey.INCREMENTAL_ALTER_CONFIGS):
+            configs = ([{"name": k, "config_operation": DELETE, "value": None} for k in deletes]
+                       + [{"name": k, "config_operation": SET, "value": v} for k, v in sets.items()])
+            api_key = ApiKey.INCREMENTAL_ALTER_CONFIGS
+        else:
+            # AlterConfigs replaces every override of the topic: the ones kept go along.
+            wanted = {k: v for k, v in self._overrides(name).items() if k not in deletes}
+            wanted.update(sets)
+            configs = [{"name": k, "value": v} for k, v in wanted.items()]
+            api_key = ApiKey.ALTER_CONFIGS
+        response = self.client.send(api_key, {"resources": [
+            {"resource_type": RESOURCE_TOPIC, "resource_name": name, "configs": configs}], "validate_only": False})
+        (result,) = response["responses"]
+        _raise_for(result["error_code"], result["error_message"], name)
+        return self._overrides(name)
 
     def describe_topic(self, name: str) -> TopicDescription:
         (meta,) = self._metadata([name])
         _raise_for(meta["error_code"], f"topic {name!r} does not exist", name)
+        sizes = self._partition_sizes(name, [p["partition_index"] for p in meta["partitions"]])
         partitions = []
         for p in sorted(meta["partitions"], key=lambda p: p["partition_index"]):
             index = p["partition_index"]
             start = self._offset(name, index, _SPECS["earliest"])
             end = self._offset(name, index, _SPECS["latest"])
-            # Sizes and segment counts need DescribeLogDirs, not served: -1 says unknown.
+            size = None if sizes is None else sizes.get(index)
             partitions.append(PartitionDescription(index, p["leader_id"], start.offset, end.offset, end.offset,
-                                                   -1, -1))
+                                                   size, None))
         return TopicDescription(name, topic_id_text(meta["topic_id"]), partitions, self._overrides(name))
+
+    def _partition_sizes(self, name: str, partitions: list[int]) -> dict[int, int] | None:
+        """Bytes of each of ``partitions`` of topic ``name``, from whichever log dir holds it (DescribeLogDirs);
+        None from a broker that does not serve it."""
+        if not self.client.serves(ApiKey.DESCRIBE_LOG_DIRS):
+            return None
+        response = self.client.send(ApiKey.DESCRIBE_LOG_DIRS,
+                                    {"topics": [{"topic": name, "partitions": partitions}]})
+        _raise_for(response["error_code"], None, "DescribeLogDirs")
+        sizes: dict[int, int] = {}
+        for result in response["results"]:
+            # An offline log dir holds no readable partition: its partitions stay unknown.
+            if result["error_code"] != 0:
+                continue
+            for topic in result["topics"]:
+                if topic["name"] == name:
+                    for p in topic["partitions"]:
+                        if not p["is_future_key"]:
+                            sizes[p["partition_index"]] = p["partition_size"]
+        return sizes
 
     def _overrides(self, name: str) -> dict[str, str]:
         response = self.client.send(ApiKey.DESCRIBE_CONFIGS, {"resources": [

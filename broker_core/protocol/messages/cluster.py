@@ -1,11 +1,12 @@
-"""ApiVersions and Metadata: how a client learns what the broker speaks and where partitions live."""
+"""ApiVersions, Metadata and DescribeLogDirs: how a client learns what the broker speaks and where
+partitions live, on which broker and in which log directory."""
 
 from __future__ import annotations
 
 from ..api_keys import ApiKey
 from ..schema import F, api
 
-__all__ = ["API_VERSIONS", "METADATA"]
+__all__ = ["API_VERSIONS", "METADATA", "DESCRIBE_LOG_DIRS"]
 
 API_VERSIONS = api(
     ApiKey.API_VERSIONS, "0-4", flexible="3+",
@@ -75,5 +76,37 @@ METADATA = api(
             F("TopicAuthorizedOperations", "int32", "8+", default=-2147483648),
         )),
         F("ClusterAuthorizedOperations", "int32", "8-10", default=-2147483648),
+    ),
+)
+
+# v0 is gone from Kafka 4.0; v5 (cordoned log dirs) is left out: seglog cordons none.
+DESCRIBE_LOG_DIRS = api(
+    ApiKey.DESCRIBE_LOG_DIRS, "1-4", flexible="2+",
+    request=(
+        # Null asks for every partition.
+        F("Topics", "[]DescribableLogDirTopic", "0+", nullable="0+", fields=(
+            F("Topic", "string", "0+"),
+            F("Partitions", "[]int32", "0+"),
+        )),
+    ),
+    response=(
+        F("ThrottleTimeMs", "int32", "0+"),
+        F("ErrorCode", "int16", "3+"),
+        F("Results", "[]DescribeLogDirsResult", "0+", fields=(
+            F("ErrorCode", "int16", "0+"),
+            F("LogDir", "string", "0+"),
+            F("Topics", "[]DescribeLogDirsTopic", "0+", fields=(
+                F("Name", "string", "0+"),
+                F("Partitions", "[]DescribeLogDirsPartition", "0+", fields=(
+                    F("PartitionIndex", "int32", "0+"),
+                    F("PartitionSize", "int64", "0+"),
+                    F("OffsetLag", "int64", "0+"),
+                    F("IsFutureKey", "bool", "0+"),
+                )),
+            )),
+            # Of the volume the log dir is on.
+            F("TotalBytes", "int64", "4+", default=-1),
+            F("UsableBytes", "int64", "4+", default=-1),
+        )),
     ),
 )

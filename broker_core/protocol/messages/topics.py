@@ -1,11 +1,13 @@
-"""CreateTopics, DeleteTopics, CreatePartitions and DescribeConfigs: administering topics."""
+"""CreateTopics, DeleteTopics, CreatePartitions, and DescribeConfigs, AlterConfigs and
+IncrementalAlterConfigs: administering topics and their configs."""
 
 from __future__ import annotations
 
 from ..api_keys import ApiKey
 from ..schema import F, api
 
-__all__ = ["CREATE_TOPICS", "DELETE_TOPICS", "CREATE_PARTITIONS", "DESCRIBE_CONFIGS"]
+__all__ = ["CREATE_TOPICS", "DELETE_TOPICS", "CREATE_PARTITIONS", "DESCRIBE_CONFIGS", "ALTER_CONFIGS",
+           "INCREMENTAL_ALTER_CONFIGS"]
 
 CREATE_TOPICS = api(
     ApiKey.CREATE_TOPICS, "2-7", flexible="5+",
@@ -127,4 +129,50 @@ DESCRIBE_CONFIGS = api(
             )),
         )),
     ),
+)
+
+# Both alter APIs answer one result per resource, in the same layout.
+_ALTER_CONFIGS_RESPONSE = (
+    F("ThrottleTimeMs", "int32", "0+"),
+    F("Responses", "[]AlterConfigsResourceResponse", "0+", fields=(
+        F("ErrorCode", "int16", "0+"),
+        F("ErrorMessage", "string", "0+", nullable="0+"),
+        F("ResourceType", "int8", "0+"),
+        F("ResourceName", "string", "0+"),
+    )),
+)
+
+ALTER_CONFIGS = api(
+    ApiKey.ALTER_CONFIGS, "0-2", flexible="2+",
+    request=(
+        # Each resource's configs replace all of its current ones.
+        F("Resources", "[]AlterConfigsResource", "0+", fields=(
+            F("ResourceType", "int8", "0+"),
+            F("ResourceName", "string", "0+"),
+            F("Configs", "[]AlterableConfig", "0+", fields=(
+                F("Name", "string", "0+"),
+                F("Value", "string", "0+", nullable="0+"),
+            )),
+        )),
+        F("ValidateOnly", "bool", "0+"),
+    ),
+    response=_ALTER_CONFIGS_RESPONSE,
+)
+
+INCREMENTAL_ALTER_CONFIGS = api(
+    ApiKey.INCREMENTAL_ALTER_CONFIGS, "0-1", flexible="1+",
+    request=(
+        F("Resources", "[]AlterConfigsResource", "0+", fields=(
+            F("ResourceType", "int8", "0+"),
+            F("ResourceName", "string", "0+"),
+            F("Configs", "[]AlterableConfig", "0+", fields=(
+                F("Name", "string", "0+"),
+                # 0 SET, 1 DELETE, 2 APPEND, 3 SUBTRACT (the last two for list configs).
+                F("ConfigOperation", "int8", "0+"),
+                F("Value", "string", "0+", nullable="0+"),
+            )),
+        )),
+        F("ValidateOnly", "bool", "0+"),
+    ),
+    response=_ALTER_CONFIGS_RESPONSE,
 )

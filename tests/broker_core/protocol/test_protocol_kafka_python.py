@@ -10,7 +10,9 @@ flexible versions.
 from __future__ import annotations
 
 import pytest
-from kafka.protocol.admin import CreateTopicsRequest, DescribeConfigsResponse
+from kafka.protocol.admin import (AlterConfigsRequest, CreateTopicsRequest, DescribeConfigsResponse,
+                                  DescribeLogDirsRequest, DescribeLogDirsResponse, IncrementalAlterConfigsRequest,
+                                  IncrementalAlterConfigsResponse)
 from kafka.protocol.consumer import (
     FetchRequest,
     FetchResponse,
@@ -200,6 +202,37 @@ def test_kafka_python_create_topics_request_parses(version):
     assert encode_request(ApiKey.CREATE_TOPICS, version, 41, "kp-client", parsed.body) == frame
 
 
+@pytest.mark.parametrize("version", [0, 1])
+def test_kafka_python_incremental_alter_configs_request_parses_as_its_admin_client_builds_it(version):
+    request = IncrementalAlterConfigsRequest[version](
+        resources=[(2, "t", [("retention.ms", 0, "1000"), ("cleanup.policy", 1, None), ("cleanup.policy", 2, "x")])],
+        validate_only=True)
+    frame = _kp_request_frame(request)
+    parsed = _parse_kp(frame)
+    assert parsed.body == {"validate_only": True, "resources": [{"resource_type": 2, "resource_name": "t", "configs": [
+        {"name": "retention.ms", "config_operation": 0, "value": "1000"},
+        {"name": "cleanup.policy", "config_operation": 1, "value": None},
+        {"name": "cleanup.policy", "config_operation": 2, "value": "x"}]}]}
+    assert encode_request(ApiKey.INCREMENTAL_ALTER_CONFIGS, version, 41, "kp-client", parsed.body) == frame
+
+
+@pytest.mark.parametrize("version", [0, 1, 2])
+def test_kafka_python_alter_configs_request_parses(version):
+    frame = _kp_request_frame(AlterConfigsRequest[version](resources=[(2, "t", [("retention.ms", "1000")])],
+                                                           validate_only=False))
+    parsed = _parse_kp(frame)
+    assert parsed.body["resources"] == [{"resource_type": 2, "resource_name": "t",
+                                         "configs": [{"name": "retention.ms", "value": "1000"}]}]
+    assert encode_request(ApiKey.ALTER_CONFIGS, version, 41, "kp-client", parsed.body) == frame
+
+
+@pytest.mark.parametrize("version", [1, 2, 4])
+def test_kafka_python_describe_log_dirs_request_for_every_partition_is_a_null_array(version):
+    assert _parse_kp(_kp_request_frame(DescribeLogDirsRequest[version](topics=None))).body == {"topics": None}
+    frame = _kp_request_frame(DescribeLogDirsRequest[version](topics=[("t", [0, 2])]))
+    assert _parse_kp(frame).body == {"topics": [{"topic": "t", "partitions": [0, 2]}]}
+
+
 # --- whole response frames read by kafka-python ------------------------------------
 
 
@@ -325,3 +358,26 @@ def test_our_describe_configs_response_reads_in_kafka_python(version):
     decoded = _kp_decode_response(DescribeConfigsResponse, version, encode_response(_header(ApiKey.DESCRIBE_CONFIGS, version), body))
     got = decoded.results[0].configs[0]
     assert (got.name, got.value, got.config_source) == ("retention.ms", "604800000", 5)
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_our_incremental_alter_configs_response_reads_in_kafka_python(version):
+    body = {"responses": [{"error_code": 40, "error_message": "Invalid value -5 for configuration segment.bytes",
+                           "resource_type": 2, "resource_name": "t"}]}
+    frame = encode_response(_header(ApiKey.INCREMENTAL_ALTER_CONFIGS, version), body)
+    (got,) = _kp_decode_response(IncrementalAlterConfigsResponse, version, frame).responses
+    assert (got.error_code, got.error_message, got.resource_name) == (40, body["responses"][0]["error_message"], "t")
+
+
+@pytest.mark.parametrize("version", [1, 3, 4])
+def test_our_describe_log_dirs_response_reads_in_kafka_python(version):
+    body = {"error_code": 0, "results": [{"error_code": 0, "log_dir": "/data/logs", "total_bytes": 10 << 30,
+                                          "usable_bytes": 3 << 30, "topics": [{"name": "t", "partitions": [
+                                              {"partition_index": 1, "partition_size": 4242, "offset_lag": 0,
+                                               "is_future_key": False}]}]}]}
+    frame = encode_response(_header(ApiKey.DESCRIBE_LOG_DIRS, version), body)
+    (result,) = _kp_decode_response(DescribeLogDirsResponse, version, frame).results
+    (partition,) = result.topics[0].partitions
+    assert (result.log_dir, partition.partition_index, partition.partition_size) == ("/data/logs", 1, 4242)
+    if version >= 4:
+        assert (result.total_bytes, result.usable_bytes) == (10 << 30, 3 << 30)

@@ -140,3 +140,84 @@ def test_describe_from_the_log_dir_shows_the_last_stored_generation(tmp_path, ca
     code, out, _ = cli.main(["groups", "describe", "--log-dir", str(tmp_path / "logs"), "--group", "app",
                              "--members"]), *capsys.readouterr()
     assert code == 0 and table(out)[1][3:] == ["app-1", "2", "orders(0,1)"]
+
+
+# --- topics alter and describe through a running broker ----------------------------------------
+
+
+def overrides_of(bootstrap: str, topic: str) -> dict[str, str]:
+    from broker_core.server.remote_broker import RemoteBroker
+
+    with RemoteBroker(bootstrap) as remote:
+        return remote.describe_topic(topic).config
+
+
+def test_topics_alter_through_bootstrap_sets_the_config(bootstrap, capsys):
+    run(capsys, "topics", "create", "--bootstrap", bootstrap, "--topic", "t", "--config", "segment.bytes=4096")
+    code, out, err = run(capsys, "topics", "alter", "--bootstrap", bootstrap, "--topic", "t",
+                         "--config", "retention.ms=60000", "--config", "cleanup.policy=compact")
+    assert (code, err) == (0, "") and "Altered topic t." in out
+    assert overrides_of(bootstrap, "t") == {"segment.bytes": "4096", "retention.ms": "60000",
+                                            "cleanup.policy": "compact"}
+    code, out, _ = run(capsys, "topics", "describe", "--bootstrap", bootstrap, "--topic", "t")
+    assert "Configs: cleanup.policy=compact,retention.ms=60000,segment.bytes=4096" in out
+
+
+def test_topics_alter_through_bootstrap_deletes_a_config_back_to_the_default(bootstrap, capsys):
+    run(capsys, "topics", "create", "--bootstrap", bootstrap, "--topic", "t", "--config", "retention.ms=60000",
+        "--config", "segment.bytes=4096")
+    assert run(capsys, "topics", "alter", "--bootstrap", bootstrap, "--topic", "t",
+               "--delete-config", "retention.ms")[0] == 0
+    assert overrides_of(bootstrap, "t") == {"segment.bytes": "4096"}
+
+
+def test_topics_alter_through_bootstrap_with_a_bad_value_fails_naming_the_key_and_changes_nothing(bootstrap, capsys):
+    run(capsys, "topics", "create", "--bootstrap", bootstrap, "--topic", "t")
+    code, out, err = run(capsys, "topics", "alter", "--bootstrap", bootstrap, "--topic", "t",
+                         "--config", "retention.ms=60000", "--config", "segment.bytes=-5")
+    assert code == 1 and out == "" and len(err.strip().splitlines()) == 1
+    assert "-5" in err and "segment.bytes" in err
+    assert overrides_of(bootstrap, "t") == {}
+
+
+def test_topics_alter_through_bootstrap_of_an_unknown_topic_fails_naming_it(bootstrap, capsys):
+    code, _, err = run(capsys, "topics", "alter", "--bootstrap", bootstrap, "--topic", "missing",
+                       "--config", "retention.ms=60000")
+    assert code == 1 and "UNKNOWN_TOPIC_OR_PARTITION" in err and "'missing'" in err
+
+
+def test_topic_configs_change_through_alter_configs_on_a_broker_without_incremental_alter_configs(bootstrap):
+    from broker_core.protocol import ApiKey
+    from broker_core.server.remote_broker import RemoteBroker
+
+    with RemoteBroker(bootstrap) as remote:
+        remote.create_topic("t", 1, {"retention.ms": 60000, "segment.bytes": 4096})
+        # What an older broker's ApiVersions answer lacks.
+        del remote.client.broker_versions[int(ApiKey.INCREMENTAL_ALTER_CONFIGS)]
+        overrides = remote.alter_topic_config("t", {"cleanup.policy": "compact"}, ["segment.bytes"])
+    # AlterConfigs replaces every override: the one kept went along with the change.
+    assert overrides == {"retention.ms": "60000", "cleanup.policy": "compact"}
+
+
+def test_topics_describe_through_bootstrap_prints_real_sizes(broker_server, capsys):
+    import os
+
+    bootstrap = broker_server.bootstrap_servers
+    run(capsys, "topics", "create", "--bootstrap", bootstrap, "--topic", "t", "--partitions", "2")
+    lines = b"".join(b"k%d:%s\n" % (i, b"v" * (50 + i)) for i in range(40))
+    assert run(capsys, "produce", "--bootstrap", bootstrap, "--topic", "t", "--key-separator", ":",
+               stdin=lines)[0] == 0
+    code, out, _ = run(capsys, "topics", "describe", "--bootstrap", bootstrap, "--topic", "t")
+    assert code == 0
+    log_dir = broker_server.broker.log_manager.log_dirs[0]
+    rows = out.splitlines()[1:]
+    assert len(rows) == 2
+    for row in rows:
+        fields = dict(f.split(": ", 1) for f in row.strip().split("\t"))
+        assert "-1" not in fields.values()
+        partition_dir = os.path.join(log_dir, f"t-{fields['Partition']}")
+        on_disk = sum(os.path.getsize(os.path.join(partition_dir, f)) for f in os.listdir(partition_dir)
+                      if f.endswith(".log"))
+        assert int(fields["Size"]) == on_disk > 0
+        assert "Segments" not in fields  # no Kafka API tells it: left out rather than made up
+    assert sum(int(dict(f.split(": ", 1) for f in r.strip().split("\t"))["LogEndOffset"]) for r in rows) == 40

@@ -31,6 +31,9 @@ INVALID_PARTITIONS = 37
 INVALID_REPLICATION_FACTOR = 38
 INVALID_REQUEST = 42
 UNSUPPORTED_VERSION = 35
+INVALID_CONFIG = 40
+INVALID_TOPIC_EXCEPTION = 17
+KAFKA_STORAGE_ERROR = 56
 
 
 def batch(*values: bytes, key: bytes | None = None, timestamp: int = 1_700_000_000_000) -> bytes:
@@ -89,6 +92,7 @@ def client(bootstrap):
 def test_api_versions_advertises_exactly_the_served_apis(client):
     served = {ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS, ApiKey.METADATA, ApiKey.API_VERSIONS,
               ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.INIT_PRODUCER_ID, ApiKey.DESCRIBE_CONFIGS,
+              ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.DESCRIBE_LOG_DIRS,
               ApiKey.CREATE_PARTITIONS,
               # The group coordinator's.
               ApiKey.FIND_COORDINATOR, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP,
@@ -213,6 +217,24 @@ def test_produce_errors_are_per_partition(client):
     too_large = produce(client, "t", 0, batch(b"x" * 500))
     assert too_large["error_code"] == MESSAGE_TOO_LARGE and "max.message.bytes" in too_large["error_message"]
     assert produce(client, "t", 0, good, acks=2)["error_code"] == INVALID_REQUIRED_ACKS
+
+
+def test_a_storage_error_in_an_append_is_kafka_storage_error_for_that_partition_and_serving_goes_on(
+        broker_server, client):
+    create_topic(client, "t", partitions=2)
+    produce(client, "t", 1, batch(b"before"))
+    # A log whose files were closed under it, as a failed log dir leaves it: its appends raise KafkaStorageError.
+    broker_server.broker.log_manager.get_log(layout.TopicPartition("t", 1)).close()
+    response = client.send(ApiKey.PRODUCE, {"transactional_id": None, "acks": -1, "timeout_ms": 5000, "topic_data": [
+        {"name": "t", "partition_data": [{"index": 0, "records": batch(b"a")}, {"index": 1, "records": batch(b"b")}]},
+    ]})
+    ok, failed = response["responses"][0]["partition_responses"]
+    assert (ok["index"], ok["error_code"], ok["base_offset"]) == (0, 0, 0)
+    assert (failed["index"], failed["error_code"], failed["base_offset"]) == (1, KAFKA_STORAGE_ERROR, -1)
+    assert "t-1" in failed["error_message"]
+    assert produce(client, "t", 0, batch(b"c"))["base_offset"] == 1
+    data = fetch(client, [("t", 0, 0, 1 << 20)])[("t", 0)]
+    assert values_of(data["records"]) == [b"a", b"c"]
 
 
 def test_produce_with_acks_0_gets_no_response_and_the_connection_goes_on(client):
@@ -377,6 +399,124 @@ def test_describe_configs_of_a_topic_and_of_the_broker(client):
     assert configs["segment.bytes"]["config_source"] == 5
     assert missing["error_code"] == UNKNOWN_TOPIC_OR_PARTITION
     assert [(c["name"], c["value"]) for c in broker["configs"]] == [("num.partitions", "1")]
+
+
+# --- AlterConfigs and IncrementalAlterConfigs ---------------------------------------------
+
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+
+def incremental_alter(client: ProtocolClient, resources: list[tuple[int, str, list[tuple]]],
+                      validate_only: bool = False) -> list[tuple[int, str | None]]:
+    """``resources``: (type, name, [(key, operation, value)]); returns (error code, message) per resource."""
+    response = client.send(ApiKey.INCREMENTAL_ALTER_CONFIGS, {"validate_only": validate_only, "resources": [
+        {"resource_type": t, "resource_name": n, "configs": [
+            {"name": k, "config_operation": op, "value": v} for k, op, v in configs]} for t, n, configs in resources]})
+    return [(r["error_code"], r["error_message"]) for r in response["responses"]]
+
+
+def topic_overrides(client: ProtocolClient, name: str) -> dict[str, str]:
+    response = client.send(ApiKey.DESCRIBE_CONFIGS, {"resources": [
+        {"resource_type": 2, "resource_name": name, "configuration_keys": None}]})
+    return {c["name"]: c["value"] for c in response["results"][0]["configs"] if c["config_source"] == 1}
+
+
+def test_alter_configs_replaces_every_override_of_the_topic(client):
+    create_topic(client, "t", configs={"retention.ms": "1000", "segment.bytes": "4096"})
+    response = client.send(ApiKey.ALTER_CONFIGS, {"validate_only": False, "resources": [
+        {"resource_type": 2, "resource_name": "t", "configs": [{"name": "retention.bytes", "value": "99999"}]}]})
+    assert [(r["error_code"], r["resource_type"], r["resource_name"]) for r in response["responses"]] == [(0, 2, "t")]
+    assert topic_overrides(client, "t") == {"retention.bytes": "99999"}
+
+
+def test_incremental_alter_configs_sets_deletes_appends_and_subtracts(client):
+    create_topic(client, "t", configs={"retention.ms": "1000"})
+    assert incremental_alter(client, [(2, "t", [("retention.ms", DELETE, None), ("segment.bytes", SET, "4096"),
+                                                ("cleanup.policy", APPEND, "compact")])]) == [(0, None)]
+    assert topic_overrides(client, "t") == {"segment.bytes": "4096", "cleanup.policy": "compact,delete"}
+    assert incremental_alter(client, [(2, "t", [("cleanup.policy", SUBTRACT, "delete,compact")])]) == [(0, None)]
+    assert topic_overrides(client, "t") == {"segment.bytes": "4096", "cleanup.policy": ""}
+
+
+def test_validate_only_checks_everything_and_changes_nothing(client):
+    create_topic(client, "t", configs={"retention.ms": "1000"})
+    assert incremental_alter(client, [(2, "t", [("retention.ms", DELETE, None)]),
+                                      (2, "nope", [("retention.ms", SET, "5")]),
+                                      (2, "t2", [("segment.bytes", SET, "1")])], validate_only=True) == [
+        (0, None),
+        (UNKNOWN_TOPIC_OR_PARTITION, "The topic 'nope' does not exist."),
+        (INVALID_CONFIG, "Invalid value 1 for configuration segment.bytes: Value must be at least 14")]
+    assert topic_overrides(client, "t") == {"retention.ms": "1000"}
+
+
+def test_each_resource_is_answered_on_its_own_with_kafkas_error(client):
+    create_topic(client, "t")
+    answers = incremental_alter(client, [
+        (2, "t", [("retention.ms", SET, "5"), ("retention.ms", DELETE, None)]),
+        (2, "t", [("segment.bytes", SET, "4096")]),
+    ])
+    assert answers == [(INVALID_REQUEST, "Each resource must appear at most once.")] * 2
+    answers = incremental_alter(client, [
+        (2, "t1", [("retention.ms", SET, "5"), ("retention.ms", DELETE, None)]),
+        (2, "t2", [("retention.ms", SET, None)]),
+        (2, "t3", [("retention.ms", 9, "5")]),
+        (2, "t4", [("retention.ms", APPEND, "5")]),
+        (2, "t5", [("no.such.config", SET, "5")]),
+        (2, "bad/name", [("retention.ms", SET, "5")]),
+        (7, "x", [("retention.ms", SET, "5")]),
+        (2, "t", [("retention.ms", SET, "77")]),
+    ])
+    codes = [code for code, _ in answers]
+    assert codes == [INVALID_REQUEST, INVALID_REQUEST, INVALID_REQUEST, INVALID_CONFIG, INVALID_CONFIG,
+                     INVALID_TOPIC_EXCEPTION, INVALID_REQUEST, 0]
+    assert answers[0][1] == "Error due to duplicate config keys"
+    assert answers[1][1] == "Null value not supported for : retention.ms"
+    assert answers[3][1] == "Can't APPEND to key retention.ms because its type is not LIST."
+    assert answers[4][1] == "Unknown topic config name: no.such.config"
+    assert topic_overrides(client, "t") == {"retention.ms": "77"}
+
+
+def test_broker_configs_cannot_change_while_the_broker_runs(client):
+    answers = incremental_alter(client, [(4, "0", [("log.retention.ms", SET, "5")])])
+    assert answers[0][0] == INVALID_REQUEST
+    assert "Cannot update these configs dynamically: log.retention.ms" in answers[0][1]
+    assert incremental_alter(client, [(4, "3", [("log.retention.ms", SET, "5")])]) == [
+        (INVALID_REQUEST, "Unexpected broker id, expected 0, but received 3")]
+    assert incremental_alter(client, [(4, "", [])]) == [(0, None)]
+
+
+# --- DescribeLogDirs ---------------------------------------------------------------------
+
+
+def test_describe_log_dirs_tells_each_dir_its_partitions_sizes_and_volume(tmp_path):
+    dirs = [str(tmp_path / "a"), str(tmp_path / "b")]
+    server = start_broker(",".join(dirs))
+    try:
+        with ProtocolClient(server.bootstrap_servers) as c:
+            create_topic(c, "t", partitions=2)
+            create_topic(c, "other")
+            produce(c, "t", 0, batch(b"x" * 100, b"y" * 100))
+            produce(c, "t", 1, batch(b"z"))
+            response = c.send(ApiKey.DESCRIBE_LOG_DIRS, {"topics": [{"topic": "t", "partitions": [0, 1, 9]}]})
+            everything = c.send(ApiKey.DESCRIBE_LOG_DIRS, {"topics": None})
+    finally:
+        server.shutdown()
+    assert response["error_code"] == 0
+    assert [r["log_dir"] for r in response["results"]] == dirs
+    found = {}
+    for result in response["results"]:
+        assert result["error_code"] == 0 and 0 < result["usable_bytes"] <= result["total_bytes"]
+        for topic in result["topics"]:
+            for p in topic["partitions"]:
+                assert (p["offset_lag"], p["is_future_key"]) == (0, False)
+                found[(topic["name"], p["partition_index"])] = (result["log_dir"], p["partition_size"])
+    assert sorted(found) == [("t", 0), ("t", 1)]  # partition 9 does not exist; "other" was not asked for
+    for (topic, index), (log_dir, size) in found.items():
+        segment = os.path.join(log_dir, f"{topic}-{index}", "00000000000000000000.log")
+        assert size == os.path.getsize(segment) > 0
+    assert {found[("t", 0)][0], found[("t", 1)][0]} == set(dirs)  # one partition in each dir
+    named = {t["name"] for r in everything["results"] for t in r["topics"]}
+    assert named == {"t", "other"}
 
 
 # --- InitProducerId ---------------------------------------------------------------------
