@@ -23,6 +23,7 @@ import sys
 import time
 from typing import Sequence, TextIO
 
+from .cli import CommandError, UsageError
 from .key_values import parse_key_values
 
 
@@ -134,7 +135,7 @@ def compact_in_process(log_dirs: list[str], topics: list[str] | None, broker_con
 def _project_root() -> str:
     spec = importlib.util.find_spec("connector")  # found without importing it (nor Spark)
     if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("the connector package (the Spark compaction job) is not installed")
+        raise CommandError("the connector package (the Spark compaction job) is not installed")
     return os.path.dirname(list(spec.submodule_search_locations)[0])
 
 
@@ -163,14 +164,14 @@ def spark_submit_command(path: str, topics: list[str], *, master: str | None = N
 
 def compact_with_spark(args: argparse.Namespace) -> int:
     if len(args.log_dir) != 1:
-        raise ValueError("--spark compacts one log dir at a time")
+        raise UsageError("--spark compacts one log dir at a time")
     path = args.log_dir[0]
     if "://" not in path:
         path = os.path.abspath(path)
     topics = list(args.topic or [])
     if not topics:
         if "://" in path and not path.startswith("file://"):
-            raise ValueError("--spark on object storage needs --topic")
+            raise UsageError("--spark on object storage needs --topic")
         from .config import BrokerConfig
         from .topic_store import TopicStore
 
@@ -192,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
     if args.spark:
         return compact_with_spark(args)
     if args.master or args.storage or args.conf or args.bootstrap:
-        raise ValueError("--master, --storage, --conf and --bootstrap go with --spark (a running broker cleans "
+        raise UsageError("--master, --storage, --conf and --bootstrap go with --spark (a running broker cleans "
                          "its own logs)")
     return compact_in_process(args.log_dir, args.topic, parse_key_values(args.broker_config, "--broker-config"))
 

@@ -58,7 +58,7 @@ def test_compact_with_spark_beside_a_running_broker_hands_the_job_its_listener(t
     command, _ = spark_submit_command("/data/logs", ["a"], bootstrap="127.0.0.1:9092")
     assert command[-2:] == ["--bootstrap", "127.0.0.1:9092"]
     # Without --spark there is nothing to lease: a running broker cleans its own logs.
-    assert main(["compact", "--log-dir", str(tmp_path), "--bootstrap", "127.0.0.1:9092"]) == 1
+    assert main(["compact", "--log-dir", str(tmp_path), "--bootstrap", "127.0.0.1:9092"]) == 2  # a usage error
     assert "--bootstrap go with --spark" in capsys.readouterr().err
 
 
