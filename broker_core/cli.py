@@ -70,6 +70,17 @@ def error_message(exc: BaseException) -> str:
     return text or "failed without a message"
 
 
+def _is_socket_error(args: argparse.Namespace, exc: BaseException) -> bool:
+    return bool(getattr(args, "bootstrap", None)) and isinstance(exc, OSError) and exc.filename is None
+
+
+def _failure_text(args: argparse.Namespace, exc: BaseException) -> str:
+    """``error_message``, naming the broker of ``--bootstrap`` when a socket error names no address."""
+    if _is_socket_error(args, exc) and exc.strerror:
+        return f"the broker at {args.bootstrap}: {exc.strerror}"
+    return error_message(exc)
+
+
 def _open_broker(args: argparse.Namespace):
     from .broker import Broker
 
@@ -158,7 +169,7 @@ def _produce(args: argparse.Namespace) -> int:
                            EXIT_INTERRUPTED) from None
     except Exception as exc:
         raise CommandError(f"Produced {produced} records to {args.topic} before failing: "
-                           f"{error_message(exc)}") from exc
+                           f"{_failure_text(args, exc)}") from exc
     print(f"Produced {produced} records to {args.topic}.", file=sys.stderr)
     return 0
 
@@ -479,6 +490,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"seglog {args.command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except OSError as exc:
+        if _is_socket_error(args, exc):
+            reached, exc = exc, CommandError(_failure_text(args, exc))
+            exc.__cause__ = reached
+        return report_error(args.command, exc)
     except Exception as exc:  # one line for people; the traceback only when asked for
         return report_error(args.command, exc)
 

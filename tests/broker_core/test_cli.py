@@ -273,3 +273,14 @@ def test_consume_through_a_running_seglog_broker_follows_new_records(tmp_path):
         assert code == 0 and consumer.err == ["Processed a total of 5 messages"]
     finally:
         assert broker.finish(signal.SIGTERM) == 0
+
+
+def test_a_broker_that_cannot_be_reached_is_named_in_the_error(tmp_path):
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on once it is closed
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code, _, err = run("consume", "--bootstrap", f"127.0.0.1:{port}", "--topic", "events", timeout=60)
+    assert code == 1
+    assert err == f"seglog consume: the broker at 127.0.0.1:{port}: Connection refused\n"
