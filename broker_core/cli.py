@@ -235,8 +235,12 @@ def _consume(args: argparse.Namespace) -> int:
         try:
             with _stopping_on_signals(consumer.stop):
                 consumer.run(show)
-        finally:
-            print(f"Processed a total of {consumer.consumed} messages", file=sys.stderr)
+        except BrokenPipeError:
+            raise
+        except Exception as exc:
+            raise CommandError(f"Processed a total of {consumer.consumed} messages before failing: "
+                               f"{_failure_text(args, exc)}") from exc
+    print(f"Processed a total of {consumer.consumed} messages", file=sys.stderr)
     return 0
 
 

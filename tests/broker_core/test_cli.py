@@ -284,3 +284,25 @@ def test_a_broker_that_cannot_be_reached_is_named_in_the_error(tmp_path):
     code, _, err = run("consume", "--bootstrap", f"127.0.0.1:{port}", "--topic", "events", timeout=60)
     assert code == 1
     assert err == f"seglog consume: the broker at 127.0.0.1:{port}: Connection refused\n"
+
+
+def test_consume_reports_the_count_in_its_one_error_line_when_the_broker_goes_away(tmp_path):
+    broker = SeglogProcess("broker", "--log-dir", str(tmp_path / "logs"), "--listeners", "PLAINTEXT://127.0.0.1:0",
+                           "--log-level", "WARNING")
+    try:
+        port = broker.wait_for_error_line(r"started \(cluster \S+\) on PLAINTEXT://127\.0\.0\.1:(\d+)")[1]
+        bootstrap = f"127.0.0.1:{port}"
+        assert run("topics", "create", "--bootstrap", bootstrap, "--topic", "events")[0] == 0
+        assert run("produce", "--bootstrap", bootstrap, "--topic", "events", stdin="a\nb\n")[0] == 0
+        consumer = SeglogProcess("consume", "--bootstrap", bootstrap, "--topic", "events", "--from-beginning")
+        try:
+            assert consumer.wait_for_lines(2) == ["a", "b"]
+        finally:
+            assert broker.finish(signal.SIGTERM) == 0
+            code = consumer.finish(None)
+    finally:
+        broker.close()
+    assert code == 1
+    assert len(consumer.err) == 1
+    assert consumer.err[0].startswith(f"seglog consume: Processed a total of 2 messages before failing: the broker "
+                                      f"at {bootstrap}")
