@@ -27,7 +27,7 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 
 
-def _open_broker(args: argparse.Namespace):
+def _open_broker(args: argparse.Namespace, read_only: bool = False):
     from .broker import Broker
 
     if getattr(args, "bootstrap", None):
@@ -36,7 +36,8 @@ def _open_broker(args: argparse.Namespace):
 
         return RemoteBroker(args.bootstrap)
     props = parse_key_values(getattr(args, "broker_config", None), "--broker-config")
-    return Broker(args.log_dir, props, background=False)
+    # Reading commands never lock, create or change the log dir: they work beside a running broker.
+    return Broker(args.log_dir, props, background=False, read_only=read_only)
 
 
 def _describe_lines(description) -> list[str]:
@@ -51,7 +52,7 @@ def _describe_lines(description) -> list[str]:
 
 
 def _topics(args: argparse.Namespace) -> int:
-    with _open_broker(args) as broker:
+    with _open_broker(args, read_only=args.action in ("list", "describe")) as broker:
         if args.action == "create":
             broker.create_topic(args.topic, args.partitions, parse_key_values(args.config))
             print(f"Created topic {args.topic}.")
@@ -110,7 +111,7 @@ def _consume(args: argparse.Namespace) -> int:
     if args.offset is not None and args.from_beginning:
         raise ValueError("--offset and --from-beginning exclude each other")
     shown = 0
-    with _open_broker(args) as broker:
+    with _open_broker(args, read_only=True) as broker:
         count = broker.partitions_for(args.topic)
         partitions = [args.partition] if args.partition is not None else list(range(count))
         for p in partitions:
