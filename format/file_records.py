@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from .errors import CorruptRecordError
-from .offset_order import OffsetOrder
+from .offset_order import OffsetOrder, OffsetOrderError
 from .record_batch import (
     HEADER, LENGTH_OFFSET, LOG_OVERHEAD, CURRENT_MAGIC, MIN_BATCH_LENGTH, BatchHeader, RecordBatch, iter_batches)
 
@@ -141,15 +141,21 @@ class FileRecords:
         return found
 
     def valid_prefix(self, start: int, order: OffsetOrder, max_batch_size: int | None = None) -> ValidPrefix:
-        """Walk whole batches from ``start``, checking CRCs and offsets, to the end of the sound ones."""
+        """Walk whole batches from ``start``, checking CRCs and offsets, to the end of the sound ones.
+        A batch whose offsets contradict the batch before ends the sound ones before both: either
+        may be the one whose ``baseOffset`` (outside the CRC) changed."""
         end = start
         next_offset = None
+        before_last = (start, None)  # where the batch before the last sound one ended, and its next offset
         try:
             for batch in self.batches(start, validate=True, stop_at_partial=False, max_batch_size=max_batch_size):
                 h = batch.header
                 order.check(batch.position, h.base_offset, h.last_offset)
+                before_last = (end, next_offset)
                 end = batch.position + h.size_in_bytes
                 next_offset = h.next_offset
+        except OffsetOrderError as exc:
+            return ValidPrefix(*before_last, exc)
         except CorruptRecordError as exc:
             return ValidPrefix(end, next_offset, exc, torn=exc.reason.startswith("truncated batch"))
         return ValidPrefix(end, next_offset)

@@ -376,7 +376,8 @@ class LogSegment:
         """Re-validate every batch, rebuild the indexes and cut a corrupt or torn tail.
 
         Returns the number of bytes cut. The first invalid batch (CRC, length,
-        magic, offsets going backwards) ends the valid log; the bytes from it on
+        magic, offsets out of order — then the batch before it too, as
+        ``FileRecords.valid_prefix`` says) ends the valid log; the bytes from it on
         are moved into a file beside the segment (``layout.set_aside_file_name``),
         never deleted: ``last_recovery_set_aside`` says where and how much.
         """
@@ -385,31 +386,28 @@ class LogSegment:
         self.txn_index.reset()
         self.bytes_since_last_index_entry = 0
         self.rolling_based_timestamp = None
-        self.last_recovery_error = None
         self.last_recovery_set_aside = None
         max_ts = TimestampAndOffset(NO_TIMESTAMP, self.base_offset)
         valid_bytes = 0
-        order = OffsetOrder(self.log.path, self.base_offset)
-        try:
-            for batch in self.log.batches(validate=True, stop_at_partial=True, max_batch_size=max_message_size):
-                h = batch.header
-                order.check(batch.position, h.base_offset, h.last_offset)
-                if not self.can_convert_to_relative_offset(h.last_offset):
-                    raise CorruptRecordError(f"batch offsets {h.base_offset}..{h.last_offset} are beyond the "
-                                             f"int32 range of segment {self.base_offset}",
-                                             path=self.log.path, position=batch.position)
-                if self.rolling_based_timestamp is None:
-                    self.rolling_based_timestamp = h.max_timestamp
-                if h.max_timestamp > max_ts.timestamp:
-                    max_ts = TimestampAndOffset(h.max_timestamp, h.last_offset)
-                if self.bytes_since_last_index_entry > self.index_interval_bytes:
-                    self.offset_index.append(h.last_offset, valid_bytes)
-                    self.time_index.maybe_append(max_ts.timestamp, max_ts.offset)
-                    self.bytes_since_last_index_entry = 0
-                self.bytes_since_last_index_entry += h.size_in_bytes
-                valid_bytes += h.size_in_bytes
-        except CorruptRecordError as exc:
-            self.last_recovery_error = exc
+        sound = self.valid_prefix(max_message_size)
+        self.last_recovery_error = None if sound.torn else sound.error  # a torn tail is no corruption
+        for batch in self.log.batches(0, sound.end):
+            h = batch.header
+            if not self.can_convert_to_relative_offset(h.last_offset):
+                self.last_recovery_error = CorruptRecordError(
+                    f"batch offsets {h.base_offset}..{h.last_offset} are beyond the int32 range of segment "
+                    f"{self.base_offset}", path=self.log.path, position=batch.position)
+                break
+            if self.rolling_based_timestamp is None:
+                self.rolling_based_timestamp = h.max_timestamp
+            if h.max_timestamp > max_ts.timestamp:
+                max_ts = TimestampAndOffset(h.max_timestamp, h.last_offset)
+            if self.bytes_since_last_index_entry > self.index_interval_bytes:
+                self.offset_index.append(h.last_offset, valid_bytes)
+                self.time_index.maybe_append(max_ts.timestamp, max_ts.offset)
+                self.bytes_since_last_index_entry = 0
+            self.bytes_since_last_index_entry += h.size_in_bytes
+            valid_bytes += h.size_in_bytes
         truncated = 0
         if valid_bytes < self.size:
             self.last_recovery_set_aside = self.move_tail_aside(valid_bytes)
