@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from . import layout
-from .errors import CorruptIndexError, CorruptRecordError
+from .errors import CorruptIndexError, CorruptRecordError, UnsupportedCompressionError
 from .file_records import FileRecords
 from .index import OffsetIndex, TimeIndex
 from .offset_order import OffsetOrder
@@ -48,12 +48,16 @@ def describe_batch(batch: RecordBatch, valid: bool) -> str:
     h = batch.header
     horizon = h.delete_horizon_ms if h.has_delete_horizon_ms else "none"
     ts_name = "LogAppendTime" if h.timestamp_type == TimestampType.LOG_APPEND_TIME else "CreateTime"
+    try:
+        codec = h.compression_type.name.lower()
+    except UnsupportedCompressionError:
+        codec = f"unknown({h.attributes & 0x07})"  # a damaged batch: its CRC tells
     return (f"baseOffset: {h.base_offset} lastOffset: {h.last_offset} count: {h.records_count} "
             f"baseSequence: {h.base_sequence} lastSequence: {h.last_sequence} producerId: {h.producer_id} "
             f"producerEpoch: {h.producer_epoch} partitionLeaderEpoch: {h.partition_leader_epoch} "
             f"isTransactional: {_flag(h.is_transactional)} isControl: {_flag(h.is_control)} "
             f"deleteHorizonMs: {horizon} position: {batch.position} {ts_name}: {h.max_timestamp} "
-            f"size: {h.size_in_bytes} magic: {h.magic} compresscodec: {h.compression_type.name.lower()} "
+            f"size: {h.size_in_bytes} magic: {h.magic} compresscodec: {codec} "
             f"crc: {h.crc} isvalid: {_flag(valid)}")
 
 

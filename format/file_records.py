@@ -140,15 +140,18 @@ class FileRecords:
             found = header.next_offset
         return found
 
-    def valid_prefix(self, start: int, order: OffsetOrder, max_batch_size: int | None = None) -> ValidPrefix:
+    def valid_prefix(self, start: int, order: OffsetOrder, max_batch_size: int | None = None,
+                     end: int | None = None) -> ValidPrefix:
         """Walk whole batches from ``start``, checking CRCs and offsets, to the end of the sound ones.
         A batch whose offsets contradict the batch before ends the sound ones before both: either
         may be the one whose ``baseOffset`` (outside the CRC) changed."""
+        limit = end
         end = start
         next_offset = None
         before_last = (start, None)  # where the batch before the last sound one ended, and its next offset
         try:
-            for batch in self.batches(start, validate=True, stop_at_partial=False, max_batch_size=max_batch_size):
+            for batch in self.batches(start, limit, validate=True, stop_at_partial=False,
+                                      max_batch_size=max_batch_size):
                 h = batch.header
                 order.check(batch.position, h.base_offset, h.last_offset)
                 before_last = (end, next_offset)

@@ -99,7 +99,13 @@ def check_tail(records: FileRecords, offset_index: OffsetIndex, base_offset: int
             f"the offset index puts offset {last.offset} at position {last.position}, past the end of the "
             f"log ({records.size_in_bytes} bytes)", path=offset_index.path, position=(entries - 1) * 8))
     position, order = start_of_walk(records, offset_index, base_offset, _INT32_MAX + base_offset)
-    return records.valid_prefix(position, order, max_batch_size)
+    found = records.valid_prefix(position, order, max_batch_size)
+    if found.next_offset is None and found.end > 0:
+        # Nothing sound from the last index entry on: the end is that of the batches before it.
+        before = records.valid_prefix(0, OffsetOrder(records.path, base_offset), max_batch_size, end=found.end)
+        return ValidPrefix(before.end, before.next_offset, found.error if before.error is None else before.error,
+                           found.torn)
+    return found
 
 
 def _read_only_index(cls, path: str, base_offset: int):

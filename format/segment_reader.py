@@ -86,11 +86,7 @@ class SegmentReader:
         """The offset after the last sound batch, or None when the segment holds none: the tail
         after the last index entry is validated as the broker validates it on open, so both
         report the same log end."""
-        found = check_tail(self.records, self.offset_index, self.base_offset)
-        if found.next_offset is None and found.end > 0:
-            # Nothing sound after the last index entry: the end is that of the batch before it.
-            found = self.records.valid_prefix(0, OffsetOrder(self.log_path, self.base_offset))
-        return found.next_offset
+        return check_tail(self.records, self.offset_index, self.base_offset).next_offset
 
     def find_offset_by_timestamp(self, timestamp: int, starting_offset: int | None = None
                                  ) -> TimestampAndOffset | None:
