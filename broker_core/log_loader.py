@@ -41,7 +41,7 @@ from typing import Callable
 from format import layout
 from format.checkpoint import fsync_dir
 from format.errors import CorruptIndexError
-from format.file_records import FileRecords, ValidPrefix
+from format.file_records import FileRecords
 from format.index import OffsetIndex
 from format.segment import LogSegment, SetAside, count_records
 
@@ -270,13 +270,6 @@ def load_segments(directory: str, config, *, recovery_point: int, had_clean_shut
     return LoadedSegments(segments, recovery_point, truncated, next_offset, set_aside=set_aside)
 
 
-def _readable_end(segment: LogSegment, found: ValidPrefix) -> int | None:
-    """The offset after the sound batches ``found`` ended at (None: the segment holds none)."""
-    if found.next_offset is None and found.end > 0:
-        found = segment.valid_prefix()
-    return found.next_offset
-
-
 def _load_read_only(directory: str, config, *, recovery_point: int, had_clean_shutdown: bool,
                     log_start_offset: int) -> LoadedSegments:
     names = os.listdir(directory)
@@ -311,7 +304,7 @@ def _load_read_only(directory: str, config, *, recovery_point: int, had_clean_sh
             continue
         last = i == len(segments) - 1
         segment.limit_to(found.end)
-        next_offset = _readable_end(segment, found)
+        next_offset = found.next_offset
         if last and found.torn:
             # Possibly a batch a running broker is still writing: followed by refresh().
             log.info("%s: segment %d ends with an incomplete batch at position %d", directory,

@@ -186,8 +186,9 @@ def dump_txn_index(path: str) -> DumpResult:
 
 
 def dump_file(path: str, print_data: bool = False) -> DumpResult:
-    """Dump one segment file, chosen by its suffix (transient suffixes ignored)."""
-    name = layout.strip_transient_suffix(os.path.basename(path))
+    """Dump one segment file, chosen by its suffix (transient suffixes ignored; bytes recovery
+    set aside read as the file they came from, positions counted in the set-aside file)."""
+    name = layout.strip_transient_suffix(layout.set_aside_source_name(os.path.basename(path)))
     if name.endswith(layout.LOG_FILE_SUFFIX):
         return dump_log(path, print_data)
     if name.endswith(layout.INDEX_FILE_SUFFIX):

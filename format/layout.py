@@ -247,6 +247,13 @@ def is_set_aside_file_name(name: str) -> bool:
     return name.endswith(SET_ASIDE_FILE_SUFFIX)
 
 
+def set_aside_source_name(name: str) -> str:
+    """The segment file a set-aside file came from: ``X.log.4840.corrupt`` gives ``X.log``."""
+    if not is_set_aside_file_name(name):
+        return name
+    return name[: -len(SET_ASIDE_FILE_SUFFIX)].rsplit(".", 1)[0]
+
+
 def is_log_file_name(name: str) -> bool:
     return name.endswith(LOG_FILE_SUFFIX)
 

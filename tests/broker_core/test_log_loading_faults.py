@@ -205,3 +205,13 @@ def test_reads_past_a_corrupted_base_offset_fail_rather_than_skip(tmp_path):
             for start in range(0, 100):
                 records = broker.fetch("events", 0, start).decoded(start)
                 assert records_at_true_offsets(records), start
+
+
+def test_swap_recovery_never_touches_set_aside_files():
+    from broker_core.log_loader import plan_swap_recovery
+
+    names = ["00000000000000000000.log.swap", "00000000000000000000.log", "00000000000000000010.log.0.corrupt",
+             "00000000000000000005.log.120.corrupt"]
+    plan = plan_swap_recovery(names, lambda name: 20)
+    assert plan.delete == ("00000000000000000000.log",)
+    assert plan.rename == (("00000000000000000000.log.swap", "00000000000000000000.log"),)
