@@ -252,7 +252,7 @@ def load_segments(directory: str, config, *, recovery_point: int, had_clean_shut
         active = segments[-1]
         tail = active.check_tail(config.max_message_bytes)
         if tail.error is not None:
-            log.error("%s: the active segment's tail fails its check after a clean shutdown: %s", directory,
+            log.warning("%s: the active segment's tail fails its check after a clean shutdown: %s", directory,
                       tail.error)
             cut, moved = _recover_from(directory, segments, len(segments) - 1, config)
             truncated += cut
