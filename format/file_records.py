@@ -2,7 +2,9 @@
 
 Reads go through a small reader interface so the same code serves a local
 file (``os.pread`` on a descriptor) and an fsspec file on object storage.
-Writes — appending batches, truncating — are for the local owner only.
+Writes — appending batches, truncating, moving a damaged tail aside — are for
+the local owner only; a read-only view may be limited to the sound batches it
+found (``limit_to``).
 """
 
 from __future__ import annotations
@@ -252,10 +254,10 @@ class FileRecords:
                     return TimestampAndOffset(record.timestamp, record.offset)
         return None
 
-    def largest_timestamp_after(self, start_position: int) -> TimestampAndOffset:
+    def largest_timestamp_after(self, start_position: int, order: OffsetOrder | None = None) -> TimestampAndOffset:
         """The largest batch max timestamp from ``start_position`` and the last offset of its batch."""
         best = TimestampAndOffset(-1, -1)
-        for _, header in self.batch_headers(start_position):
+        for _, header in self.batch_headers(start_position, order=order):
             if header.max_timestamp > best.timestamp:
                 best = TimestampAndOffset(header.max_timestamp, header.last_offset)
         return best

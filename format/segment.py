@@ -4,8 +4,11 @@
 The segment appends whole batches whose offsets are already assigned, adds a
 sparse index entry every ``index.interval.bytes``, translates offsets and
 timestamps into file positions, and recovers itself by re-validating every
-batch and rebuilding its indexes. It knows nothing of the other segments of
-its partition; the log above it does.
+batch and rebuilding its indexes. Every walk over its batches checks their
+offsets (``offset_order``); recovery moves the bytes it cuts into a file
+beside the segment instead of deleting them. Opened read-only it changes
+nothing and can follow a file its owner is still writing (``refresh``). It
+knows nothing of the other segments of its partition; the log above it does.
 """
 
 from __future__ import annotations
@@ -191,8 +194,8 @@ class LogSegment:
         if self._max_timestamp_and_offset is None:
             # Kafka takes the last time index entry; the batches after it may be newer.
             last = self.time_index.last_entry
-            start = self.offset_index.lookup(last.offset).position if last.timestamp != NO_TIMESTAMP else 0
-            tail = self.log.largest_timestamp_after(start)
+            start, order = self._start_of_walk(last.offset if last.timestamp != NO_TIMESTAMP else self.base_offset)
+            tail = self.log.largest_timestamp_after(start, order)
             if tail.timestamp > last.timestamp:
                 self._max_timestamp_and_offset = tail
             else:
