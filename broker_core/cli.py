@@ -81,7 +81,7 @@ def _failure_text(args: argparse.Namespace, exc: BaseException) -> str:
     return error_message(exc)
 
 
-def _open_broker(args: argparse.Namespace):
+def _open_broker(args: argparse.Namespace, read_only: bool = False):
     from .broker import Broker
 
     if getattr(args, "bootstrap", None):
@@ -90,7 +90,8 @@ def _open_broker(args: argparse.Namespace):
 
         return RemoteBroker(args.bootstrap)
     props = parse_key_values(getattr(args, "broker_config", None), "--broker-config")
-    return Broker(args.log_dir, props, background=False)
+    # Reading commands never lock, create or change the log dir: they work beside a running broker.
+    return Broker(args.log_dir, props, background=False, read_only=read_only)
 
 
 def _describe_lines(description) -> list[str]:
@@ -111,7 +112,7 @@ def _describe_lines(description) -> list[str]:
 
 
 def _topics(args: argparse.Namespace) -> int:
-    with _open_broker(args) as broker:
+    with _open_broker(args, read_only=args.action in ("list", "describe")) as broker:
         if args.action == "create":
             broker.create_topic(args.topic, args.partitions, parse_key_values(args.config))
             print(f"Created topic {args.topic}.")
@@ -204,7 +205,7 @@ def _consume(args: argparse.Namespace) -> int:
         raise UsageError("--offset needs --partition")
     if args.offset is not None and args.from_beginning:
         raise UsageError("--offset and --from-beginning exclude each other")
-    with _open_broker(args) as broker:
+    with _open_broker(args, read_only=True) as broker:
         count = broker.partitions_for(args.topic)
         partitions = [args.partition] if args.partition is not None else list(range(count))
         positions = {}
@@ -366,7 +367,7 @@ def _groups(args: argparse.Namespace) -> int:
     elif args.action == "reset-offsets":
         if args.execute and args.dry_run:
             raise UsageError("--execute and --dry-run exclude each other")
-        with _open_broker(args) as broker:
+        with _open_broker(args, read_only=not args.execute) as broker:
             plan = _reset_plan(args, broker)
             if args.execute and args.bootstrap:
                 broker.reset_offsets(args.group, plan)  # refused while the group has members, as in Kafka

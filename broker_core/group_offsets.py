@@ -456,13 +456,9 @@ def _log_end_offset(fs: AbstractFileSystem, directory: str) -> int | None:
         base_offset, size, _ = segments[-1]
         try:
             with SegmentReader(fs, directory, base_offset, size) as reader:
-                # Only the tail after the last index entry needs walking.
-                index = reader.offset_index
-                start = index.entry(index.entries - 1).position if index.entries else 0
-                last = None
-                for _, header in reader.records.batch_headers(start if start <= reader.size else 0):
-                    last = header
-                return base_offset if last is None else last.next_offset
+                # The tail after the last index entry, checked as the broker and Spark check it.
+                found = reader.next_offset()
+                return base_offset if found is None else found
         except FileNotFoundError:
             if attempt + 1 == _MAX_RELISTS:
                 raise

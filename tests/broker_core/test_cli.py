@@ -73,10 +73,10 @@ def test_errors_print_one_line_and_exit_non_zero(tmp_path, args, message):
     assert "Traceback" not in err and not CLASS_NAME.search(err)
 
 
-def test_a_log_dir_owned_by_a_running_broker_is_refused(tmp_path):
+def test_a_log_dir_owned_by_a_running_broker_is_refused_to_writing_commands(tmp_path):
     d = str(tmp_path / "logs")
     with Broker(d, background=False):
-        code, _, err = run("topics", "list", "--log-dir", d)
+        code, _, err = run("topics", "create", "--log-dir", d, "--topic", "t")
     assert code == 1 and "in use by another broker" in err and len(err.strip().splitlines()) == 1
 
 
