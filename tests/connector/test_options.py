@@ -65,3 +65,18 @@ def test_storage_options_are_passed_to_the_filesystem():
     opts = parse_options({**BASE, "storage.key": "k", "storage.endpoint_url": "http://127.0.0.1:1",
                           "storage.anon": "false"})
     assert opts.storage_options == {"key": "k", "endpoint_url": "http://127.0.0.1:1", "anon": False}
+
+
+def test_auto_offset_reset_defaults_to_kafkas_latest_and_goes_with_group():
+    group = {**BASE, "startingOffsets": "group", "groupId": "etl"}
+    assert parse_options(group).auto_offset_reset == "latest"
+    assert parse_options({**group, "autoOffsetReset": "None"}).auto_offset_reset == "none"
+    assert parse_options({**group, "kafka.auto.offset.reset": "earliest"}).auto_offset_reset == "earliest"
+    with pytest.raises(SeglogOptionError, match="autoOffsetReset goes with startingOffsets=group"):
+        parse_options({**BASE, "autoOffsetReset": "earliest"})
+
+
+def test_a_future_starting_timestamp_starts_at_the_log_end_unless_the_strategy_is_error():
+    assert parse_options(BASE).starting_timestamp_strategy == "latest"
+    assert parse_options({**BASE, "startingOffsetsByTimestampStrategy": "ERROR"}).starting_timestamp_strategy \
+        == "error"
