@@ -50,12 +50,15 @@ class _Planner:
         # With bootstrap, the running broker is the authority on partitions and offsets.
         self.metadata = RemoteLog(options.bootstrap) if options.bootstrap else self.directory
 
-    def check(self) -> None:
-        """What ``load()`` can check against the log dir: it exists, assign names partitions it
-        has, and per-partition offsets or timestamps name exactly the partitions read."""
+    def check_path(self) -> None:
         if self.directory is not None and not self.directory.exists():
             raise SeglogOptionError(f"option path: {self.options.path} is not a log directory (nothing is "
                                     f"there)")
+
+    def check(self) -> None:
+        """What ``load()`` can check against the log dir: it exists, assign names partitions it
+        has, and per-partition offsets or timestamps name exactly the partitions read."""
+        self.check_path()
         partitions = self.partitions()
         check_named_partitions(self.options.starting, _spec_option(self.options.raw, "starting"), partitions)
         check_named_partitions(self.options.ending, _spec_option(self.options.raw, "ending"), partitions)
@@ -296,6 +299,7 @@ class SeglogDataSource(DataSource):
         if options.view is not None:
             from .views import view_schema
 
+            _Planner(options).check_path()
             return view_schema(options.view)
         _Planner(options).check()
         return KAFKA_SCHEMA + (", " + HEADERS_COLUMN if options.include_headers else "")

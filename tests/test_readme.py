@@ -135,3 +135,13 @@ def test_the_readme_examples_left_what_they_describe(readme_run):
     assert {tp: c.offset for tp, c in committed.items()} == ends  # the stream read everything
     assert sum(ends.values()) == 1
     assert list((data / "pipeline" / "data").glob("*.parquet"))
+
+
+def test_the_examples_show_progress_as_they_run(readme_run):
+    _, results = readme_run
+    [examples] = [results[i] for i, b in enumerate(RUNNABLE) if b.section == "Examples"]
+    lines = examples.stderr.splitlines()
+    assert any(re.fullmatch(r"\[ *\d+\.\ds\] starting Spark \(local\[2\]\)", line) for line in lines)
+    assert any(re.fullmatch(r"\[ *\d+\.\ds\] micro-batch 0: 1 records", line) for line in lines)
+    assert any(line.endswith("] reading orders between 2026-01-01T00:00:00 and 2100-01-01T00:00:00")
+               for line in lines)

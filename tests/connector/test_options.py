@@ -80,3 +80,14 @@ def test_a_future_starting_timestamp_starts_at_the_log_end_unless_the_strategy_i
     assert parse_options(BASE).starting_timestamp_strategy == "latest"
     assert parse_options({**BASE, "startingOffsetsByTimestampStrategy": "ERROR"}).starting_timestamp_strategy \
         == "error"
+
+
+def test_rules_of_one_query_kind_are_checked_once_the_kind_is_known():
+    with pytest.raises(SeglogOptionError, match="option endingTimestamp is for batch queries only"):
+        parse_options({**BASE, "endingTimestamp": "5"}, streaming=True)
+    with pytest.raises(SeglogOptionError, match="option view=offsets is for batch reads"):
+        parse_options({"path": "/x", "view": "offsets"}, streaming=True)
+    with pytest.raises(SeglogOptionError, match="offset -1 \\(latest\\) of orders-0"):
+        parse_options({**BASE, "startingOffsets": '{"orders": {"0": -1}}'}, streaming=False)
+    both = {**BASE, "endingTimestamp": "5", "startingOffsets": '{"orders": {"0": -1}}'}
+    assert parse_options(both, streaming=None).ending.timestamp == 5  # load(): the kind is not known yet

@@ -129,6 +129,7 @@ _BAD_OPTIONS = [
     ({"path": "", "subscribe": "orders"}, "path is empty"),
     ({"path": "/nonexistent/seglog/logs", "subscribe": "orders"}, "option path: /nonexistent/seglog/logs"),
     ({"path": "nosuchscheme://bucket/logs", "subscribe": "orders"}, "option path="),
+    ({"path": "/nonexistent/seglog/logs", "view": "offsets"}, "option path: /nonexistent/seglog/logs"),
     ({"bootstrap": "localhost", "subscribe": "orders"}, "option bootstrap must be host:port"),
     ({"kafka.bootstrap.servers": "localhost:port", "subscribe": "orders"}, "kafka.bootstrap.servers"),
     ({"subscribe": " , "}, "option subscribe names no topic"),
