@@ -49,6 +49,10 @@ class LogDirectory:
         self.storage_options = dict(storage_options or {})
         self.fs, self.root = filesystem_for(url, self.storage_options)
 
+    def exists(self) -> bool:
+        self.fs.invalidate_cache(self.root)
+        return self.fs.isdir(self.root)
+
     def _names(self, path: str) -> list[tuple[str, dict]]:
         # Listings must be fresh: segments come and go while a broker runs.
         self.fs.invalidate_cache(path)
