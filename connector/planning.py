@@ -69,8 +69,10 @@ def from_offsets_json(doc: Mapping) -> dict[TopicPartition, int]:
     return {TopicPartition(topic, int(p)): int(o) for topic, parts in doc.items() for p, o in parts.items()}
 
 
-def check_named_partitions(spec: OffsetSpec, option: str, partitions: list[TopicPartition]) -> None:
-    """Per-partition offsets or timestamps name exactly the partitions the query reads (Kafka's rule)."""
+def check_named_partitions(spec: OffsetSpec, option: str, partitions: list[TopicPartition], *,
+                           every: bool = True) -> None:
+    """Per-partition offsets or timestamps name only partitions the query reads and, with ``every``,
+    all of them (Kafka's rule for the offsets a query starts or ends at)."""
     if spec.kind not in ("offsets", "timestamps"):
         return
     def ordered(tps):
@@ -81,7 +83,7 @@ def check_named_partitions(spec: OffsetSpec, option: str, partitions: list[Topic
     for tp in ordered(named - reads):
         raise SeglogOptionError(f"option {option} names {tp}, which the query does not read (it reads "
                                 f"{', '.join(map(str, ordered(reads))) or 'no partition'})")
-    for tp in ordered(reads - named):
+    for tp in ordered(reads - named) if every else ():
         what = "offset" if spec.kind == "offsets" else "timestamp"
         raise SeglogOptionError(f"option {option} gives no {what} for {tp}: name every partition the query "
                                 f"reads (-2 for earliest, -1 for latest)")

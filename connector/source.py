@@ -57,11 +57,18 @@ class _Planner:
 
     def check(self) -> None:
         """What ``load()`` can check against the log dir: it exists, assign names partitions it
-        has, and per-partition offsets or timestamps name exactly the partitions read."""
+        has, and per-partition offsets or timestamps name only partitions read. That they name
+        all of them is checked where the starting offsets are used: a stream restarted from its
+        checkpoint after partitions were added must still load, as with Spark's Kafka source."""
         self.check_path()
         partitions = self.partitions()
-        check_named_partitions(self.options.starting, _spec_option(self.options.raw, "starting"), partitions)
+        check_named_partitions(self.options.starting, _spec_option(self.options.raw, "starting"), partitions,
+                               every=False)
         check_named_partitions(self.options.ending, _spec_option(self.options.raw, "ending"), partitions)
+
+    def starting_offsets(self, infos: dict[TopicPartition, PartitionInfo]) -> dict[TopicPartition, int]:
+        check_named_partitions(self.options.starting, _spec_option(self.options.raw, "starting"), list(infos))
+        return self.resolve(self.options.starting, infos, is_start=True)
 
     def partitions(self) -> list[TopicPartition]:
         return select_partitions(self.metadata, self.options)
@@ -169,7 +176,7 @@ class SeglogBatchReader(DataSourceReader):
         self.options = options
         planner = _Planner(options)
         infos = planner.infos()
-        start = planner.resolve(options.starting, infos, is_start=True)
+        start = planner.starting_offsets(infos)
         end = planner.resolve(options.ending, infos, is_start=False)
         check_ranges(start, end)
         self._partitions = planner.tasks(start, end, infos)
@@ -192,7 +199,7 @@ class SeglogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def initialOffset(self) -> dict:
         infos = self._planner.infos()
-        return to_offsets_json(self._planner.resolve(self.options.starting, infos, is_start=True))
+        return to_offsets_json(self._planner.starting_offsets(infos))
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.options.max_offsets_per_trigger is not None:

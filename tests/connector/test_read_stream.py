@@ -87,6 +87,23 @@ def test_a_partition_added_mid_query_starts_at_earliest(spark, tmp_path):
     assert got == sorted(expected("events", (0,), 10, 15) + new_partition)
 
 
+def test_a_stream_started_at_specific_offsets_restarts_after_partitions_were_added(spark, tmp_path):
+    d = str(tmp_path / "logs")
+    produce_numbered(d, "events", 1, 10)
+    checkpoint = str(tmp_path / "ckpt")
+    starting = {"events": {"0": 4}}
+    first = run_available_now(stream(spark, d, subscribe="events", startingOffsets=starting), checkpoint)
+    assert sorted(r for b in first for r in b) == expected("events", (0,), 4, 10)
+    with Broker(d, background=False) as broker:
+        broker.create_partitions("events", 2)
+    produce_numbered(d, "events", 2, 3, start=10)
+    # The same options, which no longer name every partition: the checkpoint decides, as in Spark.
+    got = sorted(r for b in run_available_now(stream(spark, d, subscribe="events", startingOffsets=starting),
+                                              checkpoint) for r in b)
+    assert got == sorted(expected("events", (0,), 10, 13) + [("events", 1, i, f"events-1-{10 + i}")
+                                                            for i in range(3)])
+
+
 def test_restart_after_a_failed_batch_neither_loses_nor_duplicates(spark, tmp_path):
     d = str(tmp_path / "logs")
     produce_numbered(d, "events", 2, 60, batch=7)
