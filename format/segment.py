@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from . import layout
 from .errors import CorruptRecordError, IndexFullError, InvalidRecordError
+from .file_handles import FileHandleCache
 from .file_records import FileRecords, LogOffsetPosition, TimestampAndOffset
 from .index import DEFAULT_MAX_INDEX_SIZE, OffsetIndex, TimeIndex
 from .record_batch import NO_TIMESTAMP, iter_batches
@@ -75,14 +76,18 @@ class LogSegment:
     def open(cls, directory: str | os.PathLike, base_offset: int, *,
              index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
              max_index_size: int = DEFAULT_MAX_INDEX_SIZE, file_suffix: str = "",
-             rolling_jitter_ms: int = 0) -> "LogSegment":
-        """Open (or create) the segment files in ``directory``, all carrying ``file_suffix``."""
+             rolling_jitter_ms: int = 0, handles: FileHandleCache | None = None) -> "LogSegment":
+        """Open (or create) the segment files in ``directory``, all carrying ``file_suffix``.
+
+        The files hold no descriptor between uses: ``handles`` (the process's cache by
+        default) keeps a bounded number of them open and reopens the others on demand.
+        """
         d = os.fspath(directory)
-        log = FileRecords.open(os.path.join(d, layout.log_file_name(base_offset) + file_suffix))
+        log = FileRecords.open(os.path.join(d, layout.log_file_name(base_offset) + file_suffix), handles=handles)
         offset_index = OffsetIndex(os.path.join(d, layout.offset_index_file_name(base_offset) + file_suffix),
-                                   base_offset, max_index_size)
+                                   base_offset, max_index_size, handles=handles)
         time_index = TimeIndex(os.path.join(d, layout.time_index_file_name(base_offset) + file_suffix),
-                               base_offset, max_index_size)
+                               base_offset, max_index_size, handles=handles)
         txn_index = TransactionIndex(os.path.join(d, layout.txn_index_file_name(base_offset) + file_suffix),
                                      base_offset)
         return cls(log, offset_index, time_index, txn_index, base_offset, index_interval_bytes, rolling_jitter_ms)
@@ -153,18 +158,27 @@ class LogSegment:
         last_offset = batches[-1][1]
         if not self.can_convert_to_relative_offset(last_offset):
             raise InvalidRecordError(f"{self}: offset {last_offset} is beyond the int32 range of relative offsets")
-        for _, batch_last_offset, batch_max_timestamp, size in batches:
-            if self.rolling_based_timestamp is None and self.size == 0 and appended == 0:
-                self.rolling_based_timestamp = batch_max_timestamp
-            if batch_max_timestamp > max_ts.timestamp:
-                max_ts = TimestampAndOffset(batch_max_timestamp, batch_last_offset)
-            if self.bytes_since_last_index_entry > self.index_interval_bytes:
-                self.offset_index.append(batch_last_offset, position + appended)
-                self.time_index.maybe_append(max_ts.timestamp, max_ts.offset)
-                self.bytes_since_last_index_entry = 0
-            self.bytes_since_last_index_entry += size
-            appended += size
-        self.log.append(view)
+        before = (self.bytes_since_last_index_entry, self.rolling_based_timestamp)
+        try:
+            for _, batch_last_offset, batch_max_timestamp, size in batches:
+                if self.rolling_based_timestamp is None and self.size == 0 and appended == 0:
+                    self.rolling_based_timestamp = batch_max_timestamp
+                if batch_max_timestamp > max_ts.timestamp:
+                    max_ts = TimestampAndOffset(batch_max_timestamp, batch_last_offset)
+                if self.bytes_since_last_index_entry > self.index_interval_bytes:
+                    self.offset_index.append(batch_last_offset, position + appended)
+                    self.time_index.maybe_append(max_ts.timestamp, max_ts.offset)
+                    self.bytes_since_last_index_entry = 0
+                self.bytes_since_last_index_entry += size
+                appended += size
+            self.log.append(view)
+        except OSError:
+            # A full disk: the .log is as before (FileRecords.append undoes a partial write),
+            # so the index entries pointing into this append go too.
+            self.offset_index.truncate_to(batches[0][0])
+            self.time_index.truncate_to(batches[0][0])
+            self.bytes_since_last_index_entry, self.rolling_based_timestamp = before
+            raise
         self._max_timestamp_and_offset = max_ts
         return position
 
