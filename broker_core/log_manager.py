@@ -267,8 +267,14 @@ class LogManager:
             if parent in by_dir:
                 by_dir[parent][tp] = value(lg)
         for d, entries in by_dir.items():
-            if self.dir_failures.offline(d) is None:  # Kafka checkpoints online dirs only
-                OffsetCheckpointFile(os.path.join(d, file_name)).write(entries)
+            if self.dir_failures.offline(d) is not None:
+                continue  # Kafka checkpoints online dirs only
+            path = os.path.join(d, file_name)
+            try:
+                OffsetCheckpointFile(path).write(entries)
+            except OSError as exc:
+                # As Kafka: a dir that cannot take its checkpoint (a full disk) goes offline.
+                self.dir_failures.mark_offline(d, f"cannot write {path}: {exc.strerror or exc}")
 
     def tick(self) -> None:
         """Run whatever background work is due at the clock's current time."""

@@ -138,13 +138,18 @@ class FileHandleCache:
 
     def _evict_idle(self, keep: int) -> None:
         """Close least recently used idle descriptors until at most ``keep`` are open."""
-        if len(self._entries) <= keep:
+        excess = len(self._entries) - keep
+        if excess <= 0:
             return
-        for owner in [o for o, e in self._entries.items() if e.pins == 0]:
-            if len(self._entries) <= keep:
-                break
+        victims = []
+        for owner, entry in self._entries.items():  # least recently used first
+            if entry.pins == 0:
+                victims.append(owner)
+                if len(victims) == excess:
+                    break
+        for owner in victims:
             os.close(self._entries.pop(owner).fd)
-            self.evictions += 1
+        self.evictions += len(victims)
 
     def close(self, owner: CachedFile) -> None:
         """Close the owner's descriptor (after the calls using it now); its next use reopens it."""

@@ -169,6 +169,7 @@ class AbstractIndex(ABC):
         # An index built from bytes reads this buffer; a file-backed one reads the file.
         self._buf: bytes | bytearray | memoryview | None = None
         self._length = 0
+        self._dirty = False  # written since the last flush
         self._max_entries = 0
         self._entries = 0
         self._closed = False
@@ -204,6 +205,7 @@ class AbstractIndex(ABC):
         """Write at ``position``; a full filesystem raises OSError(ENOSPC) and leaves the entry count alone."""
         with self._handles.use(self) as fd:  # type: ignore[union-attr]
             written = os.pwrite(fd, data, position)
+        self._dirty = True
         if written != len(data):
             raise OSError(f"{self._where()}: short write of {written} of {len(data)} bytes at position {position}")
 
@@ -394,9 +396,10 @@ class AbstractIndex(ABC):
     def flush(self) -> None:
         """Make the written entries durable."""
         self._check_open()
-        if self._writable and self._length > 0:
+        if self._writable and self._dirty:
             with self._handles.use(self) as fd:  # type: ignore[union-attr]
                 os.fsync(fd)
+            self._dirty = False
 
     def close(self) -> None:
         """Trim a writable index to its valid size, then close the file."""
