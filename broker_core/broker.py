@@ -165,11 +165,25 @@ class Broker:
         return defaults.with_overrides(meta.config) if meta and meta.config else defaults
 
     def _create_missing_partitions(self) -> None:
+        """Create the directories of committed partitions that have none (a log dir replaced,
+        emptied by hand) — unless the broker could not hold them: an earlier version saved a
+        topic before creating its partitions, so a creation that failed left such a topic,
+        which is then only reported, for ``delete_topic`` to remove."""
+        held = self.partition_count()
         for meta in self.topics.all():
-            for p in range(meta.partitions):
-                tp = TopicPartition(meta.name, p)
-                if self.log_manager.get_log(tp) is None:
-                    self.log_manager.get_or_create_log(tp, self.log_config(meta.name), meta.topic_id)
+            missing = [TopicPartition(meta.name, p) for p in range(meta.partitions)
+                       if self.log_manager.get_log(TopicPartition(meta.name, p)) is None]
+            if not missing:
+                continue
+            try:
+                if held > self.config.max_partitions:
+                    raise PolicyViolationError(f"the broker's topics have {held} partitions, more than "
+                                               f"max.partitions={self.config.max_partitions}")
+                self.log_manager.check_room_for(len(missing), f"topic {meta.name!r}")
+                self.log_manager.create_logs(missing, self.log_config(meta.name), meta.topic_id)
+            except (PolicyViolationError, KafkaStorageError) as exc:
+                log.error("topic %r: %d of its %d partitions have no directory and are not created: %s; "
+                          "delete the topic or raise the limit", meta.name, len(missing), meta.partitions, exc)
 
     def _meta(self, topic: str) -> TopicMetadata:
         meta = self.topics.get(topic)

@@ -133,3 +133,14 @@ def small_tmpfs(tmp_path):
         yield tmpfs
     finally:
         tmpfs.unmount_all()
+
+
+@pytest.fixture()
+def descriptor_limit():
+    """``descriptor_limit(256)`` is a ``preexec_fn`` that lowers a child's RLIMIT_NOFILE (soft and hard)."""
+    import resource
+
+    def limit(count: int):
+        return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (count, count))
+
+    return limit
