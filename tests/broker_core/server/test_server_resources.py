@@ -11,7 +11,10 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 from kafka.errors import KafkaStorageError
 
-from server_kit import BrokerProcess
+from broker_core.errors import PolicyViolationError
+from broker_core.protocol import ApiKey
+from broker_core.server.protocol_client import ProtocolClient
+from server_kit import BrokerProcess, start_broker
 
 pytestmark = pytest.mark.slow
 
@@ -43,6 +46,33 @@ def read_all(bootstrap: str, topic: str, partitions: list[int], count: int) -> l
         return sorted(out)
     finally:
         consumer.close()
+
+
+def test_create_topics_and_create_partitions_over_max_partitions_answer_policy_violation(tmp_path):
+    server = start_broker(tmp_path / "logs", **{"max.partitions": 10})
+    try:
+        with ProtocolClient(server.bootstrap_servers) as client:
+            def create(name: str, partitions: int, validate_only: bool) -> dict:
+                return client.send(ApiKey.CREATE_TOPICS, {"topics": [
+                    {"name": name, "num_partitions": partitions, "replication_factor": 1, "assignments": [],
+                     "configs": []}], "timeout_ms": 5000, "validate_only": validate_only})["topics"][0]
+
+            def grow(name: str, count: int, validate_only: bool) -> dict:
+                return client.send(ApiKey.CREATE_PARTITIONS, {"topics": [
+                    {"name": name, "count": count, "assignments": None}], "timeout_ms": 5000,
+                    "validate_only": validate_only})["results"][0]
+
+            assert create("t", 8, False)["error_code"] == 0
+            for validate_only in (True, False):
+                refused = create("u", 3, validate_only)
+                assert refused["error_code"] == PolicyViolationError.code
+                assert "max.partitions=10" in refused["error_message"]
+                assert grow("t", 11, validate_only)["error_code"] == PolicyViolationError.code
+            assert create("u", 2, False)["error_code"] == 0
+            listed = client.send(ApiKey.METADATA, {"topics": None})["topics"]
+            assert sorted((t["name"], len(t["partitions"])) for t in listed) == [("t", 8), ("u", 2)]
+    finally:
+        server.shutdown(timeout_ms=10_000)
 
 
 def test_a_broker_creates_produces_to_reads_and_deletes_thousands_of_partitions_within_256_descriptors(
