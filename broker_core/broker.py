@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping, Sequence
 
 from format import layout
@@ -32,14 +32,15 @@ from . import group_offsets
 from .clock import SYSTEM_CLOCK, Clock
 from .compaction_leases import CompactionLeases
 from .config import BrokerConfig, LogConfig
-from .errors import (InvalidPartitionsError, InvalidRequestError, InvalidTopicError, LogDirReadOnlyError,
-                     TopicAlreadyExistsError, UnknownTopicOrPartitionError)
+from .errors import (InvalidPartitionsError, InvalidRequestError, InvalidTopicError, KafkaStorageError,
+                     LogDirReadOnlyError, PolicyViolationError, TopicAlreadyExistsError,
+                     UnknownTopicOrPartitionError)
 from .group_offsets import CommittedOffset
 from .log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, Log, LogAppendInfo
 from .log_loader import UnreadableBytes
 from .log_manager import LogManager
 from .partitioner import StickyPartitioner, assign_partitions
-from .topic_store import TopicMetadata, TopicStore, new_topic_id
+from .topic_store import PendingChange, TopicMetadata, TopicStore, new_topic_id
 
 log = logging.getLogger(__name__)
 
@@ -140,6 +141,7 @@ class Broker:
             self.topics = TopicStore(self.log_manager.log_dirs)
             self.log_manager.load_logs()
             if not read_only:
+                self._settle_pending_changes()
                 self._create_missing_partitions()
         except BaseException:
             self.log_manager.shutdown()  # writes only what was loaded
@@ -194,11 +196,25 @@ class Broker:
         return defaults.with_overrides(meta.config) if meta and meta.config else defaults
 
     def _create_missing_partitions(self) -> None:
+        """Create the directories of committed partitions that have none (a log dir replaced,
+        emptied by hand) — unless the broker could not hold them: an earlier version saved a
+        topic before creating its partitions, so a creation that failed left such a topic,
+        which is then only reported, for ``delete_topic`` to remove."""
+        held = self.partition_count()
         for meta in self.topics.all():
-            for p in range(meta.partitions):
-                tp = TopicPartition(meta.name, p)
-                if self.log_manager.get_log(tp) is None:
-                    self.log_manager.get_or_create_log(tp, self.log_config(meta.name), meta.topic_id)
+            missing = [TopicPartition(meta.name, p) for p in range(meta.partitions)
+                       if self.log_manager.get_log(TopicPartition(meta.name, p)) is None]
+            if not missing:
+                continue
+            try:
+                if held > self.config.max_partitions:
+                    raise PolicyViolationError(f"the broker's topics have {held} partitions, more than "
+                                               f"max.partitions={self.config.max_partitions}")
+                self.log_manager.check_room_for(len(missing), f"topic {meta.name!r}")
+                self.log_manager.create_logs(missing, self.log_config(meta.name), meta.topic_id)
+            except (PolicyViolationError, KafkaStorageError) as exc:
+                log.error("topic %r: %d of its %d partitions have no directory and are not created: %s; "
+                          "delete the topic or raise the limit", meta.name, len(missing), meta.partitions, exc)
 
     def _meta(self, topic: str) -> TopicMetadata:
         meta = self.topics.get(topic)
@@ -208,6 +224,9 @@ class Broker:
 
     def create_topic(self, name: str, partitions: int | None = None,
                      config: Mapping[str, object] | None = None) -> TopicDescription:
+        """Create a topic, all its partitions or none: the creation is checked against
+        ``max.partitions``, the descriptors and the log dirs' room first, and a creation
+        that fails (or is interrupted) half-way is rolled back (at the next open)."""
         self._check_writable(f"create topic {name!r}")
         try:
             layout.validate_topic_name(name)
@@ -226,10 +245,8 @@ class Broker:
                 if layout.has_collision(name, other.name):
                     raise InvalidTopicError(f"topic {name!r} collides with existing topic {other.name!r}: "
                                             f"'.' and '_' are interchangeable in metric names")
-            meta = TopicMetadata(name, new_topic_id(), partitions, overrides)
-            self.topics.put(meta)
-            for p in range(partitions):
-                self.log_manager.get_or_create_log(TopicPartition(name, p), self.log_config(name), meta.topic_id)
+            self.check_new_partitions(f"topic {name!r}", partitions)
+            self._add_partitions(TopicMetadata(name, new_topic_id(), partitions, overrides), 0)
         return self.describe_topic(name)
 
     def create_partitions(self, name: str, total: int) -> TopicDescription:
@@ -239,18 +256,77 @@ class Broker:
             if total <= meta.partitions:
                 raise InvalidPartitionsError(f"topic {name!r} has {meta.partitions} partitions; the new count "
                                              f"{total} must be larger")
-            self.topics.update(name, partitions=total)
-            for p in range(meta.partitions, total):
-                self.log_manager.get_or_create_log(TopicPartition(name, p), self.log_config(name), meta.topic_id)
+            self.check_new_partitions(f"topic {name!r}", total - meta.partitions)
+            self._add_partitions(replace(meta, partitions=total), meta.partitions)
         return self.describe_topic(name)
 
+    def partition_count(self) -> int:
+        """Partitions the broker holds, those being created included."""
+        return (sum(t.partitions for t in self.topics.all())
+                + sum(p.topic.partitions - p.committed_partitions for p in self.topics.pending()
+                      if p.action == PendingChange.CREATE))
+
+    def check_new_partitions(self, what: str, added: int) -> None:
+        """Refuse ``added`` new partitions beyond ``max.partitions`` (POLICY_VIOLATION) or beyond
+        what the descriptors and log dirs hold (KAFKA_STORAGE_ERROR), before anything is written."""
+        held = self.partition_count()
+        if held + added > self.config.max_partitions:
+            raise PolicyViolationError(
+                f"{what}: {added} new partitions would make {held + added} on this broker, more than "
+                f"max.partitions={self.config.max_partitions} (it holds {held})")
+        self.log_manager.check_room_for(added, what)
+
+    def _add_partitions(self, meta: TopicMetadata, committed: int) -> None:
+        """Create partitions ``committed..meta.partitions-1``: recorded as pending first, committed last."""
+        change = PendingChange(PendingChange.CREATE, meta, committed)
+        self.topics.begin(change)
+        tps = [TopicPartition(meta.name, p) for p in range(committed, meta.partitions)]
+        try:
+            # The topic's own settings: the store answers log_config() for committed topics only.
+            self.log_manager.create_logs(tps, self.config.log_config_defaults().with_overrides(meta.config),
+                                         meta.topic_id)
+        except BaseException as exc:
+            self._roll_back_creation(change)
+            if isinstance(exc, OSError):
+                raise KafkaStorageError(f"topic {meta.name!r}: creating partitions {committed}..{meta.partitions - 1} "
+                                        f"failed ({exc}); nothing was created") from exc
+            raise
+        self.topics.commit(meta.name)
+
+    def _roll_back_creation(self, change: PendingChange) -> None:
+        for tp, _ in self._logs_of(change.topic.name, first_partition=change.committed_partitions):
+            self.log_manager.delete_log(tp)
+        self.topics.abandon(change.topic.name)
+
+    def _logs_of(self, topic: str, first_partition: int = 0) -> list[tuple[TopicPartition, Log]]:
+        return sorted((tp, lg) for tp, lg in self.log_manager.all_logs().items()
+                      if tp.topic == topic and tp.partition >= first_partition)
+
+    def _settle_pending_changes(self) -> None:
+        """Roll back a creation, finish a deletion, that the last run left half-way."""
+        for change in self.topics.pending():
+            name = change.topic.name
+            if change.action == PendingChange.CREATE:
+                log.warning("topic %r: rolling back the creation of partitions %d..%d, interrupted before it "
+                            "completed", name, change.committed_partitions, change.topic.partitions - 1)
+                self._roll_back_creation(change)
+            else:
+                log.warning("topic %r: finishing its deletion, interrupted before it completed", name)
+                self._delete_logs(name)
+                self.topics.commit(name)
+
     def delete_topic(self, name: str) -> None:
+        """Delete a topic; recorded first, so a deletion that stops half-way finishes at the next open."""
         self._check_writable(f"delete topic {name!r}")
         with self._lock:
             meta = self._meta(name)
-            self.topics.remove(name)
-            for p in range(meta.partitions):
-                self.log_manager.delete_log(TopicPartition(name, p))
+            self.topics.begin(PendingChange(PendingChange.DELETE, meta, meta.partitions))
+            self._delete_logs(name)
+            self.topics.commit(name)
+
+    def _delete_logs(self, topic: str) -> None:
+        for tp, _ in self._logs_of(topic):
+            self.log_manager.delete_log(tp)
 
     def list_topics(self) -> list[str]:
         return [t.name for t in self.topics.all()]

@@ -26,6 +26,10 @@ Defaults are Kafka 3.9's, with these differences, each for a reason:
 * ``offsets.topic.replication.factor`` is 1, not 3: a single broker cannot
   hold three replicas (Kafka's own single-node example config sets 1 too).
 * ``node.id`` defaults to 0 rather than being required.
+* ``max.partitions`` (KIP-578's name; Kafka never shipped the limit) caps the
+  partitions the broker holds, internal topics included, at 20,000: a
+  ``CreateTopics`` or ``CreatePartitions`` that would pass it is refused with
+  POLICY_VIOLATION before anything is created.
 
 Settings Kafka deprecated before 4.0 (``message.format.version``,
 ``message.timestamp.difference.max.ms``, ``message.downconversion.enable``)
@@ -66,6 +70,8 @@ __all__ = [
     "LogConfig",
     "BrokerConfig",
 ]
+
+DEFAULT_MAX_PARTITIONS = 20_000
 
 LONG_MAX = (1 << 63) - 1
 INT_MAX = (1 << 31) - 1
@@ -498,6 +504,7 @@ _BROKER_KEYS: tuple[_Key, ...] = (
     _Key("listeners", _Type.STRING),
     _Key("advertised.listeners", _Type.STRING, nullable=True),
     _Key("num.partitions", _Type.INT, _at_least(1)),
+    _Key("max.partitions", _Type.INT, _at_least(1)),
     _Key("default.replication.factor", _Type.INT),
     _Key("auto.create.topics.enable", _Type.BOOLEAN),
     _Key("message.max.bytes", _Type.INT, _at_least(0)),
@@ -585,6 +592,7 @@ class BrokerConfig:
     listeners: str = "PLAINTEXT://:9092"
     advertised_listeners: str | None = None
     num_partitions: int = 1
+    max_partitions: int = DEFAULT_MAX_PARTITIONS
     default_replication_factor: int = 1
     auto_create_topics_enable: bool = True
     message_max_bytes: int = 1024 * 1024 + 12

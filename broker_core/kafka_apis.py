@@ -537,6 +537,7 @@ class KafkaApis:
                 raise InvalidTopicError(str(exc)) from None
             if self.broker.topics.get(name) is not None:
                 raise TopicAlreadyExistsError(f"Topic '{name}' already exists.")
+            self.broker.check_new_partitions(f"topic {name!r}", partitions)
             overrides = {k: str(v) for k, v in configs.items()}
             config = self.config.log_config_defaults().with_overrides(overrides)
             topic_id = ZERO_UUID
@@ -617,7 +618,9 @@ class KafkaApis:
                 if list(a["broker_ids"]) != [self.node_id]:
                     raise InvalidReplicaAssignmentError(f"assignment {a['broker_ids']} names brokers other than "
                                                         f"{self.node_id}")
-        if not validate_only:
+        if validate_only:
+            self.broker.check_new_partitions(f"topic {name!r}", count - meta.partitions)
+        else:
             self.broker.create_partitions(name, count)
 
     # --- DescribeConfigs ---------------------------------------------------------------

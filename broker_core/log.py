@@ -37,6 +37,7 @@ from .clock import SYSTEM_CLOCK, Clock
 from .config import LogConfig
 from .errors import (CorruptMessageError, InvalidRecordError, InvalidTimestampError, KafkaStorageError,
                      LogDirReadOnlyError, MessageTooLargeError, OffsetOutOfRangeError)
+from .log_dir_failure import LogDirFailureChannel
 from .log_loader import UnreadableBytes, load_segments, open_segment
 from .scheduler import Scheduler
 
@@ -99,6 +100,8 @@ class Log:
         self.read_only = read_only
         # Read-only: what the load could not read (the view ends before it).
         self.unreadable = unreadable
+        # Where an I/O error on append takes the log dir offline (the log manager's).
+        self.failure_channel: LogDirFailureChannel | None = None
 
     @classmethod
     def open(cls, directory: str, config: LogConfig, *, recovery_point: int = 0, log_start_offset: int = 0,
@@ -216,7 +219,9 @@ class Log:
 
         Raises CorruptMessageError (bad CRC, length or magic), MessageTooLargeError
         (a batch over ``max.message.bytes``), InvalidRecordError (rules a producer
-        broke) or InvalidTimestampError; nothing is written then.
+        broke) or InvalidTimestampError; nothing is written then. A write that fails
+        (a full disk) raises KafkaStorageError, leaves nothing of the append in the
+        segment, and takes the log dir offline (``failure_channel``).
         """
         data = bytearray(records)
         now = self.clock.milliseconds()
@@ -233,6 +238,8 @@ class Log:
         with self._lock:
             self._check_open()
             self._check_writable()
+            if self.failure_channel is not None:
+                self.failure_channel.check_online(os.path.dirname(self.dir), self)
             next_offset = self._log_end_offset
             first_offset = batches[0].header.base_offset if not assign_offsets else next_offset
             max_ts = (NO_TIMESTAMP, -1)
@@ -260,13 +267,28 @@ class Log:
                 num_records += h.records_count
                 next_offset = last + 1
             last_offset = next_offset - 1
-            self._maybe_roll(len(data), max_ts[0], first_offset, last_offset, now)
-            self.active_segment.append(data, written)
+            try:
+                self._maybe_roll(len(data), max_ts[0], first_offset, last_offset, now)
+                self.active_segment.append(data, written)
+            except OSError as exc:
+                raise self._storage_error(f"cannot append to {self.active_segment.log.path}", exc) from exc
             self._log_end_offset = next_offset
             if self.unflushed_messages >= self.config.flush_messages:
-                self.flush()
+                try:
+                    self.flush()
+                except OSError as exc:
+                    raise self._storage_error(f"cannot flush {self.dir}", exc) from exc
             return LogAppendInfo(first_offset, last_offset, max_ts[0], max_ts[1], lat, self.log_start_offset,
                                  len(batches), num_records, len(data))
+
+    def _storage_error(self, what: str, exc: OSError) -> KafkaStorageError:
+        """The error an append answers for an I/O failure; the log dir goes offline."""
+        cause = f"{self}: {what}: {exc.strerror or exc}"
+        if self.failure_channel is not None:
+            self.failure_channel.mark_offline(os.path.dirname(self.dir), cause)
+        else:
+            log.error("%s", cause)
+        return KafkaStorageError(cause)
 
     def _validate(self, data: bytearray, batches: list[RecordBatch], now: int, from_client: bool) -> bytearray:
         config = self.config

@@ -34,6 +34,8 @@ from .clock import SYSTEM_CLOCK, Clock
 from .config import BrokerConfig, LogConfig
 from .errors import KafkaStorageError, LogDirInUseError, LogDirNotFoundError, UnknownTopicOrPartitionError
 from .log import Log
+from .log_dir_capacity import check_room_for_partitions
+from .log_dir_failure import LogDirFailureChannel
 from .log_loader import UnreadableBytes
 from .scheduler import Scheduler
 
@@ -75,6 +77,7 @@ class LogManager:
         self.read_only = read_only
         # The log dirs whose logs were all loaded: the only ones shutdown writes to.
         self._loaded_dirs: set[str] = set()
+        self.dir_failures = LogDirFailureChannel()
         now = clock.milliseconds()
         self._last_retention_check = now
         self._last_recovery_checkpoint = now
@@ -149,7 +152,7 @@ class LogManager:
                             loaded.close()
                             raise KafkaStorageError(f"partition {tp} is present in two log dirs: "
                                                     f"{self._logs[tp].dir} and {loaded.dir}")
-                        self._logs[tp] = loaded
+                        self._logs[tp] = self._attach(loaded)
             self._loaded_dirs.add(d)
             # The marker only speaks for the shutdown before this start.
             if had_clean_shutdown and not self.read_only:
@@ -177,27 +180,60 @@ class LogManager:
         with self._lock:
             return dict(self._logs)
 
-    def _next_log_dir(self) -> str:
-        """The log dir holding the fewest partitions, as Kafka picks one."""
-        counts = {d: 0 for d in self.log_dirs}
-        for tp, lg in self._logs.items():
+    def _attach(self, lg: Log) -> Log:
+        lg.failure_channel = self.dir_failures
+        return lg
+
+    def _partition_counts(self) -> dict[str, int]:
+        """Partitions per online log dir."""
+        counts = {d: 0 for d in self.log_dirs if self.dir_failures.offline(d) is None}
+        for lg in self._logs.values():
             parent = os.path.dirname(lg.dir)
             if parent in counts:
                 counts[parent] += 1
-        return min(self.log_dirs, key=lambda d: (counts[d], self.log_dirs.index(d)))
+        return counts
 
-    def get_or_create_log(self, tp: TopicPartition, config: LogConfig, topic_id: str | None = None) -> Log:
+    def _next_log_dir(self, counts: dict[str, int]) -> str:
+        """The online log dir holding the fewest partitions, as Kafka picks one."""
+        if not counts:
+            raise KafkaStorageError(f"every log dir is offline: {', '.join(self.dir_failures.offline_dirs())}")
+        return min(counts, key=lambda d: (counts[d], self.log_dirs.index(d)))
+
+    def check_room_for(self, partitions: int, what: str) -> None:
+        """Refuse (KafkaStorageError) to create ``partitions`` partition directories when the
+        process lacks the descriptors or the online log dirs the inodes or space to hold them."""
+        check_room_for_partitions(partitions, [d for d in self.log_dirs if self.dir_failures.offline(d) is None],
+                                  what)
+
+    def create_logs(self, tps: list[TopicPartition], config: LogConfig, topic_id: str | None = None) -> list[Log]:
+        """Create (or return) the logs of ``tps``, each in the online log dir with the fewest partitions."""
+        created = []
         with self._lock:
-            existing = self._logs.get(tp)
-            if existing is not None:
-                return existing
-            directory = os.path.join(self._next_log_dir(), layout.partition_dir_name(tp))
-            created = Log.open(directory, config, had_clean_shutdown=True, clock=self.clock, scheduler=self.scheduler)
+            counts = self._partition_counts()
+            for tp in tps:
+                existing = self._logs.get(tp)
+                if existing is None:
+                    log_dir = self._next_log_dir(counts)
+                    existing = self._create_log(tp, log_dir, config, topic_id)
+                    counts[log_dir] += 1
+                created.append(existing)
+        return created
+
+    def _create_log(self, tp: TopicPartition, log_dir: str, config: LogConfig, topic_id: str | None) -> Log:
+        directory = os.path.join(log_dir, layout.partition_dir_name(tp))
+        created = Log.open(directory, config, had_clean_shutdown=True, clock=self.clock, scheduler=self.scheduler)
+        try:
             if topic_id is not None:
                 from .topic_store import write_partition_metadata
                 write_partition_metadata(directory, topic_id)
-            self._logs[tp] = created
-            return created
+        except BaseException:
+            created.close()
+            raise
+        self._logs[tp] = self._attach(created)
+        return created
+
+    def get_or_create_log(self, tp: TopicPartition, config: LogConfig, topic_id: str | None = None) -> Log:
+        return self.create_logs([tp], config, topic_id)[0]
 
     def delete_log(self, tp: TopicPartition) -> None:
         """Rename the partition dir to Kafka's ``-delete`` form and remove it in the background."""
@@ -207,7 +243,11 @@ class LogManager:
             found = self._logs.pop(tp, None)
         if found is None:
             return
-        found.close()
+        try:
+            found.close()
+        except OSError as exc:
+            # Trimming the indexes on close can fail on a failing disk; the files go anyway.
+            log.warning("%s: closing before deletion failed: %s", found, exc)
         if self.cleaner is not None:
             self.cleaner.update_checkpoints(os.path.dirname(found.dir), remove=tp)
         doomed = os.path.join(os.path.dirname(found.dir), layout.deleted_dir_name(tp, uuid.uuid4().hex))
@@ -263,7 +303,14 @@ class LogManager:
             if parent in by_dir:
                 by_dir[parent][tp] = value(lg)
         for d, entries in by_dir.items():
-            OffsetCheckpointFile(os.path.join(d, file_name)).write(entries)
+            if self.dir_failures.offline(d) is not None:
+                continue  # Kafka checkpoints online dirs only
+            path = os.path.join(d, file_name)
+            try:
+                OffsetCheckpointFile(path).write(entries)
+            except OSError as exc:
+                # As Kafka: a dir that cannot take its checkpoint (a full disk) goes offline.
+                self.dir_failures.mark_offline(d, f"cannot write {path}: {exc.strerror or exc}")
 
     def tick(self) -> None:
         """Run whatever background work is due at the clock's current time."""
@@ -323,9 +370,10 @@ class LogManager:
                 lg.close()
             if not self.read_only:
                 for d in self.log_dirs:
-                    if d in self._loaded_dirs:
-                        with open(os.path.join(d, layout.CLEAN_SHUTDOWN_FILE), "w"):
-                            pass
+                    if d not in self._loaded_dirs or self.dir_failures.offline(d) is not None:
+                        continue  # what a failing disk holds is recovered at the next start
+                    with open(os.path.join(d, layout.CLEAN_SHUTDOWN_FILE), "w"):
+                        pass
         finally:
             self._release_locks()
 

@@ -6,6 +6,13 @@ document, written atomically (temp file, fsync, rename) into every log
 directory with a version counter, so losing or reverting one directory's copy
 cannot lose a topic. Each partition directory also gets Kafka's
 ``partition.metadata`` file naming the topic id.
+
+Creating partitions and deleting a topic touch many directories, so the
+store records the change as pending before the first directory is touched
+and commits it after the last (``begin`` / ``commit``): an interrupted
+creation is rolled back and an interrupted deletion finished at the next
+open, by the broker, from ``pending()``. Readers of the document see
+committed topics only (the ``topics`` list); pending changes sit beside it.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import os
 import threading
 import uuid
 from dataclasses import dataclass, field, replace
+from typing import ClassVar
 
 from format import layout
 from format.checkpoint import fsync_dir
@@ -45,6 +53,30 @@ class TopicMetadata:
         return cls(doc["name"], doc["topic_id"], int(doc["partitions"]), {k: str(v) for k, v in doc["config"].items()})
 
 
+@dataclass(frozen=True)
+class PendingChange:
+    """A change to a topic's partition directories that has begun and not been committed.
+
+    ``CREATE`` adds partitions ``committed_partitions .. topic.partitions - 1`` (a new
+    topic has 0 committed partitions); ``DELETE`` removes every partition of the topic.
+    """
+
+    CREATE: ClassVar[str] = "create"
+    DELETE: ClassVar[str] = "delete"
+
+    action: str
+    topic: TopicMetadata
+    committed_partitions: int
+
+    def to_json(self) -> dict:
+        return {"action": self.action, "topic": self.topic.to_json(),
+                "committed_partitions": self.committed_partitions}
+
+    @classmethod
+    def from_json(cls, doc: dict) -> "PendingChange":
+        return cls(doc["action"], TopicMetadata.from_json(doc["topic"]), int(doc["committed_partitions"]))
+
+
 def _atomic_write(path: str, text: str) -> None:
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
@@ -68,6 +100,7 @@ class TopicStore:
         self._lock = threading.Lock()
         self._version = 0
         self._topics: dict[str, TopicMetadata] = {}
+        self._pending: dict[str, PendingChange] = {}
         self._load()
 
     def _load(self) -> None:
@@ -86,11 +119,15 @@ class TopicStore:
         if best is not None:
             self._version = int(best.get("version", 0))
             self._topics = {t["name"]: TopicMetadata.from_json(t) for t in best.get("topics", [])}
+            pending = (PendingChange.from_json(p) for p in best.get("pending", []))
+            self._pending = {p.topic.name: p for p in pending}
 
     def _save(self) -> None:
         self._version += 1
         doc = {"format": STORE_FORMAT_VERSION, "version": self._version,
                "topics": [t.to_json() for t in sorted(self._topics.values(), key=lambda t: t.name)]}
+        if self._pending:
+            doc["pending"] = [p.to_json() for _, p in sorted(self._pending.items())]
         text = json.dumps(doc, indent=1, sort_keys=True)
         for d in self.log_dirs:
             _atomic_write(os.path.join(d, STORE_FILE), text)
@@ -119,3 +156,36 @@ class TopicStore:
         with self._lock:
             if self._topics.pop(name, None) is not None:
                 self._save()
+
+    # --- changes to partition directories, committed or rolled back as a whole ---
+
+    def pending(self) -> list[PendingChange]:
+        """Changes begun and not committed (an interrupted creation or deletion)."""
+        with self._lock:
+            return [p for _, p in sorted(self._pending.items())]
+
+    def begin(self, change: PendingChange) -> None:
+        """Record ``change`` before its first directory is touched."""
+        with self._lock:
+            if change.topic.name in self._pending:
+                raise ValueError(f"topic {change.topic.name!r} already has a pending {change.action}")
+            self._pending[change.topic.name] = change
+            if change.action == PendingChange.DELETE:
+                self._topics.pop(change.topic.name, None)  # gone for readers from now on
+            self._save()
+
+    def commit(self, name: str) -> None:
+        """The pending change of ``name`` is complete: a creation's partitions become the topic's."""
+        with self._lock:
+            change = self._pending.pop(name)
+            if change.action == PendingChange.CREATE:
+                self._topics[name] = change.topic
+            self._save()
+
+    def abandon(self, name: str) -> PendingChange | None:
+        """Forget the pending change of ``name`` once it was undone (a creation rolled back)."""
+        with self._lock:
+            change = self._pending.pop(name, None)
+            if change is not None:
+                self._save()
+            return change

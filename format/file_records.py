@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from .errors import CorruptRecordError
+from .file_handles import FileHandleCache, default_cache
 from .offset_order import OffsetOrder, OffsetOrderError
 from .record_batch import (
     HEADER, LENGTH_OFFSET, LOG_OVERHEAD, CURRENT_MAGIC, MIN_BATCH_LENGTH, BatchHeader, RecordBatch, iter_batches)
@@ -55,20 +56,39 @@ class ValidPrefix:
 
 
 class _LocalReader:
-    def __init__(self, path: str, writable: bool):
-        flags = (os.O_RDWR | os.O_CREAT) if writable else os.O_RDONLY
-        self.fd = os.open(path, flags, 0o644)
+    """A local file read and written through a descriptor the handle cache may close when idle."""
+
+    def __init__(self, path: str, writable: bool, handles: FileHandleCache | None):
+        self.path = path
+        self.writable = writable
+        self.handles = handles or default_cache()
+        self._create = writable
+        self._closed = False
+        with self.handles.use(self):
+            pass  # opens (and creates) it now, so a missing file fails here
+        self._create = False  # a reopen never brings back a file removed meanwhile
+
+    @property
+    def cache_name(self) -> str:
+        return self.path
+
+    def open_descriptor(self) -> int:
+        if self._closed:
+            raise ValueError(f"{self.path}: the file is closed")
+        flags = (os.O_RDWR | (os.O_CREAT if self._create else 0)) if self.writable else os.O_RDONLY
+        return os.open(self.path, flags, 0o644)
 
     def size(self) -> int:
-        return os.fstat(self.fd).st_size
+        with self.handles.use(self) as fd:
+            return os.fstat(fd).st_size
 
     def read_at(self, position: int, size: int) -> bytes:
-        return os.pread(self.fd, size, position)
+        with self.handles.use(self) as fd:
+            return os.pread(fd, size, position)
 
     def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+        self._closed = True
+        self.handles.close(self)
 
 
 class _FsspecReader:
@@ -101,10 +121,12 @@ class FileRecords:
         self._size = reader.size()
 
     @classmethod
-    def open(cls, path: str | os.PathLike, writable: bool = True) -> "FileRecords":
-        """A local file; created when writable and missing."""
+    def open(cls, path: str | os.PathLike, writable: bool = True,
+             handles: FileHandleCache | None = None) -> "FileRecords":
+        """A local file; created when writable and missing. Its descriptor lives in ``handles``
+        (the process's cache by default), closed while idle and reopened on use."""
         path = os.fspath(path)
-        return cls(path, _LocalReader(path, writable), writable)
+        return cls(path, _LocalReader(path, writable, handles), writable)
 
     @classmethod
     def open_fs(cls, fs, path: str, size: int | None = None) -> "FileRecords":
@@ -269,11 +291,18 @@ class FileRecords:
             raise PermissionError(f"{self.path}: cannot {what} a read-only log file")
 
     def append(self, data) -> int:
+        """Write ``data`` at the end; on an error (``ENOSPC``...) nothing of it stays in the file."""
         self._check_writable("append to")
         view = memoryview(data)
         written = 0
-        while written < len(view):
-            written += os.pwrite(self._reader.fd, view[written:], self._size + written)
+        with self._reader.handles.use(self._reader) as fd:
+            try:
+                while written < len(view):
+                    written += os.pwrite(fd, view[written:], self._size + written)
+            except OSError:
+                if written:
+                    os.ftruncate(fd, self._size)  # shrinking needs no free space
+                raise
         self._size += written
         return written
 
@@ -284,7 +313,8 @@ class FileRecords:
             raise ValueError(f"{self.path}: cannot truncate a {self._size}-byte file to {size} bytes")
         removed = self._size - size
         if removed:
-            os.ftruncate(self._reader.fd, size)
+            with self._reader.handles.use(self._reader) as fd:
+                os.ftruncate(fd, size)
             self._size = size
         return removed
 
@@ -312,7 +342,8 @@ class FileRecords:
 
     def flush(self) -> None:
         if self.writable:
-            os.fsync(self._reader.fd)
+            with self._reader.handles.use(self._reader) as fd:
+                os.fsync(fd)
 
     def close(self) -> None:
         self._reader.close()
@@ -320,3 +351,5 @@ class FileRecords:
     def rename_to(self, new_path: str) -> None:
         os.replace(self.path, new_path)
         self.path = new_path
+        if isinstance(self._reader, _LocalReader):
+            self._reader.path = new_path  # a reopen follows the new name

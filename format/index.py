@@ -12,9 +12,16 @@ This module owns the two fixed-width index files that sit beside each
   beyond O.
 
 A writable index is preallocated to ``max_index_size`` (rounded down to whole
-entries) and memory-mapped; appends write into the mapping and ``close()``
-trims the file to its valid entries, so a closed index file is exactly its
-entries. On reopening, every whole entry in the file counts, as in Kafka.
+entries) as a sparse file, as Kafka does; appends write each entry with
+``pwrite`` and ``close()`` trims the file to its valid entries, so a closed
+index file is exactly its entries. Kafka maps index files into memory; here
+nothing is mapped, for two reasons: a store into a mapped hole of a full
+filesystem kills the process with SIGBUS where ``pwrite`` raises ``ENOSPC``
+(allocating the blocks up front instead would cost every partition 20 MiB of
+real disk), and a mapping holds a descriptor for as long as it lives. Reads
+are ``pread``s of the probed entries; the descriptor comes from a
+``FileHandleCache`` (``format.file_handles``), which closes it while the
+index is idle, so an index costs no descriptor between uses. On reopening, every whole entry in the file counts, as in Kafka.
 After an unclean shutdown the file may still be preallocated with trailing
 zeros: the index does not guess; ``sanity_check()`` reports it and the owner
 rebuilds the indexes of unflushed segments from the log, as Kafka does when
@@ -31,7 +38,7 @@ the cost is at most one index interval more to scan. A trimmed file (every
 closed segment, and every file in object storage) has no padding and is used
 whole.
 
-Lookups are binary searches over the mapped bytes, reading only the probed
+Lookups are binary searches over the file, reading only the probed
 entries. Like Kafka, a search first tries the last 8 KiB of entries (the
 "warm" section, where followers and tailing consumers look), so the pages a
 lookup touches stay in the page cache as the index grows.
@@ -43,7 +50,6 @@ from __future__ import annotations
 
 import bisect
 import io
-import mmap
 import os
 import struct
 from abc import ABC, abstractmethod
@@ -53,6 +59,7 @@ from typing import Callable, ClassVar, TypeVar
 import numpy as np
 
 from format.errors import CorruptIndexError, IndexFullError, InvalidOffsetError
+from format.file_handles import FileHandleCache, default_cache
 
 # Kafka's segment.index.bytes default.
 DEFAULT_MAX_INDEX_SIZE = 10 * 1024 * 1024
@@ -105,33 +112,33 @@ class AbstractIndex(ABC):
         base_offset: int,
         max_index_size: int = DEFAULT_MAX_INDEX_SIZE,
         writable: bool = True,
+        handles: FileHandleCache | None = None,
     ) -> None:
         self._init_state(os.fspath(path), base_offset, max_index_size, writable)
+        self._handles = handles or default_cache()
         if writable and max_index_size < self.entry_size:
             raise ValueError(
                 f"{self._path}: invalid max index size {max_index_size}, below one entry of {self.entry_size} bytes"
             )
+        newly_created = False
         if writable:
             try:
                 fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
                 newly_created = True
             except FileExistsError:
-                fd = os.open(self._path, os.O_RDWR)
-                newly_created = False
-            try:
-                if newly_created:
+                pass
+            else:
+                try:
+                    # Sparse: the blocks are allocated as entries are written.
                     os.ftruncate(fd, self._round_down(max_index_size))
-                self._map(fd, os.fstat(fd).st_size)
-            finally:
-                os.close(fd)
+                finally:
+                    os.close(fd)
+        with self._handles.use(self) as fd:
+            self._set_length(os.fstat(fd).st_size)
+        if writable:
             # A new file has nothing in it yet; an existing one is trusted whole.
             self._entries = 0 if newly_created else self._max_entries
         else:
-            fd = os.open(self._path, os.O_RDONLY)
-            try:
-                self._map(fd, os.fstat(fd).st_size)
-            finally:
-                os.close(fd)
             self._entries = self._count_written_entries(self._max_entries)
         self._load_last_entry()
 
@@ -146,8 +153,7 @@ class AbstractIndex(ABC):
         index = cls.__new__(cls)
         index._init_state(path, base_offset, len(data), False)
         index._buf = data
-        index._length = len(data)
-        index._max_entries = len(data) // cls.entry_size
+        index._set_length(len(data))
         index._entries = index._count_written_entries(index._max_entries)
         index._load_last_entry()
         return index
@@ -159,34 +165,53 @@ class AbstractIndex(ABC):
         self.base_offset = base_offset
         self.max_index_size = max_index_size
         self._writable = writable
-        self._mmap: mmap.mmap | None = None
-        # What reads go through: the mapping, or an empty/in-memory buffer.
-        self._buf: mmap.mmap | bytes | bytearray | memoryview = b""
+        self._handles: FileHandleCache | None = None
+        # An index built from bytes reads this buffer; a file-backed one reads the file.
+        self._buf: bytes | bytearray | memoryview | None = None
         self._length = 0
+        self._dirty = False  # written since the last flush
         self._max_entries = 0
         self._entries = 0
         self._closed = False
         self._warm_entries = _WARM_SECTION_BYTES // self.entry_size
 
-    # --- mapping --------------------------------------------------------
+    # --- file access ----------------------------------------------------
 
-    def _map(self, fd: int, length: int) -> None:
-        # mmap refuses an empty file; an empty index simply has no buffer.
-        if length > 0:
-            access = mmap.ACCESS_WRITE if self._writable else mmap.ACCESS_READ
-            self._mmap = mmap.mmap(fd, length, access=access)
-            self._buf = self._mmap
-        else:
-            self._mmap = None
-            self._buf = b""
+    @property
+    def cache_name(self) -> str:
+        return self._where()
+
+    def open_descriptor(self) -> int:
+        """Open the index file (again), for the handle cache."""
+        if self._closed:
+            raise ValueError(f"{self._where()}: index is closed")
+        return os.open(self._path, os.O_RDWR if self._writable else os.O_RDONLY)  # type: ignore[arg-type]
+
+    def _set_length(self, length: int) -> None:
         self._length = length
         self._max_entries = length // self.entry_size
 
-    def _unmap(self) -> None:
-        if self._mmap is not None:
-            self._mmap.close()
-        self._mmap = None
-        self._buf = b""
+    def _read(self, position: int, size: int) -> bytes:
+        """``size`` bytes at ``position``; zeros where the file has been cut shorter meanwhile."""
+        if self._buf is not None:
+            return bytes(self._buf[position : position + size])
+        with self._handles.use(self) as fd:  # type: ignore[union-attr]
+            data = os.pread(fd, size, position)
+        # A writer may have trimmed the file under a reader: zeros read as padding, never as an
+        # entry past the ones counted, and a lower position only makes a lookup scan further.
+        return data if len(data) == size else data.ljust(size, b"\0")
+
+    def _write(self, position: int, data: bytes) -> None:
+        """Write at ``position``; a full filesystem raises OSError(ENOSPC) and leaves the entry count alone."""
+        with self._handles.use(self) as fd:  # type: ignore[union-attr]
+            written = os.pwrite(fd, data, position)
+        self._dirty = True
+        if written != len(data):
+            raise OSError(f"{self._where()}: short write of {written} of {len(data)} bytes at position {position}")
+
+    def _release(self) -> None:
+        if self._handles is not None:
+            self._handles.close(self)
 
     def _round_down(self, size: int) -> int:
         return size - size % self.entry_size
@@ -197,12 +222,9 @@ class AbstractIndex(ABC):
             return 0
         zero = bytes(self.entry_size)
         size = self.entry_size
-        buf = self._buf
         # Entries after the first are never all zero, so "is padding" is
         # False then True along the file and a bisection finds the boundary.
-        written = bisect.bisect_left(
-            range(limit), True, lo=1, key=lambda n: bytes(buf[n * size : (n + 1) * size]) == zero
-        )
+        written = bisect.bisect_left(range(limit), True, lo=1, key=lambda n: self._read(n * size, size) == zero)
         if written == limit:
             return written  # trimmed (or full): nothing is being written
         # Padding means a live (or crashed) writer: its last entry may be torn.
@@ -334,7 +356,7 @@ class AbstractIndex(ABC):
             # index: a read-only reader stops at the first zero entry, and a
             # later crash leaves no stale entries past the valid ones.
             start, end = entries * self.entry_size, self._entries * self.entry_size
-            self._mmap[start:end] = bytes(end - start)  # type: ignore[index]
+            self._write(start, bytes(end - start))
         self._entries = entries
         self._load_last_entry()
 
@@ -362,15 +384,9 @@ class AbstractIndex(ABC):
             raise ValueError(
                 f"{self._where()}: cannot resize to {new_size} bytes, below the {self._entries} valid entries"
             )
-        fd = os.open(self._path, os.O_RDWR)  # type: ignore[arg-type]
-        try:
-            # Unmap before shrinking: touching a mapped page past the end of
-            # the file would fault.
-            self._unmap()
-            os.ftruncate(fd, rounded)
-            self._map(fd, rounded)
-        finally:
-            os.close(fd)
+        with self._handles.use(self) as fd:  # type: ignore[union-attr]
+            os.ftruncate(fd, rounded)  # growing makes a sparse tail: no blocks are needed
+        self._set_length(rounded)
         return True
 
     def trim_to_valid_size(self) -> None:
@@ -378,13 +394,15 @@ class AbstractIndex(ABC):
         self.resize(self.size_in_bytes)
 
     def flush(self) -> None:
-        """Write dirty pages of the mapping to disk."""
+        """Make the written entries durable."""
         self._check_open()
-        if self._writable and self._mmap is not None:
-            self._mmap.flush()
+        if self._writable and self._dirty:
+            with self._handles.use(self) as fd:  # type: ignore[union-attr]
+                os.fsync(fd)
+            self._dirty = False
 
     def close(self) -> None:
-        """Trim a writable index to its valid size, then release the mapping."""
+        """Trim a writable index to its valid size, then close the file."""
         if self._closed:
             return
         if self._writable:
@@ -392,11 +410,11 @@ class AbstractIndex(ABC):
         self._close_handler()
 
     def _close_handler(self) -> None:
-        self._unmap()
         self._closed = True
+        self._release()
 
     def delete(self) -> bool:
-        """Release the mapping and delete the file; False if it did not exist."""
+        """Close the file and delete it; False if it did not exist."""
         if self._path is None:
             raise io.UnsupportedOperation("cannot delete an in-memory index")
         self._close_handler()
@@ -407,7 +425,7 @@ class AbstractIndex(ABC):
         return True
 
     def rename_to(self, new_path: str | os.PathLike[str]) -> None:
-        """Rename the file; the mapping stays valid (Linux keeps it by inode)."""
+        """Rename the file; an open descriptor stays valid, a reopen uses the new name."""
         if self._path is None:
             raise io.UnsupportedOperation("cannot rename an in-memory index")
         new_path = os.fspath(new_path)
@@ -425,9 +443,7 @@ class AbstractIndex(ABC):
         self.close()
 
     def _columns(self, dtype: np.dtype) -> np.ndarray:
-        # A copy, so no view into the mapping outlives this call (a live
-        # export would stop the mapping from being closed or resized).
-        return np.frombuffer(self._buf, dtype=dtype, count=self._entries).copy()
+        return np.frombuffer(self._read(0, self._entries * self.entry_size), dtype=dtype, count=self._entries)
 
     def _check_length(self) -> None:
         if self._length % self.entry_size != 0:
@@ -444,13 +460,13 @@ class OffsetIndex(AbstractIndex):
     _DTYPE: ClassVar[np.dtype] = np.dtype([("relative_offset", ">i4"), ("position", ">i4")])
 
     def _key_at(self, n: int) -> int:
-        return _INT32.unpack_from(self._buf, n * 8)[0]
+        return _INT32.unpack(self._read(n * 8, 4))[0]
 
     def _value_at(self, n: int) -> int:
-        return _INT32.unpack_from(self._buf, n * 8 + 4)[0]
+        return _INT32.unpack(self._read(n * 8 + 4, 4))[0]
 
     def _parse_entry(self, n: int) -> OffsetPosition:
-        relative, position = _OFFSET_ENTRY.unpack_from(self._buf, n * 8)
+        relative, position = _OFFSET_ENTRY.unpack(self._read(n * 8, 8))
         return OffsetPosition(self.base_offset + relative, position)
 
     def _load_last_entry(self) -> None:
@@ -496,7 +512,7 @@ class OffsetIndex(AbstractIndex):
         relative = self.relative_offset(offset)
         if not 0 <= position <= _INT32_MAX:
             raise ValueError(f"{self._where()}: position {position} of offset {offset} does not fit an int32")
-        _OFFSET_ENTRY.pack_into(self._mmap, self._entries * 8, relative, position)  # type: ignore[arg-type]
+        self._write(self._entries * 8, _OFFSET_ENTRY.pack(relative, position))
         self._entries += 1
         self._last_offset = offset
 
@@ -552,13 +568,13 @@ class TimeIndex(AbstractIndex):
     _DTYPE: ClassVar[np.dtype] = np.dtype([("timestamp", ">i8"), ("relative_offset", ">i4")])
 
     def _key_at(self, n: int) -> int:
-        return _INT64.unpack_from(self._buf, n * 12)[0]
+        return _INT64.unpack(self._read(n * 12, 8))[0]
 
     def _value_at(self, n: int) -> int:
-        return _INT32.unpack_from(self._buf, n * 12 + 8)[0]
+        return _INT32.unpack(self._read(n * 12 + 8, 4))[0]
 
     def _parse_entry(self, n: int) -> TimestampOffset:
-        timestamp, relative = _TIME_ENTRY.unpack_from(self._buf, n * 12)
+        timestamp, relative = _TIME_ENTRY.unpack(self._read(n * 12, 12))
         return TimestampOffset(timestamp, self.base_offset + relative)
 
     def _load_last_entry(self) -> None:
@@ -616,7 +632,7 @@ class TimeIndex(AbstractIndex):
         if self._entries >= self._max_entries:
             raise IndexFullError(f"{self._where()}: no room left in the time index ({self._entries} entries)")
         relative = self.relative_offset(offset)
-        _TIME_ENTRY.pack_into(self._mmap, self._entries * 12, timestamp, relative)  # type: ignore[arg-type]
+        self._write(self._entries * 12, _TIME_ENTRY.pack(timestamp, relative))
         self._entries += 1
         self._last_entry = TimestampOffset(timestamp, offset)
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from . import layout
 from .checkpoint import fsync_dir
 from .errors import CorruptRecordError, IndexFullError, InvalidRecordError
+from .file_handles import FileHandleCache
 from .file_records import FileRecords, LogOffsetPosition, TimestampAndOffset, ValidPrefix
 from .index import DEFAULT_MAX_INDEX_SIZE, OffsetIndex, TimeIndex
 from .offset_order import OffsetOrder, OffsetOrderError
@@ -111,10 +112,10 @@ def check_tail(records: FileRecords, offset_index: OffsetIndex, base_offset: int
     return found
 
 
-def _read_only_index(cls, path: str, base_offset: int):
+def _read_only_index(cls, path: str, base_offset: int, handles: FileHandleCache | None):
     """An index opened without changing anything: a missing file is an empty index."""
     try:
-        return cls(path, base_offset, writable=False)
+        return cls(path, base_offset, writable=False, handles=handles)
     except FileNotFoundError:
         return cls.from_bytes(base_offset, b"", path=path)
 
@@ -157,22 +158,26 @@ class LogSegment:
     def open(cls, directory: str | os.PathLike, base_offset: int, *,
              index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
              max_index_size: int = DEFAULT_MAX_INDEX_SIZE, file_suffix: str = "",
-             rolling_jitter_ms: int = 0, writable: bool = True) -> "LogSegment":
+             rolling_jitter_ms: int = 0, writable: bool = True,
+             handles: FileHandleCache | None = None) -> "LogSegment":
         """Open (or create) the segment files in ``directory``, all carrying ``file_suffix``.
 
+        The files hold no descriptor between uses: ``handles`` (the process's cache by
+        default) keeps a bounded number of them open and reopens the others on demand.
         Read-only (``writable=False``) nothing is created or changed: a missing index
         is an empty one, and lookups then scan the ``.log`` from its start.
         """
         d = os.fspath(directory)
-        log = FileRecords.open(os.path.join(d, layout.log_file_name(base_offset) + file_suffix), writable)
+        log = FileRecords.open(os.path.join(d, layout.log_file_name(base_offset) + file_suffix), writable,
+                               handles=handles)
         offset_index_path = os.path.join(d, layout.offset_index_file_name(base_offset) + file_suffix)
         time_index_path = os.path.join(d, layout.time_index_file_name(base_offset) + file_suffix)
         if writable:
-            offset_index = OffsetIndex(offset_index_path, base_offset, max_index_size)
-            time_index = TimeIndex(time_index_path, base_offset, max_index_size)
+            offset_index = OffsetIndex(offset_index_path, base_offset, max_index_size, handles=handles)
+            time_index = TimeIndex(time_index_path, base_offset, max_index_size, handles=handles)
         else:
-            offset_index = _read_only_index(OffsetIndex, offset_index_path, base_offset)
-            time_index = _read_only_index(TimeIndex, time_index_path, base_offset)
+            offset_index = _read_only_index(OffsetIndex, offset_index_path, base_offset, handles)
+            time_index = _read_only_index(TimeIndex, time_index_path, base_offset, handles)
         txn_index = TransactionIndex(os.path.join(d, layout.txn_index_file_name(base_offset) + file_suffix),
                                      base_offset)
         return cls(log, offset_index, time_index, txn_index, base_offset, index_interval_bytes, rolling_jitter_ms)
@@ -247,18 +252,27 @@ class LogSegment:
         last_offset = batches[-1][1]
         if not self.can_convert_to_relative_offset(last_offset):
             raise InvalidRecordError(f"{self}: offset {last_offset} is beyond the int32 range of relative offsets")
-        for _, batch_last_offset, batch_max_timestamp, size in batches:
-            if self.rolling_based_timestamp is None and self.size == 0 and appended == 0:
-                self.rolling_based_timestamp = batch_max_timestamp
-            if batch_max_timestamp > max_ts.timestamp:
-                max_ts = TimestampAndOffset(batch_max_timestamp, batch_last_offset)
-            if self.bytes_since_last_index_entry > self.index_interval_bytes:
-                self.offset_index.append(batch_last_offset, position + appended)
-                self.time_index.maybe_append(max_ts.timestamp, max_ts.offset)
-                self.bytes_since_last_index_entry = 0
-            self.bytes_since_last_index_entry += size
-            appended += size
-        self.log.append(view)
+        before = (self.bytes_since_last_index_entry, self.rolling_based_timestamp)
+        try:
+            for _, batch_last_offset, batch_max_timestamp, size in batches:
+                if self.rolling_based_timestamp is None and self.size == 0 and appended == 0:
+                    self.rolling_based_timestamp = batch_max_timestamp
+                if batch_max_timestamp > max_ts.timestamp:
+                    max_ts = TimestampAndOffset(batch_max_timestamp, batch_last_offset)
+                if self.bytes_since_last_index_entry > self.index_interval_bytes:
+                    self.offset_index.append(batch_last_offset, position + appended)
+                    self.time_index.maybe_append(max_ts.timestamp, max_ts.offset)
+                    self.bytes_since_last_index_entry = 0
+                self.bytes_since_last_index_entry += size
+                appended += size
+            self.log.append(view)
+        except OSError:
+            # A full disk: the .log is as before (FileRecords.append undoes a partial write),
+            # so the index entries pointing into this append go too.
+            self.offset_index.truncate_to(batches[0][0])
+            self.time_index.truncate_to(batches[0][0])
+            self.bytes_since_last_index_entry, self.rolling_based_timestamp = before
+            raise
         self._max_timestamp_and_offset = max_ts
         return position
 

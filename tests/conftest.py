@@ -96,3 +96,51 @@ def s3_bucket(s3_server):
         fs.rm(name, recursive=True)
     except FileNotFoundError:
         pass
+
+
+class Tmpfs:
+    """Small tmpfs mounts for full-disk tests, unmounted when the test ends."""
+
+    def __init__(self, root):
+        self.root = root
+        self.mounted: list[str] = []
+
+    def mount(self, size: str) -> str:
+        """A fresh tmpfs of ``size`` (``"4m"``); skips the test where mounting is not allowed."""
+        path = os.path.join(self.root, f"tmpfs-{len(self.mounted)}")
+        os.makedirs(path)
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", path],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+        self.mounted.append(path)
+        return path
+
+    def resize(self, path: str, size: str) -> None:
+        """Give a mounted tmpfs room again (or take it away)."""
+        subprocess.run(["mount", "-o", f"remount,size={size}", path], check=True)
+
+    def unmount_all(self) -> None:
+        for path in self.mounted:
+            subprocess.run(["umount", "-l", path], check=False)
+
+
+@pytest.fixture()
+def small_tmpfs(tmp_path):
+    """A ``Tmpfs``: full-disk tests mount small filesystems with it (skipped where that is impossible)."""
+    tmpfs = Tmpfs(str(tmp_path))
+    try:
+        yield tmpfs
+    finally:
+        tmpfs.unmount_all()
+
+
+@pytest.fixture()
+def descriptor_limit():
+    """``descriptor_limit(256)`` is a ``preexec_fn`` that lowers a child's RLIMIT_NOFILE (soft and hard)."""
+    import resource
+
+    def limit(count: int):
+        return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (count, count))
+
+    return limit
