@@ -142,7 +142,7 @@ class Broker:
             self.log_manager.load_logs()
             if not read_only:
                 self._settle_pending_changes()
-                self._create_missing_partitions()
+            self._create_missing_partitions(create=not read_only)
         except BaseException:
             self.log_manager.shutdown()  # writes only what was loaded
             raise
@@ -195,16 +195,21 @@ class Broker:
         meta = self.topics.get(topic) if hasattr(self, "topics") else None
         return defaults.with_overrides(meta.config) if meta and meta.config else defaults
 
-    def _create_missing_partitions(self) -> None:
+    def _create_missing_partitions(self, create: bool = True) -> None:
         """Create the directories of committed partitions that have none (a log dir replaced,
         emptied by hand) — unless the broker could not hold them: an earlier version saved a
         topic before creating its partitions, so a creation that failed left such a topic,
-        which is then only reported, for ``delete_topic`` to remove."""
+        which is then only reported, for ``delete_topic`` to remove. Read-only, they are
+        only reported."""
         held = self.partition_count()
         for meta in self.topics.all():
             missing = [TopicPartition(meta.name, p) for p in range(meta.partitions)
                        if self.log_manager.get_log(TopicPartition(meta.name, p)) is None]
             if not missing:
+                continue
+            if not create:
+                log.warning("topic %r: %d of its %d partitions have no directory (the log dir is open "
+                            "read-only: nothing is created)", meta.name, len(missing), meta.partitions)
                 continue
             try:
                 if held > self.config.max_partitions:

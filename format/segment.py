@@ -112,7 +112,7 @@ def check_tail(records: FileRecords, offset_index: OffsetIndex, base_offset: int
     return found
 
 
-def _read_only_index(cls, path: str, base_offset: int, handles: FileHandleCache | None):
+def _read_only_index(cls, path: str, base_offset: int, handles: FileHandleCache | None = None):
     """An index opened without changing anything: a missing file is an empty index."""
     try:
         return cls(path, base_offset, writable=False, handles=handles)
