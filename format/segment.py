@@ -323,10 +323,10 @@ class LogSegment:
         try:
             for batch in iter_batches(data, path=self.log.path, base_position=start.position):
                 h = batch.header
+                if max_offset is not None and h.base_offset >= max_offset:
+                    break  # unchecked: what follows the walk is checked against what it served
                 if batch.position != start.position:  # the first was checked on the way here
                     order.check(batch.position, h.base_offset, h.last_offset)
-                if max_offset is not None and h.base_offset >= max_offset:
-                    break
                 if validate and batch.compute_checksum() != h.crc:
                     raise CorruptRecordError(f"CRC mismatch: stored 0x{h.crc:08x}, computed "
                                              f"0x{batch.compute_checksum():08x}", path=self.log.path,

@@ -138,3 +138,13 @@ def test_change_file_suffixes_renames_every_file(tmp_path):
     names = sorted(os.listdir(tmp_path))
     assert layout.log_file_name(0) in names
     assert not any(n.endswith((".cleaned", ".swap")) for n in names)
+
+
+def test_a_read_that_stops_at_max_offset_serves_the_batches_below_it(tmp_path):
+    # What a fetch sees while a later batch is appended past the high watermark it read.
+    segment = filled(tmp_path, batches=3)
+    size = len(batch(0))
+    for start in (0, 10, 15):
+        info = segment.read(start, 10 * size, max_offset=20, validate=True)
+        assert [b.header.base_offset for b in iter_batches(info.records)] == [0, 10][start // 10:]
+    assert segment.read(20, 10 * size, max_offset=30).size == size
