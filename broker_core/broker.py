@@ -25,9 +25,9 @@ from . import group_offsets
 from .clock import SYSTEM_CLOCK, Clock
 from .compaction_leases import CompactionLeases
 from .config import BrokerConfig, LogConfig
+from .coordinator.offset_and_metadata import OffsetAndMetadata
 from .errors import (InvalidPartitionsError, InvalidRequestError, InvalidTopicError, TopicAlreadyExistsError,
                      UnknownTopicOrPartitionError)
-from .group_offsets import CommittedOffset
 from .log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, LogAppendInfo
 from .log_manager import LogManager
 from .partitioner import StickyPartitioner, assign_partitions
@@ -307,7 +307,7 @@ class Broker:
     def commit_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int], metadata: str = "") -> None:
         group_offsets.commit_offsets(self, group_id, offsets, metadata)
 
-    def committed_offsets(self, group_id: str) -> dict[TopicPartition, CommittedOffset]:
+    def committed_offsets(self, group_id: str) -> dict[TopicPartition, OffsetAndMetadata]:
         return group_offsets.committed_offsets(self, group_id)
 
     def list_groups(self) -> list[str]:
