@@ -5,6 +5,13 @@ use in-process. It owns a LogManager and the topic metadata; it partitions
 records as Kafka's Java producer does (murmur2 of the key; sticky for null
 keys) and builds the batches itself, so embedded producers write exactly what a
 Kafka client would send.
+
+``Broker(log_dirs, read_only=True)`` reads a log dir without owning it: no
+lock, nothing created or written, no recovery that changes a file — beside a
+running ``seglog broker`` or on a read-only filesystem. It sees the valid
+prefix of each partition (``unreadable()`` says what it could not read), takes
+in what the owner appends as it is asked for offsets and fetches, and refuses
+every write with ``LogDirReadOnlyError``.
 """
 
 from __future__ import annotations
@@ -26,9 +33,10 @@ from .clock import SYSTEM_CLOCK, Clock
 from .compaction_leases import CompactionLeases
 from .config import BrokerConfig, LogConfig
 from .coordinator.offset_and_metadata import OffsetAndMetadata
-from .errors import (InvalidPartitionsError, InvalidRequestError, InvalidTopicError, TopicAlreadyExistsError,
-                     UnknownTopicOrPartitionError)
-from .log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, LogAppendInfo
+from .errors import (InvalidPartitionsError, InvalidRequestError, InvalidTopicError, LogDirReadOnlyError,
+                     TopicAlreadyExistsError, UnknownTopicOrPartitionError)
+from .log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, Log, LogAppendInfo
+from .log_loader import UnreadableBytes
 from .log_manager import LogManager
 from .partitioner import StickyPartitioner, assign_partitions
 from .topic_store import TopicMetadata, TopicStore, new_topic_id
@@ -114,7 +122,7 @@ class Broker:
     """An in-process broker over ``log_dirs``; use as a context manager."""
 
     def __init__(self, log_dirs: str | Sequence[str], config: Mapping[str, object] | BrokerConfig | None = None,
-                 *, clock: Clock = SYSTEM_CLOCK, background: bool = True):
+                 *, clock: Clock = SYSTEM_CLOCK, background: bool = True, read_only: bool = False):
         props = dict(config) if isinstance(config, Mapping) else {}
         dirs = [log_dirs] if isinstance(log_dirs, str) else list(log_dirs)
         if isinstance(config, BrokerConfig):
@@ -124,21 +132,23 @@ class Broker:
             self.config = BrokerConfig.from_props(props)
         self.clock = clock
         self.node_id = self.config.node_id
+        self.read_only = read_only
         self._lock = threading.RLock()
         self._partitioner = StickyPartitioner()
-        self.log_manager = LogManager(self.config, clock=clock, log_config_for=self.log_config)
+        self.log_manager = LogManager(self.config, clock=clock, log_config_for=self.log_config, read_only=read_only)
         try:
             self.topics = TopicStore(self.log_manager.log_dirs)
             self.log_manager.load_logs()
-            self._create_missing_partitions()
+            if not read_only:
+                self._create_missing_partitions()
         except BaseException:
-            self.log_manager.shutdown()
+            self.log_manager.shutdown()  # writes only what was loaded
             raise
         # Outside compaction jobs lease partitions here; lapsed leases expire on the log
         # manager's scheduler, by the broker's clock.
         self.compaction_leases = CompactionLeases(self.log_manager, clock)
         self.compaction_leases.schedule_expiration(self.log_manager.scheduler)
-        if background:
+        if background and not read_only:
             self.log_manager.start_background()
         self._closed = False
 
@@ -155,7 +165,26 @@ class Broker:
 
     def tick(self) -> None:
         """Run the background work that is due (for brokers built with ``background=False``)."""
+        self._check_writable("run background work")
         self.log_manager.tick()
+
+    # --- read-only -----------------------------------------------------------
+
+    def _check_writable(self, action: str) -> None:
+        if self.read_only:
+            raise LogDirReadOnlyError(f"cannot {action}: log dir {', '.join(self.log_manager.log_dirs)} is open "
+                                      f"read-only")
+
+    def _readable_log(self, topic: str, partition: int) -> Log:
+        """The partition's log; a read-only view first takes in what the owner wrote since."""
+        lg = self.log_manager.log_or_raise(TopicPartition(topic, partition))
+        if self.read_only:
+            lg.refresh()
+        return lg
+
+    def unreadable(self) -> dict[TopicPartition, UnreadableBytes]:
+        """Read-only: what each partition's view could not read (it ends before that)."""
+        return self.log_manager.unreadable()
 
     # --- topics -----------------------------------------------------------
 
@@ -179,6 +208,7 @@ class Broker:
 
     def create_topic(self, name: str, partitions: int | None = None,
                      config: Mapping[str, object] | None = None) -> TopicDescription:
+        self._check_writable(f"create topic {name!r}")
         try:
             layout.validate_topic_name(name)
         except FormatInvalidTopicError as exc:
@@ -203,6 +233,7 @@ class Broker:
         return self.describe_topic(name)
 
     def create_partitions(self, name: str, total: int) -> TopicDescription:
+        self._check_writable(f"add partitions to topic {name!r}")
         with self._lock:
             meta = self._meta(name)
             if total <= meta.partitions:
@@ -214,6 +245,7 @@ class Broker:
         return self.describe_topic(name)
 
     def delete_topic(self, name: str) -> None:
+        self._check_writable(f"delete topic {name!r}")
         with self._lock:
             meta = self._meta(name)
             self.topics.remove(name)
@@ -227,7 +259,7 @@ class Broker:
         meta = self._meta(name)
         parts = []
         for p in range(meta.partitions):
-            lg = self.log_manager.log_or_raise(TopicPartition(name, p))
+            lg = self._readable_log(name, p)
             parts.append(PartitionDescription(p, self.node_id, lg.log_start_offset, lg.log_end_offset,
                                               lg.high_watermark, lg.size, len(lg.segments)))
         return TopicDescription(name, meta.topic_id, parts, dict(meta.config))
@@ -235,6 +267,7 @@ class Broker:
     def alter_topic_config(self, name: str, set_configs: Mapping[str, object] | None = None,
                            delete_configs: Iterable[str] = ()) -> dict[str, str]:
         """Set and remove per-topic overrides; returns the topic's overrides afterwards."""
+        self._check_writable(f"alter topic {name!r}")
         with self._lock:
             meta = self._meta(name)
             overrides = dict(meta.config)
@@ -255,6 +288,7 @@ class Broker:
     def produce(self, topic: str, records: Iterable[SimpleRecord | bytes | tuple], partition: int | None = None,
                 compression: CompressionType | str = CompressionType.NONE) -> list[RecordMetadata]:
         """Append records, partitioned like the Java producer; returns where each landed, in order."""
+        self._check_writable(f"produce to topic {topic!r}")
         items = [_as_record(r) for r in records]
         if not items:
             return []
@@ -277,6 +311,7 @@ class Broker:
 
     def produce_batches(self, topic: str, partition: int, records: bytes) -> LogAppendInfo:
         """Append raw v2 batches, as a Produce request carries them."""
+        self._check_writable(f"produce to topic {topic!r}")
         lg = self.log_manager.log_or_raise(TopicPartition(topic, partition))
         return lg.append(records)
 
@@ -284,7 +319,7 @@ class Broker:
 
     def fetch(self, topic: str, partition: int, offset: int, max_bytes: int = DEFAULT_FETCH_MAX_BYTES
               ) -> FetchResult:
-        lg = self.log_manager.log_or_raise(TopicPartition(topic, partition))
+        lg = self._readable_log(topic, partition)
         info = lg.read(offset, max_bytes)
         return FetchResult(topic, partition, info.records, lg.high_watermark, lg.log_start_offset,
                            lg.high_watermark)
@@ -296,7 +331,7 @@ class Broker:
                 raise InvalidRequestError(f"unknown offset spec {spec!r}: use earliest, latest, max_timestamp "
                                           f"or a timestamp in milliseconds")
             spec = _SPEC[spec]
-        lg = self.log_manager.log_or_raise(TopicPartition(topic, partition))
+        lg = self._readable_log(topic, partition)
         found = lg.offset_for_timestamp(spec)
         if found is None:
             return None
@@ -305,6 +340,7 @@ class Broker:
     # --- consumer group offsets (kept in __consumer_offsets by group_offsets) ---
 
     def commit_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int], metadata: str = "") -> None:
+        self._check_writable(f"commit offsets of group {group_id!r}")
         group_offsets.commit_offsets(self, group_id, offsets, metadata)
 
     def committed_offsets(self, group_id: str) -> dict[TopicPartition, OffsetAndMetadata]:
@@ -314,4 +350,5 @@ class Broker:
         return group_offsets.list_groups(self.log_manager.log_dirs)
 
     def delete_group(self, group_id: str) -> None:
+        self._check_writable(f"delete group {group_id!r}")
         group_offsets.delete_group(self, group_id)

@@ -3,6 +3,7 @@
     seglog topics create|list|describe|delete|alter --log-dir D ...
     seglog produce --log-dir D --topic T [--key-separator S]     (lines from stdin)
     seglog consume --log-dir D --topic T [--from-beginning | --partition P --offset O] [--max-messages N]
+                   [--timeout-ms T]                              (follows the log until interrupted)
     seglog dump FILE...
     seglog groups list|describe|reset-offsets|delete --log-dir D [--group G] ...
     seglog compact --log-dir D [--topic T] [--spark [--master M]]   (the broker's cleaner, or the Spark job)
@@ -12,22 +13,75 @@ topics, produce, consume and groups take --bootstrap HOST:PORT instead of
 --log-dir to work through a running broker (whose log dir is locked); groups
 then asks the broker's group coordinator, which knows the live members.
 
-Errors print one line on stderr and exit non-zero.
+Errors print one line on stderr — the message, Kafka's error name where there
+is one, the file where a file is at fault — and exit 1 (2 for a command line
+that cannot work); SEGLOG_DEBUG=1 adds the traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
-from typing import Sequence
+import traceback
+from contextlib import contextmanager
+from typing import Callable, Iterator, Sequence
 
 from .key_values import parse_key_values
+from .progress import DEFAULT_REPORTING_INTERVAL_MS, ProgressLine, rate_text
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
+DEBUG_ENV = "SEGLOG_DEBUG"
 
 
-def _open_broker(args: argparse.Namespace):
+class UsageError(Exception):
+    """Options that cannot work together: exit 2, as for any other bad command line."""
+
+
+class CommandError(Exception):
+    """A failure whose message is already written for people (the cause is chained)."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_ERROR):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def non_negative(text: str) -> int:
+    """An argparse type: a count of milliseconds or records, 0 or more."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def error_message(exc: BaseException) -> str:
+    """What went wrong, for people: the message, with Kafka's error name where the error has one
+    and the file of a failed system call; never a Python class name."""
+    if isinstance(exc, OSError) and exc.strerror:
+        files = " -> ".join(os.fsdecode(f) for f in (exc.filename, exc.filename2) if f is not None)
+        return f"{files}: {exc.strerror}" if files else exc.strerror
+    text = str(exc)
+    name = getattr(exc, "kafka_error_name", None)
+    if name:
+        return f"{name}: {text}" if text else name
+    return text or "failed without a message"
+
+
+def _is_socket_error(args: argparse.Namespace, exc: BaseException) -> bool:
+    return bool(getattr(args, "bootstrap", None)) and isinstance(exc, OSError) and exc.filename is None
+
+
+def _failure_text(args: argparse.Namespace, exc: BaseException) -> str:
+    """``error_message``, naming the broker of ``--bootstrap`` when a socket error names no address."""
+    if _is_socket_error(args, exc) and exc.strerror:
+        return f"the broker at {args.bootstrap}: {exc.strerror}"
+    return error_message(exc)
+
+
+def _open_broker(args: argparse.Namespace, read_only: bool = False):
     from .broker import Broker
 
     if getattr(args, "bootstrap", None):
@@ -36,7 +90,8 @@ def _open_broker(args: argparse.Namespace):
 
         return RemoteBroker(args.bootstrap)
     props = parse_key_values(getattr(args, "broker_config", None), "--broker-config")
-    return Broker(args.log_dir, props, background=False)
+    # Reading commands never lock, create or change the log dir: they work beside a running broker.
+    return Broker(args.log_dir, props, background=False, read_only=read_only)
 
 
 def _describe_lines(description) -> list[str]:
@@ -57,7 +112,7 @@ def _describe_lines(description) -> list[str]:
 
 
 def _topics(args: argparse.Namespace) -> int:
-    with _open_broker(args) as broker:
+    with _open_broker(args, read_only=args.action in ("list", "describe")) as broker:
         if args.action == "create":
             broker.create_topic(args.topic, args.partitions, parse_key_values(args.config))
             print(f"Created topic {args.topic}.")
@@ -86,69 +141,113 @@ def _produce(args: argparse.Namespace) -> int:
 
     sep = args.key_separator.encode() if args.key_separator else None
     produced = 0
-    with _open_broker(args) as broker:
-        broker.partitions_for(args.topic)
-        pending = []
-        for raw in sys.stdin.buffer:
-            line = raw.rstrip(b"\r\n")
-            if sep is not None:
-                key, found, value = line.partition(sep)
-                if not found:
-                    raise ValueError(f"line {produced + len(pending) + 1} has no key separator "
-                                     f"{args.key_separator!r}")
-                pending.append(SimpleRecord(value, key))
-            else:
-                pending.append(SimpleRecord(line))
-            if len(pending) >= args.batch_size:
-                produced += len(broker.produce(args.topic, pending, partition=args.partition))
-                pending = []
-        if pending:
-            produced += len(broker.produce(args.topic, pending, partition=args.partition))
+    progress = ProgressLine(lambda n, ms: f"Produced {rate_text(n, ms, 'records')} to {args.topic} so far",
+                            interval_ms=args.reporting_interval)
+    try:
+        with _open_broker(args) as broker:
+            broker.partitions_for(args.topic)
+
+            def send(records: list) -> None:
+                nonlocal produced
+                if records:
+                    produced += len(broker.produce(args.topic, records, partition=args.partition))
+                    progress.update(produced)
+
+            pending = []
+            for number, raw in enumerate(sys.stdin.buffer, start=1):
+                line = raw.rstrip(b"\r\n")
+                if sep is not None:
+                    key, found, value = line.partition(sep)
+                    if not found:
+                        send(pending)  # the lines before this one go in, as Kafka's console producer sends them
+                        pending = []
+                        raise ValueError(f"line {number} has no key separator {args.key_separator!r}: "
+                                         f"{line[:80].decode('utf-8', 'replace')!r}")
+                    pending.append(SimpleRecord(value, key))
+                else:
+                    pending.append(SimpleRecord(line))
+                if len(pending) >= args.batch_size:
+                    send(pending)
+                    pending = []
+            if pending:
+                send(pending)
+    except KeyboardInterrupt:
+        raise CommandError(f"Produced {produced} records to {args.topic} before being interrupted",
+                           EXIT_INTERRUPTED) from None
+    except Exception as exc:
+        raise CommandError(f"Produced {produced} records to {args.topic} before failing: "
+                           f"{_failure_text(args, exc)}") from exc
     print(f"Produced {produced} records to {args.topic}.", file=sys.stderr)
     return 0
 
 
+@contextmanager
+def _stopping_on_signals(stop: Callable[[], None]) -> Iterator[None]:
+    """SIGINT and SIGTERM call ``stop`` (which only sets a flag) instead of killing the command."""
+    previous = {}
+    try:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous[signum] = signal.signal(signum, lambda *_: stop())
+    except ValueError:  # not the main thread: the default handlers stay
+        pass
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
 def _consume(args: argparse.Namespace) -> int:
+    from .console_consumer import ConsoleConsumer
     from .errors import OffsetOutOfRangeError
 
     if args.offset is not None and args.partition is None:
-        raise ValueError("--offset needs --partition")
+        raise UsageError("--offset needs --partition")
     if args.offset is not None and args.from_beginning:
-        raise ValueError("--offset and --from-beginning exclude each other")
-    shown = 0
-    with _open_broker(args) as broker:
+        raise UsageError("--offset and --from-beginning exclude each other")
+    with _open_broker(args, read_only=True) as broker:
         count = broker.partitions_for(args.topic)
         partitions = [args.partition] if args.partition is not None else list(range(count))
+        positions = {}
         for p in partitions:
             if args.offset is not None:
-                position = args.offset
                 earliest = broker.list_offsets(args.topic, p, "earliest").offset
                 latest = broker.list_offsets(args.topic, p, "latest").offset
-                if not earliest <= position <= latest:
-                    raise OffsetOutOfRangeError(f"offset {position} of {args.topic}-{p} is outside "
+                if not earliest <= args.offset <= latest:
+                    raise OffsetOutOfRangeError(f"offset {args.offset} of {args.topic}-{p} is outside "
                                                 f"[{earliest}, {latest}]")
-            elif args.from_beginning:
-                position = broker.list_offsets(args.topic, p, "earliest").offset
+                positions[p] = args.offset
             else:
-                position = broker.list_offsets(args.topic, p, "latest").offset
-            end = broker.list_offsets(args.topic, p, "latest").offset
-            while position < end and (args.max_messages is None or shown < args.max_messages):
-                result = broker.fetch(args.topic, p, position)
-                records = result.decoded(position)
-                if not records:
-                    break
-                for record in records:
-                    if args.max_messages is not None and shown >= args.max_messages:
-                        break
-                    value = "null" if record.value is None else record.value.decode("utf-8", "replace")
-                    if args.print_key:
-                        key = "null" if record.key is None else record.key.decode("utf-8", "replace")
-                        print(f"{key}{args.key_separator}{value}")
-                    else:
-                        print(value)
-                    shown += 1
-                    position = record.offset + 1
-    print(f"Processed a total of {shown} messages", file=sys.stderr)
+                positions[p] = broker.list_offsets(args.topic, p, "earliest" if args.from_beginning
+                                                   else "latest").offset
+        # Records go to standard output: a progress line only when that is not the terminal.
+        progress = None if sys.stdout.isatty() else ProgressLine(
+            lambda n, ms: f"Processed {rate_text(n, ms, 'messages')} so far", interval_ms=args.reporting_interval)
+        consumer = ConsoleConsumer(broker, args.topic, positions, max_messages=args.max_messages,
+                                   timeout_ms=args.timeout_ms, progress=progress,
+                                   warn=lambda line: print(line, file=sys.stderr))
+
+        def show(records) -> None:
+            lines = []
+            for record in records:
+                value = "null" if record.value is None else record.value.decode("utf-8", "replace")
+                if args.print_key:
+                    key = "null" if record.key is None else record.key.decode("utf-8", "replace")
+                    lines.append(f"{key}{args.key_separator}{value}\n")
+                else:
+                    lines.append(value + "\n")
+            sys.stdout.write("".join(lines))
+            sys.stdout.flush()
+
+        try:
+            with _stopping_on_signals(consumer.stop):
+                consumer.run(show)
+        except BrokenPipeError:
+            raise
+        except Exception as exc:
+            raise CommandError(f"Processed a total of {consumer.consumed} messages before failing: "
+                               f"{_failure_text(args, exc)}") from exc
+    print(f"Processed a total of {consumer.consumed} messages", file=sys.stderr)
     return 0
 
 
@@ -176,7 +275,7 @@ def _reset_plan(args: argparse.Namespace, broker) -> dict:
     from format.layout import TopicPartition
 
     if not (args.to_earliest or args.to_latest or args.to_offset is not None):
-        raise ValueError("groups reset-offsets needs --to-earliest, --to-latest or --to-offset")
+        raise UsageError("groups reset-offsets needs --to-earliest, --to-latest or --to-offset")
     partitions: list[TopicPartition] = []
     if args.all_topics:
         partitions = sorted(broker.committed_offsets(args.group))
@@ -184,10 +283,13 @@ def _reset_plan(args: argparse.Namespace, broker) -> dict:
         # "topic" or Kafka's "topic:0,2" for some partitions only.
         name, _, listed = spec.partition(":")
         count = broker.partitions_for(name)
-        numbers = [int(p) for p in listed.split(",")] if listed else range(count)
+        try:
+            numbers = [int(p) for p in listed.split(",")] if listed else range(count)
+        except ValueError:
+            raise UsageError(f"--topic {spec}: give a topic, or a topic and its partitions as topic:0,2") from None
         partitions.extend(TopicPartition(name, p) for p in numbers)
     if not partitions:
-        raise ValueError("groups reset-offsets needs --topic or --all-topics")
+        raise UsageError("groups reset-offsets needs --topic or --all-topics")
     plan = {}
     for tp in partitions:
         start = broker.list_offsets(tp.topic, tp.partition, "earliest").offset
@@ -244,7 +346,7 @@ def _groups(args: argparse.Namespace) -> int:
     from . import group_offsets
 
     if args.action != "list" and not args.group:
-        raise ValueError(f"groups {args.action} needs --group")
+        raise UsageError(f"groups {args.action} needs --group")
     if args.action == "list":
         if args.bootstrap:
             with _open_broker(args) as broker:
@@ -264,8 +366,8 @@ def _groups(args: argparse.Namespace) -> int:
         _print_group(description, args)
     elif args.action == "reset-offsets":
         if args.execute and args.dry_run:
-            raise ValueError("--execute and --dry-run exclude each other")
-        with _open_broker(args) as broker:
+            raise UsageError("--execute and --dry-run exclude each other")
+        with _open_broker(args, read_only=not args.execute) as broker:
             plan = _reset_plan(args, broker)
             if args.execute and args.bootstrap:
                 broker.reset_offsets(args.group, plan)  # refused while the group has members, as in Kafka
@@ -293,6 +395,11 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--broker-config", action="append", metavar="KEY=VALUE",
                        help="a broker setting, e.g. num.partitions=3")
 
+    def with_reporting_interval(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--reporting-interval", type=non_negative, default=DEFAULT_REPORTING_INTERVAL_MS, metavar="MS",
+                       help=f"a progress line on standard error every MS ms (default "
+                            f"{DEFAULT_REPORTING_INTERVAL_MS}; 0: none)")
+
     topics = commands.add_parser("topics", help="create, list, describe, delete or alter topics")
     topics.add_argument("action", choices=["create", "list", "describe", "delete", "alter"])
     with_log_dir(topics)
@@ -308,6 +415,7 @@ def build_parser() -> argparse.ArgumentParser:
     produce.add_argument("--partition", type=int)
     produce.add_argument("--key-separator", help="split each line into key and value at this string")
     produce.add_argument("--batch-size", type=int, default=500, help="records per batch")
+    with_reporting_interval(produce)
     produce.set_defaults(run=_produce)
 
     consume = commands.add_parser("consume", help="print records of a topic")
@@ -316,9 +424,13 @@ def build_parser() -> argparse.ArgumentParser:
     consume.add_argument("--from-beginning", action="store_true")
     consume.add_argument("--partition", type=int)
     consume.add_argument("--offset", type=int)
-    consume.add_argument("--max-messages", type=int)
+    consume.add_argument("--max-messages", type=int, default=-1,
+                         help="stop after this many messages (default -1: no limit)")
+    consume.add_argument("--timeout-ms", type=non_negative,
+                         help="stop when no message came for this long (default: follow until interrupted)")
     consume.add_argument("--print-key", action="store_true")
     consume.add_argument("--key-separator", default="\t")
+    with_reporting_interval(consume)
     consume.set_defaults(run=_consume)
 
     dump = commands.add_parser("dump", help="print the batches of .log files and the entries of index files")
@@ -352,6 +464,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def report_error(command: str, exc: BaseException) -> int:
+    """Print ``exc`` as one line on standard error (after its traceback with SEGLOG_DEBUG set) and
+    return the exit code: 2 for a command line that cannot work, else 1."""
+    from format.errors import FormatError
+
+    from .errors import KafkaError
+
+    if os.environ.get(DEBUG_ENV):
+        traceback.print_exception(exc)
+    if isinstance(exc, UsageError):
+        print(f"seglog {command}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if isinstance(exc, CommandError):
+        print(f"seglog {command}: {exc}", file=sys.stderr)
+        return exc.exit_code
+    if isinstance(exc, (KafkaError, FormatError, ValueError, OSError)):
+        print(f"seglog {command}: {error_message(exc)}", file=sys.stderr)
+    else:
+        print(f"seglog {command}: unexpected error: {error_message(exc)} (run with {DEBUG_ENV}=1 for the "
+              f"traceback)", file=sys.stderr)
+    return EXIT_ERROR
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -360,16 +495,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.run(args)
     except BrokenPipeError:
+        # The reader went away (``seglog consume … | head``): nothing more to say, and nothing to flush.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except Exception as exc:  # one clear line, no traceback, for every operator error
-        from .errors import KafkaError
-        from format.errors import FormatError
-
-        if isinstance(exc, (KafkaError, FormatError, ValueError, OSError)):
-            name = getattr(exc, "kafka_error_name", None) or type(exc).__name__
-            print(f"seglog {args.command}: {name}: {exc}", file=sys.stderr)
-            return EXIT_ERROR
-        raise
+    except KeyboardInterrupt:
+        print(f"seglog {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except OSError as exc:
+        if _is_socket_error(args, exc):
+            reached, exc = exc, CommandError(_failure_text(args, exc))
+            exc.__cause__ = reached
+        return report_error(args.command, exc)
+    except Exception as exc:  # one line for people; the traceback only when asked for
+        return report_error(args.command, exc)
 
 
 if __name__ == "__main__":

@@ -7,9 +7,10 @@
 In-process, the log dir is opened as an embedded broker (so it must not be
 in use) and its cleaner cleans every compacted partition (of the topics
 given) until nothing cleanable is left, whatever ``min.cleanable.dirty.ratio``
-says, with a progress bar on standard error and a before/after table on
-standard output. With ``--spark`` the same is asked of the compaction job;
-the broker package does not import Spark, it starts ``spark-submit``.
+says, with its progress on standard error (a bar on a terminal, a line every
+few seconds elsewhere) and a before/after table on standard output. With
+``--spark`` the same is asked of the compaction job; the broker package does
+not import Spark, it starts ``spark-submit``.
 """
 
 from __future__ import annotations
@@ -23,32 +24,44 @@ import sys
 import time
 from typing import Sequence, TextIO
 
+from .cli import CommandError, UsageError, non_negative
 from .key_values import parse_key_values
+from .progress import DEFAULT_REPORTING_INTERVAL_MS, ProgressLine
 
 
 class ProgressBar:
-    """A one-line progress bar on a terminal; a line per finished item elsewhere."""
+    """A one-line progress bar on a terminal; elsewhere a line every ``interval_ms`` while an item
+    runs (nothing for a short one), and a line per finished item."""
 
     WIDTH = 30
 
-    def __init__(self, stream: TextIO | None = None):
+    def __init__(self, stream: TextIO | None = None, interval_ms: int = DEFAULT_REPORTING_INTERVAL_MS):
         self.stream = stream if stream is not None else sys.stderr
-        self.tty = hasattr(stream, "isatty") and stream.isatty()
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.interval_ms = interval_ms
         self.label = ""
         self.total = 1
         self.done = 0
         self._last_draw = 0.0
+        self._lines = ProgressLine(self._describe, interval_ms=interval_ms, stream=self.stream)
 
     def start(self, label: str, total: int) -> None:
         self.label, self.total, self.done = label, max(1, total), 0
+        self._lines = ProgressLine(self._describe, interval_ms=0 if self.tty else self.interval_ms,
+                                   stream=self.stream)
         self._draw(force=True)
 
     def advance(self, n: int) -> None:
         self.done += n
+        self._lines.update(self.done)
         self._draw()
 
+    def _describe(self, done: int, elapsed_ms: int) -> str:
+        share = min(1.0, done / self.total)
+        return f"{self.label}: {100 * share:.1f}% of {self.total / 1e6:,.1f} MB after {elapsed_ms / 1000:,.0f} s"
+
     def _draw(self, force: bool = False) -> None:
-        if not self.tty:
+        if not self.tty or not self.interval_ms:
             return
         now = time.monotonic()
         if not force and now - self._last_draw < 0.1:
@@ -61,7 +74,7 @@ class ProgressBar:
         self.stream.flush()
 
     def finish(self, message: str) -> None:
-        if self.tty:
+        if self.tty and self.interval_ms:
             self.stream.write("\r" + " " * (self.WIDTH + 60) + "\r")
         self.stream.write(message + "\n")
         self.stream.flush()
@@ -84,7 +97,8 @@ def summary_lines(before: dict, after: dict, offsets: dict) -> list[str]:
 
 
 def compact_in_process(log_dirs: list[str], topics: list[str] | None, broker_config: dict[str, str],
-                       stream: TextIO | None = None) -> int:
+                       stream: TextIO | None = None,
+                       reporting_interval_ms: int = DEFAULT_REPORTING_INTERVAL_MS) -> int:
     from .broker import Broker
     from .cleaner import LogCleaner
     from .errors import InvalidRequestError, UnknownTopicOrPartitionError
@@ -103,7 +117,7 @@ def compact_in_process(log_dirs: list[str], topics: list[str] | None, broker_con
         logs = {tp: lg for tp, lg in manager.all_logs().items() if tp.topic in set(names)}
         before = {tp: lg.size for tp, lg in logs.items()}
         offsets: dict = {}
-        bar = ProgressBar(stream)
+        bar = ProgressBar(stream, reporting_interval_ms)
         worker = cleaner.cleaner(0)
         worker.progress = lambda phase, n: bar.advance(n)
 
@@ -134,7 +148,7 @@ def compact_in_process(log_dirs: list[str], topics: list[str] | None, broker_con
 def _project_root() -> str:
     spec = importlib.util.find_spec("connector")  # found without importing it (nor Spark)
     if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("the connector package (the Spark compaction job) is not installed")
+        raise CommandError("the connector package (the Spark compaction job) is not installed")
     return os.path.dirname(list(spec.submodule_search_locations)[0])
 
 
@@ -163,14 +177,14 @@ def spark_submit_command(path: str, topics: list[str], *, master: str | None = N
 
 def compact_with_spark(args: argparse.Namespace) -> int:
     if len(args.log_dir) != 1:
-        raise ValueError("--spark compacts one log dir at a time")
+        raise UsageError("--spark compacts one log dir at a time")
     path = args.log_dir[0]
     if "://" not in path:
         path = os.path.abspath(path)
     topics = list(args.topic or [])
     if not topics:
         if "://" in path and not path.startswith("file://"):
-            raise ValueError("--spark on object storage needs --topic")
+            raise UsageError("--spark on object storage needs --topic")
         from .config import BrokerConfig
         from .topic_store import TopicStore
 
@@ -192,9 +206,10 @@ def run(args: argparse.Namespace) -> int:
     if args.spark:
         return compact_with_spark(args)
     if args.master or args.storage or args.conf or args.bootstrap:
-        raise ValueError("--master, --storage, --conf and --bootstrap go with --spark (a running broker cleans "
+        raise UsageError("--master, --storage, --conf and --bootstrap go with --spark (a running broker cleans "
                          "its own logs)")
-    return compact_in_process(args.log_dir, args.topic, parse_key_values(args.broker_config, "--broker-config"))
+    return compact_in_process(args.log_dir, args.topic, parse_key_values(args.broker_config, "--broker-config"),
+                              reporting_interval_ms=args.reporting_interval)
 
 
 def add_parser(commands) -> None:
@@ -205,6 +220,9 @@ def add_parser(commands) -> None:
                                                           "compacted topic)")
     compact.add_argument("--broker-config", action="append", metavar="KEY=VALUE",
                          help="a broker setting, e.g. log.cleaner.dedupe.buffer.size=268435456")
+    compact.add_argument("--reporting-interval", type=non_negative, default=DEFAULT_REPORTING_INTERVAL_MS,
+                         metavar="MS", help=f"a progress line on standard error every MS ms where it is not a "
+                                            f"terminal (default {DEFAULT_REPORTING_INTERVAL_MS}; 0: none)")
     compact.add_argument("--spark", action="store_true", help="run the Spark compaction job (spark-submit)")
     compact.add_argument("--master", help="--spark: the Spark master (default: spark-submit's)")
     compact.add_argument("--storage", action="append", metavar="KEY=VALUE",

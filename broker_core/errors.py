@@ -394,6 +394,10 @@ class LogDirInUseError(KafkaStorageError):
     """
 
 
+class LogDirReadOnlyError(KafkaStorageError):
+    """A write to a log directory opened read-only (``Broker(..., read_only=True)``)."""
+
+
 class LogDirNotFoundError(KafkaError, code=57, name="LOG_DIR_NOT_FOUND"):
     """The log directory named in the request is not one of the broker's ``log.dirs``."""
 

@@ -5,6 +5,10 @@ batch's baseOffset), rolls segments, serves reads by offset and by timestamp,
 flushes, truncates, and deletes old segments for a predicate it is given. It
 never decodes records unless the topic's configuration requires it
 (re-compression); it never reaches into another partition.
+
+A log opened read-only (``Log.open(..., read_only=True)``) writes nothing and
+refuses every write; ``refresh()`` takes in what the directory's owner
+appended, rolled or deleted since.
 """
 
 from __future__ import annotations
@@ -32,8 +36,8 @@ from format.segment import FetchDataInfo, LogSegment, RollParams
 from .clock import SYSTEM_CLOCK, Clock
 from .config import LogConfig
 from .errors import (CorruptMessageError, InvalidRecordError, InvalidTimestampError, KafkaStorageError,
-                     MessageTooLargeError, OffsetOutOfRangeError)
-from .log_loader import load_segments, open_segment
+                     LogDirReadOnlyError, MessageTooLargeError, OffsetOutOfRangeError)
+from .log_loader import UnreadableBytes, load_segments, open_segment
 from .scheduler import Scheduler
 
 log = logging.getLogger(__name__)
@@ -74,7 +78,8 @@ class Log:
 
     def __init__(self, directory: str, topic_partition: layout.TopicPartition, config: LogConfig,
                  segments: list[LogSegment], *, recovery_point: int, log_start_offset: int, next_offset: int,
-                 clock: Clock, scheduler: Scheduler):
+                 clock: Clock, scheduler: Scheduler, read_only: bool = False,
+                 unreadable: UnreadableBytes | None = None):
         self.dir = directory
         self.topic_partition = topic_partition
         self.config = config
@@ -91,21 +96,26 @@ class Log:
         self.log_start_offset = max(log_start_offset, segments[0].base_offset)
         self.last_flush_time = clock.milliseconds()
         self._closed = False
+        self.read_only = read_only
+        # Read-only: what the load could not read (the view ends before it).
+        self.unreadable = unreadable
 
     @classmethod
     def open(cls, directory: str, config: LogConfig, *, recovery_point: int = 0, log_start_offset: int = 0,
              had_clean_shutdown: bool = False, clock: Clock = SYSTEM_CLOCK,
-             scheduler: Scheduler | None = None) -> "Log":
-        os.makedirs(directory, exist_ok=True)
+             scheduler: Scheduler | None = None, read_only: bool = False) -> "Log":
+        if not read_only:
+            os.makedirs(directory, exist_ok=True)
         tp = layout.parse_partition_dir(os.path.basename(directory.rstrip(os.sep)))
         loaded = load_segments(directory, config, recovery_point=recovery_point,
-                               had_clean_shutdown=had_clean_shutdown, log_start_offset=log_start_offset)
-        if loaded.truncated_bytes:
-            log.warning("Log(%s): recovery truncated %d bytes; log end offset is %d", tp, loaded.truncated_bytes,
-                        loaded.next_offset)
+                               had_clean_shutdown=had_clean_shutdown, log_start_offset=log_start_offset,
+                               read_only=read_only)
+        if not loaded.segments:
+            raise FileNotFoundError(f"{directory}: the partition directory holds no segment yet")
         return cls(directory, tp, config, loaded.segments, recovery_point=loaded.recovery_point,
                    log_start_offset=min(log_start_offset, loaded.next_offset), next_offset=loaded.next_offset,
-                   clock=clock, scheduler=scheduler or Scheduler(clock))
+                   clock=clock, scheduler=scheduler or Scheduler(clock), read_only=read_only,
+                   unreadable=loaded.unreadable)
 
     def __repr__(self) -> str:
         return f"Log({self.topic_partition})"
@@ -143,6 +153,62 @@ class Log:
         if self._closed:
             raise KafkaStorageError(f"{self}: the log is closed")
 
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise LogDirReadOnlyError(f"{self}: {self.dir} is open read-only; only its owner writes to it")
+
+    # --- read-only views -------------------------------------------------------
+
+    def refresh(self) -> None:
+        """A read-only log takes in what the directory's owner wrote since the last look: the
+        batches appended to the active segment, new segments (rolls) and segments gone
+        (retention). Every batch taken in is checked as a load checks it; the view ends at
+        the first unsound one and stays there."""
+        if not self.read_only or self.unreadable is not None:
+            return
+        with self._lock:
+            self._check_open()
+            self._drop_vanished_segments()
+            while True:
+                active = self._segments[-1]
+                # Listed first: once a newer segment exists, the active one is sealed and read whole.
+                newer = self._next_segment_on_disk(active.base_offset)
+                found = active.refresh(self._log_end_offset, self.config.max_message_bytes)
+                if found.next_offset is not None:
+                    self._log_end_offset = found.next_offset
+                if found.error is not None and (newer is not None or not found.torn):
+                    self.unreadable = UnreadableBytes(active.log.path, found.end, 0, 0, 0, found.error.reason)
+                    log.warning("%s: %s", self, self.unreadable)
+                    if newer is not None:
+                        newer.close()
+                    return
+                if newer is None:
+                    return
+                newer.limit_to(0)  # taken in batch by batch, checked, in the next round
+                self._segments.append(newer)
+                self._bases.append(newer.base_offset)
+
+    def _next_segment_on_disk(self, after: int) -> LogSegment | None:
+        try:
+            bases = sorted(layout.offset_from_file_name(n) for n in os.listdir(self.dir)
+                           if n.endswith(layout.LOG_FILE_SUFFIX))
+        except FileNotFoundError:
+            return None
+        for base in bases:
+            if base > after:
+                try:
+                    return open_segment(self.dir, base, self.config, writable=False)
+                except FileNotFoundError:
+                    continue
+        return None
+
+    def _drop_vanished_segments(self) -> None:
+        while len(self._segments) > 1 and not os.path.exists(self._segments[0].log.path):
+            gone = self._segments.pop(0)
+            self._bases.pop(0)
+            gone.close()
+        self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
+
     # --- append -----------------------------------------------------------
 
     def append(self, records: bytes, *, assign_offsets: bool = True, from_client: bool = True) -> LogAppendInfo:
@@ -166,6 +232,7 @@ class Log:
             batches = list(iter_batches(data, stop_at_partial=False))
         with self._lock:
             self._check_open()
+            self._check_writable()
             next_offset = self._log_end_offset
             first_offset = batches[0].header.base_offset if not assign_offsets else next_offset
             max_ts = (NO_TIMESTAMP, -1)
@@ -263,6 +330,7 @@ class Log:
         """Start a new active segment at the log end offset (or later, for an append past a gap)."""
         with self._lock:
             self._check_open()
+            self._check_writable()
             new_base = max(self._log_end_offset, expected_next_offset or 0)
             active = self.active_segment
             if active.base_offset == new_base and active.size == 0:
@@ -294,8 +362,9 @@ class Log:
              max_offset: int | None = None, *, _retries: int = 3) -> FetchDataInfo:
         """Complete batches from the one holding ``start_offset``, at most ``max_bytes``.
 
-        Every batch served is checked against its CRC: a corrupt batch is never
-        served, and if it is the first one the read fails naming file and position.
+        Every batch served is checked against its CRC and its offsets against its
+        neighbours and the index: a corrupt batch is never served, and if it is the
+        first one the read fails naming file and position.
         """
         with self._lock:
             self._check_open()
@@ -305,10 +374,11 @@ class Log:
                 return FetchDataInfo(start_offset, self.active_segment.base_offset, self.active_segment.size, b"")
             i = bisect.bisect_right(self._bases, start_offset) - 1
             segments = self._segments[max(i, 0):]
-        for segment in segments:
+        for n, segment in enumerate(segments):
+            next_base = segments[n + 1].base_offset if n + 1 < len(segments) else None
             try:
                 info = segment.read(start_offset, max_bytes, min_one_message=min_one_message, max_offset=upper,
-                                    validate=True)
+                                    validate=True, next_base_offset=next_base)
             except CorruptRecordError as error:
                 log.error("%s: refusing to serve a corrupt batch: %s", self, error)
                 raise CorruptMessageError(f"{self}: {error}") from None
@@ -382,6 +452,7 @@ class Log:
             raise ValueError(f"{self}: cannot truncate to negative offset {target_offset}")
         with self._lock:
             self._check_open()
+            self._check_writable()
             if target_offset >= self._log_end_offset:
                 return False
             if target_offset < self._segments[0].base_offset:
@@ -402,6 +473,7 @@ class Log:
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
         """Delete every segment and start again, empty, at ``new_offset``."""
         with self._lock:
+            self._check_writable()
             for segment in self._segments:
                 segment.delete()
             segment = open_segment(self.dir, new_offset, self.config)
@@ -420,6 +492,7 @@ class Log:
         """
         with self._lock:
             self._check_open()
+            self._check_writable()
             doomed = []
             for i, segment in enumerate(self._segments):
                 following = self._segments[i + 1] if i + 1 < len(self._segments) else None
@@ -457,6 +530,7 @@ class Log:
         """
         with self._lock:
             self._check_open()
+            self._check_writable()
             new_sorted = sorted(new_segments, key=lambda s: s.base_offset)
             live = {id(s) for s in self._segments}
             old_sorted = sorted((s for s in old_segments if id(s) in live), key=lambda s: s.base_offset)

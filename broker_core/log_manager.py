@@ -7,6 +7,12 @@ retention, time-based flushes, checkpointing and delayed file deletion; it also
 starts the log cleaner's threads, and retention skips a log while it is cleaned. The
 background work is a ``tick`` driven by an injected clock; a thread calls it
 with the real clock, tests call it after moving a simulated one.
+
+Nothing in a log dir is written until its logs are loaded: checkpoints and the
+clean-shutdown marker are written only from a state that was loaded, so a
+failed open leaves the directory as it found it. Read-only (``read_only=True``)
+it writes nothing at all: no lock, no directory created, no background work,
+no checkpoint, no marker, no recovery that changes a file.
 """
 
 from __future__ import annotations
@@ -26,8 +32,9 @@ from format.layout import TopicPartition
 
 from .clock import SYSTEM_CLOCK, Clock
 from .config import BrokerConfig, LogConfig
-from .errors import KafkaStorageError, LogDirInUseError, UnknownTopicOrPartitionError
+from .errors import KafkaStorageError, LogDirInUseError, LogDirNotFoundError, UnknownTopicOrPartitionError
 from .log import Log
+from .log_loader import UnreadableBytes
 from .scheduler import Scheduler
 
 log = logging.getLogger(__name__)
@@ -55,7 +62,7 @@ class _DirLock:
 
 class LogManager:
     def __init__(self, config: BrokerConfig, *, clock: Clock = SYSTEM_CLOCK,
-                 log_config_for: Callable[[str], LogConfig] | None = None):
+                 log_config_for: Callable[[str], LogConfig] | None = None, read_only: bool = False):
         self.config = config
         self.clock = clock
         self.scheduler = Scheduler(clock)
@@ -65,22 +72,30 @@ class LogManager:
         self._lock = threading.RLock()
         self._locks: list[_DirLock] = []
         self._closed = False
+        self.read_only = read_only
+        # The log dirs whose logs were all loaded: the only ones shutdown writes to.
+        self._loaded_dirs: set[str] = set()
         now = clock.milliseconds()
         self._last_retention_check = now
         self._last_recovery_checkpoint = now
         self._last_start_checkpoint = now
         self._background: threading.Thread | None = None
         self._stop = threading.Event()
-        try:
+        if read_only:
             for d in self.log_dirs:
-                os.makedirs(d, exist_ok=True)
-                self._locks.append(_DirLock(d))
-        except BaseException:
-            self._release_locks()
-            raise
+                if not os.path.isdir(d):
+                    raise LogDirNotFoundError(f"log directory {d} does not exist")
+        else:
+            try:
+                for d in self.log_dirs:
+                    os.makedirs(d, exist_ok=True)
+                    self._locks.append(_DirLock(d))
+            except BaseException:
+                self._release_locks()
+                raise
         # Kafka's log cleaner, when log.cleaner.enable: its threads start with the background work.
         self.cleaner = None
-        if config.log_cleaner_enable:
+        if config.log_cleaner_enable and not read_only:
             from .cleaner import LogCleaner
 
             self.cleaner = LogCleaner(config, self.log_dirs, self.all_logs, clock)
@@ -88,19 +103,25 @@ class LogManager:
     # --- loading -----------------------------------------------------------
 
     def load_logs(self) -> None:
-        """Open every partition directory of every log dir (Kafka's loadLogs)."""
+        """Open every partition directory of every log dir (Kafka's loadLogs).
+
+        Every dir's checkpoints and marker are read before any dir is touched, so an
+        unreadable checkpoint fails the open with nothing changed."""
+        states = []
         for d in self.log_dirs:
             clean_marker = os.path.join(d, layout.CLEAN_SHUTDOWN_FILE)
-            had_clean_shutdown = os.path.exists(clean_marker)
             recovery_points = OffsetCheckpointFile(os.path.join(d, layout.RECOVERY_POINT_CHECKPOINT_FILE)).read()
             start_offsets = OffsetCheckpointFile(os.path.join(d, layout.LOG_START_OFFSET_CHECKPOINT_FILE)).read()
+            states.append((d, clean_marker, os.path.exists(clean_marker), recovery_points, start_offsets))
+        for d, clean_marker, had_clean_shutdown, recovery_points, start_offsets in states:
             jobs = []
             for name in sorted(os.listdir(d)):
                 path = os.path.join(d, name)
                 if not os.path.isdir(path):
                     continue
                 if layout.is_deleted_dir(name):
-                    shutil.rmtree(path, ignore_errors=True)  # finish a topic deletion
+                    if not self.read_only:
+                        shutil.rmtree(path, ignore_errors=True)  # finish a topic deletion
                     continue
                 try:
                     tp = layout.parse_partition_dir(name)
@@ -113,20 +134,32 @@ class LogManager:
                                            recovery_point=recovery_points.get(tp, 0),
                                            log_start_offset=start_offsets.get(tp, 0),
                                            had_clean_shutdown=had_clean_shutdown, clock=self.clock,
-                                           scheduler=self.scheduler)
+                                           scheduler=self.scheduler, read_only=self.read_only)
                            for tp, path in jobs}
                 for tp, future in futures.items():
-                    loaded = future.result()
+                    try:
+                        loaded = future.result()
+                    except FileNotFoundError as exc:
+                        if not self.read_only:
+                            raise
+                        log.warning("not reading partition %s: %s", tp, exc)  # being created by its owner
+                        continue
                     with self._lock:
                         if tp in self._logs:
                             loaded.close()
                             raise KafkaStorageError(f"partition {tp} is present in two log dirs: "
                                                     f"{self._logs[tp].dir} and {loaded.dir}")
                         self._logs[tp] = loaded
+            self._loaded_dirs.add(d)
             # The marker only speaks for the shutdown before this start.
-            if had_clean_shutdown:
+            if had_clean_shutdown and not self.read_only:
                 os.remove(clean_marker)
-            log.info("loaded %d logs from %s (clean shutdown: %s)", len(jobs), d, had_clean_shutdown)
+            log.info("loaded %d logs from %s (clean shutdown: %s%s)", len(jobs), d, had_clean_shutdown,
+                     ", read-only" if self.read_only else "")
+
+    def unreadable(self) -> dict[TopicPartition, UnreadableBytes]:
+        """Read-only: what each partition's view could not read (it ends before that)."""
+        return {tp: lg.unreadable for tp, lg in sorted(self.all_logs().items()) if lg.unreadable is not None}
 
     # --- logs -----------------------------------------------------------
 
@@ -221,7 +254,10 @@ class LogManager:
         self._checkpoint(layout.LOG_START_OFFSET_CHECKPOINT_FILE, lambda lg: lg.log_start_offset)
 
     def _checkpoint(self, file_name: str, value: Callable[[Log], int]) -> None:
-        by_dir: dict[str, dict[TopicPartition, int]] = {d: {} for d in self.log_dirs}
+        if self.read_only:
+            return
+        # Only from a loaded state: a dir whose load failed keeps the checkpoints it had.
+        by_dir: dict[str, dict[TopicPartition, int]] = {d: {} for d in self.log_dirs if d in self._loaded_dirs}
         for tp, lg in self.all_logs().items():
             parent = os.path.dirname(lg.dir)
             if parent in by_dir:
@@ -277,16 +313,19 @@ class LogManager:
         if self._background is not None:
             self._background.join(timeout=30)
         try:
-            for lg in self.all_logs().values():
-                lg.flush()
-            self.checkpoint_recovery_points()
-            self.checkpoint_log_start_offsets()
-            self.scheduler.run_all()
+            if not self.read_only:
+                for lg in self.all_logs().values():
+                    lg.flush()
+                self.checkpoint_recovery_points()
+                self.checkpoint_log_start_offsets()
+                self.scheduler.run_all()
             for lg in self.all_logs().values():
                 lg.close()
-            for d in self.log_dirs:
-                with open(os.path.join(d, layout.CLEAN_SHUTDOWN_FILE), "w"):
-                    pass
+            if not self.read_only:
+                for d in self.log_dirs:
+                    if d in self._loaded_dirs:
+                        with open(os.path.join(d, layout.CLEAN_SHUTDOWN_FILE), "w"):
+                            pass
         finally:
             self._release_locks()
 

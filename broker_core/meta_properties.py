@@ -76,15 +76,25 @@ def read_meta_properties(log_dir: str) -> MetaProperties | None:
     """The directory's meta.properties, or None if it has none yet."""
     path = os.path.join(log_dir, layout.META_PROPERTIES_FILE)
     try:
-        with open(path, encoding="utf-8") as f:
-            props = parse_properties(f.read())
+        with open(path, "rb") as f:
+            data = f.read()
     except FileNotFoundError:
         return None
     try:
-        version = int(props.get("version", "0"))
-        node_id = int(props.get("node.id", props.get("broker.id", "")))
-    except ValueError:
-        raise InvalidConfigurationError(f"{path}: node.id / version are not numbers: {props}") from None
+        props = parse_properties(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InvalidConfigurationError(f"{path}: not a properties file: byte 0x{data[exc.start]:02x} at position "
+                                        f"{exc.start} is not text") from None
+    numbers = {}
+    for key, default in (("version", "0"), ("node.id", props.get("broker.id"))):
+        text = props.get(key, default)
+        if text is None:
+            raise InvalidConfigurationError(f"{path}: no node.id")
+        try:
+            numbers[key] = int(text)
+        except ValueError:
+            raise InvalidConfigurationError(f"{path}: {key}={text!r} is not a number") from None
+    version, node_id = numbers["version"], numbers["node.id"]
     cluster_id = props.get("cluster.id")
     if not cluster_id:
         raise InvalidConfigurationError(f"{path}: no cluster.id")

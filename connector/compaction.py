@@ -835,10 +835,15 @@ class PartitionReport:
         return 1 - self.bytes_after / self.bytes_before if self.bytes_before else 0.0
 
 
-def report_partition(fs, plan: PartitionPlan) -> PartitionReport:
-    after = remote_segments(list_files(fs, plan.directory))
+def report_partition(plan: PartitionPlan, results: Sequence[GroupResult]) -> PartitionReport:
+    """What the job did to one partition: its segments and bytes as planned, and once its cleaned
+    groups (``results``) replace the segments they were cleaned from. The same figures as the
+    stage-2 line's; what a broker appends meanwhile is not the job's doing."""
+    mine = [r for r in results if r.key == plan.key]
     return PartitionReport(plan.topic_partition, plan.first_dirty_offset, plan.first_uncleanable_offset,
-                           len(plan.segments), len(after), plan.bytes_before, sum(s.size for s in after))
+                           len(plan.segments), len(plan.segments) - sum(len(r.replaced) for r in mine) + len(mine),
+                           plan.bytes_before,
+                           plan.bytes_before - sum(r.bytes_before for r in mine) + sum(r.bytes_after for r in mine))
 
 
 def format_report(reports: Sequence[PartitionReport]) -> list[str]:

@@ -195,17 +195,18 @@ def run_compaction(spark, url: str, topics: Sequence[str], *, storage_options: M
                            .collect())
                 progress.finish_stage_one()
                 stage_two_s = time.monotonic() - progress.started - progress.stage_one_s
-            out(f"[compaction] stage 2/2 done: {len(results)} cleaned segments, "
-                f"{sum(r.bytes_before for r in results):,} -> {sum(r.bytes_after for r in results):,} bytes "
+            # The line's figures are the summary table's: the rewritten segments, then the partitions.
+            reports = [report_partition(by_key[key], results) for key in sorted(by_key)]
+            out(f"[compaction] stage 2/2 done: {sum(len(r.replaced) for r in results)} segments rewritten into "
+                f"{len(results)}, {sum(r.bytes_before for r in results):,} -> "
+                f"{sum(r.bytes_after for r in results):,} bytes (the partitions: "
+                f"{sum(r.bytes_before for r in reports):,} -> {sum(r.bytes_after for r in reports):,} bytes) "
                 f"in {stage_two_s:.1f} s ({sum(r.cpu_s for r in results):.1f} s of task CPU)")
 
             # The swap, partition by partition, then the replaced files go.
             doomed = []
-            reports = []
             for key in sorted(by_key):
-                plan = by_key[key]
-                doomed.extend(lease.swap(plan, [r for r in results if r.key == key]))
-                reports.append(report_partition(fs, plan))
+                doomed.extend(lease.swap(by_key[key], [r for r in results if r.key == key]))
             delete_files(fs, doomed)
             out(f"[compaction] swapped in {len(results)} segments in {len(plans)} partitions; "
                 f"{time.monotonic() - started:.1f} s in all")

@@ -2,8 +2,12 @@
 
 Each function yields lines and never stops at a bad CRC: it reports it
 (``isvalid: false``) and moves on, so one damaged batch does not hide the rest.
-A length or magic that makes the rest of the file unreadable ends the dump with
-an error line. ``DumpResult.corrupt`` tells the caller to exit non-zero.
+The same goes for offsets, which lie outside the CRC: a batch that does not
+start above the batch before, starts below the segment's base offset (its file
+name), or disagrees with the segment's ``.index`` is reported with its file and
+position. A length or magic that makes the rest of the file unreadable ends the
+dump with an error line. ``DumpResult.corrupt`` tells the caller to exit
+non-zero. Nothing is written: files are opened read-only.
 """
 
 from __future__ import annotations
@@ -13,9 +17,10 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from . import layout
-from .errors import CorruptIndexError, CorruptRecordError
+from .errors import CorruptIndexError, CorruptRecordError, UnsupportedCompressionError
 from .file_records import FileRecords
 from .index import OffsetIndex, TimeIndex
+from .offset_order import OffsetOrder
 from .record_batch import RecordBatch, TimestampType
 from .txn_index import parse_aborted_txns
 
@@ -43,12 +48,16 @@ def describe_batch(batch: RecordBatch, valid: bool) -> str:
     h = batch.header
     horizon = h.delete_horizon_ms if h.has_delete_horizon_ms else "none"
     ts_name = "LogAppendTime" if h.timestamp_type == TimestampType.LOG_APPEND_TIME else "CreateTime"
+    try:
+        codec = h.compression_type.name.lower()
+    except UnsupportedCompressionError:
+        codec = f"unknown({h.attributes & 0x07})"  # a damaged batch: its CRC tells
     return (f"baseOffset: {h.base_offset} lastOffset: {h.last_offset} count: {h.records_count} "
             f"baseSequence: {h.base_sequence} lastSequence: {h.last_sequence} producerId: {h.producer_id} "
             f"producerEpoch: {h.producer_epoch} partitionLeaderEpoch: {h.partition_leader_epoch} "
             f"isTransactional: {_flag(h.is_transactional)} isControl: {_flag(h.is_control)} "
             f"deleteHorizonMs: {horizon} position: {batch.position} {ts_name}: {h.max_timestamp} "
-            f"size: {h.size_in_bytes} magic: {h.magic} compresscodec: {h.compression_type.name.lower()} "
+            f"size: {h.size_in_bytes} magic: {h.magic} compresscodec: {codec} "
             f"crc: {h.crc} isvalid: {_flag(valid)}")
 
 
@@ -57,14 +66,24 @@ def dump_log(path: str, print_data: bool = False) -> DumpResult:
     base = layout.offset_from_file_name(os.path.basename(path))
     result.lines.append(f"Log starting offset: {base}")
     records = FileRecords.open(path, writable=False)
+    order = OffsetOrder(path, base)
+    walked: dict[int, tuple[int, int]] = {}  # position -> (base offset, last offset)
     try:
         for batch in records.batches(stop_at_partial=False):
-            valid = batch.compute_checksum() == batch.header.crc
+            h = batch.header
+            valid = batch.compute_checksum() == h.crc
             result.lines.append(describe_batch(batch, valid))
+            walked[batch.position] = (h.base_offset, h.last_offset)
+            try:
+                order.check(batch.position, h.base_offset, h.last_offset)
+            except CorruptRecordError as exc:
+                result.corrupt = True
+                result.lines.append(f"  Offsets out of order at {exc}")
+                order.last_offset = h.last_offset
             if not valid:
                 result.corrupt = True
                 result.lines.append(f"  CRC mismatch at {path} position {batch.position}: stored "
-                                    f"0x{batch.header.crc:08x}, computed 0x{batch.compute_checksum():08x}")
+                                    f"0x{h.crc:08x}, computed 0x{batch.compute_checksum():08x}")
                 continue
             if print_data:
                 result.lines.extend(_record_lines(batch))
@@ -73,7 +92,40 @@ def dump_log(path: str, print_data: bool = False) -> DumpResult:
         result.lines.append(f"Found corruption: {exc}")
     finally:
         records.close()
+    for line in _index_disagreements(path, base, walked):
+        result.corrupt = True
+        result.lines.append(line)
     return result
+
+
+def _index_disagreements(path: str, base: int, walked: dict[int, tuple[int, int]]) -> Iterator[str]:
+    """Entries of the segment's ``.index`` that the batches of its ``.log`` contradict: an entry
+    (O, P) needs a batch starting at P whose offsets begin at or below O, and a batch from there
+    on ending at O."""
+    index_path = os.path.join(os.path.dirname(path), layout.offset_index_file_name(base))
+    if layout.strip_transient_suffix(os.path.basename(path)) != layout.log_file_name(base) or \
+            not os.path.exists(index_path):
+        return
+    try:
+        index = OffsetIndex(index_path, base, writable=False)
+    except (OSError, ValueError):
+        return
+    try:
+        positions = sorted(walked)
+        ends = {position: last for position, (_, last) in walked.items()}
+        for n in range(index.entries):
+            entry = index.entry(n)
+            at = walked.get(entry.position)
+            if at is None:
+                yield (f"  Index entry {n} of {index_path} maps offset {entry.offset} to position "
+                       f"{entry.position}, where no batch of {path} starts")
+                continue
+            later = (ends[p] for p in positions if p >= entry.position)
+            if at[0] > entry.offset or entry.offset not in later:
+                yield (f"  Offsets disagree with the index at {path}: position {entry.position}: batch offsets "
+                       f"{at[0]}..{at[1]}, but entry {n} of {index_path} maps offset {entry.offset} there")
+    finally:
+        index.close()
 
 
 def _record_lines(batch: RecordBatch) -> Iterator[str]:
@@ -134,8 +186,9 @@ def dump_txn_index(path: str) -> DumpResult:
 
 
 def dump_file(path: str, print_data: bool = False) -> DumpResult:
-    """Dump one segment file, chosen by its suffix (transient suffixes ignored)."""
-    name = layout.strip_transient_suffix(os.path.basename(path))
+    """Dump one segment file, chosen by its suffix (transient suffixes ignored; bytes recovery
+    set aside read as the file they came from, positions counted in the set-aside file)."""
+    name = layout.strip_transient_suffix(layout.set_aside_source_name(os.path.basename(path)))
     if name.endswith(layout.LOG_FILE_SUFFIX):
         return dump_log(path, print_data)
     if name.endswith(layout.INDEX_FILE_SUFFIX):

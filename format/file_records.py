@@ -2,7 +2,9 @@
 
 Reads go through a small reader interface so the same code serves a local
 file (``os.pread`` on a descriptor) and an fsspec file on object storage.
-Writes — appending batches, truncating — are for the local owner only.
+Writes — appending batches, truncating, moving a damaged tail aside — are for
+the local owner only; a read-only view may be limited to the sound batches it
+found (``limit_to``).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from .errors import CorruptRecordError
+from .offset_order import OffsetOrder, OffsetOrderError
 from .record_batch import (
     HEADER, LENGTH_OFFSET, LOG_OVERHEAD, CURRENT_MAGIC, MIN_BATCH_LENGTH, BatchHeader, RecordBatch, iter_batches)
 
@@ -33,6 +36,22 @@ class LogOffsetPosition:
 class TimestampAndOffset:
     timestamp: int
     offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class ValidPrefix:
+    """How far a file holds sound batches from where a check started (``valid_prefix``).
+
+    ``end`` is the position after the last sound batch, ``next_offset`` the offset
+    after it (None when none was found); ``error`` says why the bytes from ``end``
+    on are not readable: corruption, or a batch that is not complete (torn, or
+    still being written), which ``torn`` tells apart.
+    """
+
+    end: int
+    next_offset: int | None
+    error: CorruptRecordError | None = None
+    torn: bool = False
 
 
 class _LocalReader:
@@ -104,22 +123,53 @@ class FileRecords:
         self._size = self._reader.size()
         return self._size
 
+    def limit_to(self, size: int) -> None:
+        """A read-only view reads no further than ``size`` bytes (the end of its sound batches)."""
+        if self.writable:
+            raise ValueError(f"{self.path}: only a read-only view is limited; the owner truncates")
+        self._size = max(0, min(size, self._size))
+
     def read(self, position: int, size: int) -> bytes:
         size = max(0, min(size, self._size - position))
         return self._reader.read_at(position, size) if size else b""
 
     # --- walking -----------------------------------------------------------
 
-    def next_offset(self, empty: int, start: int = 0) -> int:
+    def next_offset(self, empty: int, start: int = 0, order: OffsetOrder | None = None) -> int:
         """The offset after the last batch from ``start`` on (``empty`` when there is none)."""
         found = empty
-        for _, header in self.batch_headers(start):
+        for _, header in self.batch_headers(start, order=order):
             found = header.next_offset
         return found
 
+    def valid_prefix(self, start: int, order: OffsetOrder, max_batch_size: int | None = None,
+                     end: int | None = None) -> ValidPrefix:
+        """Walk whole batches from ``start``, checking CRCs and offsets, to the end of the sound ones.
+        A batch whose offsets contradict the batch before ends the sound ones before both: either
+        may be the one whose ``baseOffset`` (outside the CRC) changed."""
+        limit = end
+        end = start
+        next_offset = None
+        before_last = (start, None)  # where the batch before the last sound one ended, and its next offset
+        try:
+            for batch in self.batches(start, limit, validate=True, stop_at_partial=False,
+                                      max_batch_size=max_batch_size):
+                h = batch.header
+                order.check(batch.position, h.base_offset, h.last_offset)
+                before_last = (end, next_offset)
+                end = batch.position + h.size_in_bytes
+                next_offset = h.next_offset
+        except OffsetOrderError as exc:
+            return ValidPrefix(*before_last, exc)
+        except CorruptRecordError as exc:
+            return ValidPrefix(end, next_offset, exc, torn=exc.reason.startswith("truncated batch"))
+        return ValidPrefix(end, next_offset)
+
     def batch_headers(self, start: int = 0, end: int | None = None,
-                      stop_at_partial: bool = True) -> Iterator[tuple[int, BatchHeader]]:
-        """(position, header) of each batch from ``start``, reading only headers."""
+                      stop_at_partial: bool = True, order: OffsetOrder | None = None
+                      ) -> Iterator[tuple[int, BatchHeader]]:
+        """(position, header) of each batch from ``start``, reading only headers; with ``order``,
+        each batch's offsets are checked against the walk so far."""
         end = self._size if end is None else min(end, self._size)
         block = b""
         block_start = start
@@ -137,6 +187,8 @@ class FileRecords:
                                          path=self.path, position=pos)
             header = BatchHeader.parse(block, off)
             self._check_header(header, pos)
+            if order is not None:
+                order.check(pos, header.base_offset, header.last_offset)
             size = header.size_in_bytes
             if size > available:
                 if stop_at_partial:
@@ -181,17 +233,19 @@ class FileRecords:
 
     # --- searching -----------------------------------------------------------
 
-    def search_for_offset(self, target_offset: int, start_position: int = 0) -> LogOffsetPosition | None:
-        """The first batch at or after ``start_position`` whose last offset is >= target."""
-        for position, header in self.batch_headers(start_position):
+    def search_for_offset(self, target_offset: int, start_position: int = 0,
+                          order: OffsetOrder | None = None) -> LogOffsetPosition | None:
+        """The first batch at or after ``start_position`` whose last offset is >= target; ``order``
+        checks the offsets of every batch walked, the one found included."""
+        for position, header in self.batch_headers(start_position, order=order):
             if header.last_offset >= target_offset:
                 return LogOffsetPosition(header.base_offset, position, header.size_in_bytes)
         return None
 
     def search_for_timestamp(self, target_timestamp: int, start_position: int,
-                             start_offset: int) -> TimestampAndOffset | None:
+                             start_offset: int, order: OffsetOrder | None = None) -> TimestampAndOffset | None:
         """The first record at or after ``start_offset`` stamped >= target, as Kafka finds it."""
-        for position, header in self.batch_headers(start_position):
+        for position, header in self.batch_headers(start_position, order=order):
             if header.max_timestamp < target_timestamp or header.is_control:
                 continue
             batch = next(self.batches(position, position + header.size_in_bytes))
@@ -200,10 +254,10 @@ class FileRecords:
                     return TimestampAndOffset(record.timestamp, record.offset)
         return None
 
-    def largest_timestamp_after(self, start_position: int) -> TimestampAndOffset:
+    def largest_timestamp_after(self, start_position: int, order: OffsetOrder | None = None) -> TimestampAndOffset:
         """The largest batch max timestamp from ``start_position`` and the last offset of its batch."""
         best = TimestampAndOffset(-1, -1)
-        for _, header in self.batch_headers(start_position):
+        for _, header in self.batch_headers(start_position, order=order):
             if header.max_timestamp > best.timestamp:
                 best = TimestampAndOffset(header.max_timestamp, header.last_offset)
         return best
@@ -233,6 +287,28 @@ class FileRecords:
             os.ftruncate(self._reader.fd, size)
             self._size = size
         return removed
+
+    def move_tail_aside(self, position: int, target: str) -> int:
+        """Copy the bytes from ``position`` on into the new file ``target``, make it durable, then
+        cut them from this file; returns how many moved. Nothing is lost if this is interrupted:
+        until the cut, the bytes are in both files."""
+        self._check_writable("cut")
+        if not 0 <= position <= self._size:
+            raise ValueError(f"{self.path}: cannot move bytes from position {position} of a {self._size}-byte file")
+        moved = self._size - position
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            for at in range(position, self._size, BATCH_READ_BLOCK):
+                data = self.read(at, BATCH_READ_BLOCK)
+                written = 0
+                while written < len(data):
+                    written += os.write(fd, data[written:])
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self.truncate_to(position)
+        self.flush()
+        return moved
 
     def flush(self) -> None:
         if self.writable:

@@ -12,6 +12,8 @@ directory written by Kafka reads here and the other way round:
 * segment files are named by their base offset, zero-padded to 20 digits,
   with a suffix per file kind and an optional transient suffix
   (``.deleted``, ``.cleaned``, ``.swap``) while a file is on its way in or out;
+  bytes recovery had to cut are moved into ``<file>.<position>.corrupt``, which
+  no loader or reader takes for a segment;
 * the broker-wide and per-partition checkpoint files have fixed names.
 
 Paths are joined with ``posixpath`` so the same helpers serve local
@@ -179,6 +181,10 @@ CLEANED_FILE_SUFFIX = ".cleaned"
 SWAP_FILE_SUFFIX = ".swap"
 TRANSIENT_FILE_SUFFIXES = (DELETED_FILE_SUFFIX, CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX)
 
+# Bytes recovery could not use: moved out of a segment, never deleted, and
+# ignored by every loader and reader (see ``set_aside_file_name``).
+SET_ASIDE_FILE_SUFFIX = ".corrupt"
+
 _OFFSET_DIGITS = 20
 
 
@@ -227,6 +233,25 @@ def strip_transient_suffix(name: str) -> str:
         if name.endswith(suffix):
             return name[: -len(suffix)]
     return name
+
+
+def set_aside_file_name(name: str, position: int, attempt: int = 0) -> str:
+    """Where recovery moves the bytes of segment file ``name`` from ``position`` on:
+    ``<name>.<position>.corrupt`` (``00000000000000001200.log.4840.corrupt``), with
+    ``-<attempt>`` after the position when an earlier recovery took that name."""
+    tag = f"{position}" if attempt == 0 else f"{position}-{attempt}"
+    return f"{name}.{tag}{SET_ASIDE_FILE_SUFFIX}"
+
+
+def is_set_aside_file_name(name: str) -> bool:
+    return name.endswith(SET_ASIDE_FILE_SUFFIX)
+
+
+def set_aside_source_name(name: str) -> str:
+    """The segment file a set-aside file came from: ``X.log.4840.corrupt`` gives ``X.log``."""
+    if not is_set_aside_file_name(name):
+        return name
+    return name[: -len(SET_ASIDE_FILE_SUFFIX)].rsplit(".", 1)[0]
 
 
 def is_log_file_name(name: str) -> bool:

@@ -4,8 +4,11 @@
 The segment appends whole batches whose offsets are already assigned, adds a
 sparse index entry every ``index.interval.bytes``, translates offsets and
 timestamps into file positions, and recovers itself by re-validating every
-batch and rebuilding its indexes. It knows nothing of the other segments of
-its partition; the log above it does.
+batch and rebuilding its indexes. Every walk over its batches checks their
+offsets (``offset_order``); recovery moves the bytes it cuts into a file
+beside the segment instead of deleting them. Opened read-only it changes
+nothing and can follow a file its owner is still writing (``refresh``). It
+knows nothing of the other segments of its partition; the log above it does.
 """
 
 from __future__ import annotations
@@ -14,10 +17,12 @@ import os
 from dataclasses import dataclass
 
 from . import layout
+from .checkpoint import fsync_dir
 from .errors import CorruptRecordError, IndexFullError, InvalidRecordError
-from .file_records import FileRecords, LogOffsetPosition, TimestampAndOffset
+from .file_records import FileRecords, LogOffsetPosition, TimestampAndOffset, ValidPrefix
 from .index import DEFAULT_MAX_INDEX_SIZE, OffsetIndex, TimeIndex
-from .record_batch import NO_TIMESTAMP, iter_batches
+from .offset_order import OffsetOrder, OffsetOrderError
+from .record_batch import LOG_OVERHEAD, NO_TIMESTAMP, iter_batches
 from .txn_index import TransactionIndex
 
 DEFAULT_INDEX_INTERVAL_BYTES = 4096  # index.interval.bytes
@@ -36,6 +41,82 @@ class FetchDataInfo:
     @property
     def size(self) -> int:
         return len(self.records)
+
+
+@dataclass(frozen=True, slots=True)
+class SetAside:
+    """Bytes a recovery moved out of a segment: ``source`` from ``position`` on, now in ``path``."""
+
+    source: str
+    position: int
+    path: str
+    size: int
+    records: int  # in the batches whose headers could still be read
+
+
+def count_records(records: FileRecords, position: int) -> int:
+    """The records of the batches from ``position`` whose headers still make sense (an estimate of
+    what damaged bytes held)."""
+    count = 0
+    try:
+        for _, header in records.batch_headers(position):
+            count += max(header.records_count, 0)
+    except CorruptRecordError:
+        pass
+    return count
+
+
+def _free_set_aside_path(directory: str, name: str, position: int) -> str:
+    taken = set(os.listdir(directory))
+    for attempt in range(1000):
+        candidate = layout.set_aside_file_name(name, position, attempt)
+        if candidate not in taken:
+            return os.path.join(directory, candidate)
+    raise FileExistsError(f"{directory}: no free name to set {name} aside from position {position}")
+
+
+def start_of_walk(records: FileRecords, offset_index: OffsetIndex, base_offset: int, offset: int,
+                  starting_position: int = 0) -> tuple[int, OffsetOrder]:
+    """Where a walk to ``offset`` starts (the index's entry at or below it) and the rules for the
+    offsets it meets. An entry past the end of the ``.log`` (a reader that saw the index grow
+    before the file) is no guide: the walk starts at the top then."""
+    mapping = offset_index.lookup(offset)
+    if mapping.position >= records.size_in_bytes or starting_position > mapping.position:
+        return starting_position, OffsetOrder(records.path, base_offset)
+    return mapping.position, OffsetOrder.from_index_entry(records.path, base_offset, mapping.offset,
+                                                          mapping.position)
+
+
+def check_tail(records: FileRecords, offset_index: OffsetIndex, base_offset: int,
+               max_batch_size: int | None = None) -> ValidPrefix:
+    """Validate the batches after the last offset index entry (CRCs and offsets): a segment a
+    clean shutdown left should end there with a whole, sound batch. Where the sound batches
+    end is the segment's end for every reader — the broker, ``seglog`` and Spark alike."""
+    entries = offset_index.entries
+    last = offset_index.entry(entries - 1) if entries else None
+    if last is not None and last.position >= records.size_in_bytes:
+        found = records.valid_prefix(0, OffsetOrder(records.path, base_offset), max_batch_size)
+        if found.error is not None:
+            return found
+        return ValidPrefix(found.end, found.next_offset, CorruptRecordError(
+            f"the offset index puts offset {last.offset} at position {last.position}, past the end of the "
+            f"log ({records.size_in_bytes} bytes)", path=offset_index.path, position=(entries - 1) * 8))
+    position, order = start_of_walk(records, offset_index, base_offset, _INT32_MAX + base_offset)
+    found = records.valid_prefix(position, order, max_batch_size)
+    if found.next_offset is None and found.end > 0:
+        # Nothing sound from the last index entry on: the end is that of the batches before it.
+        before = records.valid_prefix(0, OffsetOrder(records.path, base_offset), max_batch_size, end=found.end)
+        return ValidPrefix(before.end, before.next_offset, found.error if before.error is None else before.error,
+                           found.torn)
+    return found
+
+
+def _read_only_index(cls, path: str, base_offset: int):
+    """An index opened without changing anything: a missing file is an empty index."""
+    try:
+        return cls(path, base_offset, writable=False)
+    except FileNotFoundError:
+        return cls.from_bytes(base_offset, b"", path=path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,24 +149,37 @@ class LogSegment:
         self.rolling_based_timestamp: int | None = None
         # When the owner created (or last emptied) the segment: the roll clock without timestamps.
         self.created_ms: int | None = None
-        # Why the last recovery stopped early, if it did (for the log's warning).
+        # Why the last recovery stopped early, if it did, and where the bytes it cut went.
         self.last_recovery_error: CorruptRecordError | None = None
+        self.last_recovery_set_aside: SetAside | None = None
 
     @classmethod
     def open(cls, directory: str | os.PathLike, base_offset: int, *,
              index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
              max_index_size: int = DEFAULT_MAX_INDEX_SIZE, file_suffix: str = "",
-             rolling_jitter_ms: int = 0) -> "LogSegment":
-        """Open (or create) the segment files in ``directory``, all carrying ``file_suffix``."""
+             rolling_jitter_ms: int = 0, writable: bool = True) -> "LogSegment":
+        """Open (or create) the segment files in ``directory``, all carrying ``file_suffix``.
+
+        Read-only (``writable=False``) nothing is created or changed: a missing index
+        is an empty one, and lookups then scan the ``.log`` from its start.
+        """
         d = os.fspath(directory)
-        log = FileRecords.open(os.path.join(d, layout.log_file_name(base_offset) + file_suffix))
-        offset_index = OffsetIndex(os.path.join(d, layout.offset_index_file_name(base_offset) + file_suffix),
-                                   base_offset, max_index_size)
-        time_index = TimeIndex(os.path.join(d, layout.time_index_file_name(base_offset) + file_suffix),
-                               base_offset, max_index_size)
+        log = FileRecords.open(os.path.join(d, layout.log_file_name(base_offset) + file_suffix), writable)
+        offset_index_path = os.path.join(d, layout.offset_index_file_name(base_offset) + file_suffix)
+        time_index_path = os.path.join(d, layout.time_index_file_name(base_offset) + file_suffix)
+        if writable:
+            offset_index = OffsetIndex(offset_index_path, base_offset, max_index_size)
+            time_index = TimeIndex(time_index_path, base_offset, max_index_size)
+        else:
+            offset_index = _read_only_index(OffsetIndex, offset_index_path, base_offset)
+            time_index = _read_only_index(TimeIndex, time_index_path, base_offset)
         txn_index = TransactionIndex(os.path.join(d, layout.txn_index_file_name(base_offset) + file_suffix),
                                      base_offset)
         return cls(log, offset_index, time_index, txn_index, base_offset, index_interval_bytes, rolling_jitter_ms)
+
+    @property
+    def writable(self) -> bool:
+        return self.log.writable
 
     def __repr__(self) -> str:
         return f"LogSegment(base_offset={self.base_offset}, size={self.size}, path={self.log.path})"
@@ -100,8 +194,8 @@ class LogSegment:
         if self._max_timestamp_and_offset is None:
             # Kafka takes the last time index entry; the batches after it may be newer.
             last = self.time_index.last_entry
-            start = self.offset_index.lookup(last.offset).position if last.timestamp != NO_TIMESTAMP else 0
-            tail = self.log.largest_timestamp_after(start)
+            start, order = self._start_of_walk(last.offset if last.timestamp != NO_TIMESTAMP else self.base_offset)
+            tail = self.log.largest_timestamp_after(start, order)
             if tail.timestamp > last.timestamp:
                 self._max_timestamp_and_offset = tail
             else:
@@ -173,27 +267,37 @@ class LogSegment:
 
     # --- reading -----------------------------------------------------------
 
+    def _start_of_walk(self, offset: int, starting_position: int = 0) -> tuple[int, OffsetOrder]:
+        return start_of_walk(self.log, self.offset_index, self.base_offset, offset, starting_position)
+
     def translate_offset(self, offset: int, starting_position: int = 0) -> LogOffsetPosition | None:
-        """The batch holding ``offset`` (or the first after it): index lookup, then a short scan."""
-        mapping = self.offset_index.lookup(offset)
-        return self.log.search_for_offset(offset, max(mapping.position, starting_position))
+        """The batch holding ``offset`` (or the first after it): index lookup, then a short scan whose
+        offsets are checked (``CorruptRecordError`` when they contradict each other or the index)."""
+        position, order = self._start_of_walk(offset, starting_position)
+        return self.log.search_for_offset(offset, position, order)
 
     def read(self, start_offset: int, max_size: int, max_position: int | None = None,
              min_one_message: bool = False, *, max_offset: int | None = None,
-             validate: bool = False) -> FetchDataInfo | None:
+             validate: bool = False, next_base_offset: int | None = None) -> FetchDataInfo | None:
         """Complete batches from the one holding ``start_offset``, at most ``max_size`` bytes and
         none starting at or past ``max_offset``.
 
         With ``min_one_message`` the first batch is returned whole even when it is
         larger than ``max_size``, as Kafka does so a consumer can make progress.
-        The bytes are read once and walked once. With ``validate`` every batch is
-        checked against its CRC: the read stops before a corrupt batch, and raises
-        ``CorruptRecordError`` (file and position) when the first one is.
+        The bytes are read once and walked once. Offsets are checked along the
+        walk (each batch above the one before, the first where the index says,
+        the last below ``next_base_offset`` — the next segment's — and below the
+        batch that follows it): a batch whose neighbours contradict it is not
+        served, nor is the neighbour, since either may be the damaged one. With
+        ``validate`` every batch is checked against its CRC too. The read stops
+        before the first damaged batch, and raises ``CorruptRecordError`` (file
+        and position) when that is the first one.
         Returns None when the offset is beyond the segment.
         """
         if max_size < 0:
             raise ValueError(f"{self}: invalid max size {max_size}")
-        start = self.translate_offset(start_offset)
+        position, order = self._start_of_walk(start_offset)
+        start = self.log.search_for_offset(start_offset, position, order)
         if start is None:
             return None
         limit = self.size if max_position is None else min(max_position, self.size)
@@ -201,73 +305,122 @@ class LogSegment:
         wanted = min(budget, limit - start.position)
         data = self.log.read(start.position, wanted) if wanted > 0 else b""
         end = 0
+        before_last = 0  # where the batch before the last one kept ends
         try:
             for batch in iter_batches(data, path=self.log.path, base_position=start.position):
                 h = batch.header
+                if batch.position != start.position:  # the first was checked on the way here
+                    order.check(batch.position, h.base_offset, h.last_offset)
                 if max_offset is not None and h.base_offset >= max_offset:
                     break
                 if validate and batch.compute_checksum() != h.crc:
                     raise CorruptRecordError(f"CRC mismatch: stored 0x{h.crc:08x}, computed "
                                              f"0x{batch.compute_checksum():08x}", path=self.log.path,
                                              position=batch.position)
+                before_last = end
                 end = batch.position - start.position + h.size_in_bytes
-        except CorruptRecordError:
+            if end:
+                self._check_what_follows(order, start.position + end, next_base_offset)
+        except CorruptRecordError as exc:
+            if isinstance(exc, OffsetOrderError):
+                end = before_last  # the batch before may be the one whose offsets are wrong
             if end == 0:
                 raise
-            # Serve the sound batches before it; the next read starts at the corrupt one and fails.
+            # Serve the sound batches before it; the next read starts at the damage and fails.
         return FetchDataInfo(start_offset, self.base_offset, start.position, data if end == len(data) else data[:end])
+
+    def _check_what_follows(self, order: OffsetOrder, position: int, next_base_offset: int | None) -> None:
+        """The last batch of a read must end below the batch after it and below the next segment."""
+        if position + LOG_OVERHEAD <= self.size:
+            following = self.log.read(position, 8)
+            order.check_next_base(position, int.from_bytes(following, "big", signed=True))
+        elif next_base_offset is not None:
+            order.check_bound(position, next_base_offset)
 
     def find_offset_by_timestamp(self, timestamp: int, starting_offset: int | None = None
                                  ) -> TimestampAndOffset | None:
         """The first record at or after ``starting_offset`` with a timestamp >= ``timestamp``."""
         starting_offset = self.base_offset if starting_offset is None else starting_offset
         entry = self.time_index.lookup(timestamp)
-        position = self.offset_index.lookup(max(entry.offset, starting_offset)).position
-        return self.log.search_for_timestamp(timestamp, position, starting_offset)
+        position, order = self._start_of_walk(max(entry.offset, starting_offset))
+        return self.log.search_for_timestamp(timestamp, position, starting_offset, order)
 
     def read_next_offset(self) -> int:
         """The offset after the last batch of the segment (the base offset when empty)."""
-        mapping = self.offset_index.lookup(_INT32_MAX + self.base_offset)
-        return self.log.next_offset(self.base_offset, mapping.position)
+        position, order = self._start_of_walk(_INT32_MAX + self.base_offset)
+        return self.log.next_offset(self.base_offset, position, order)
+
+    def check_tail(self, max_batch_size: int | None = None) -> ValidPrefix:
+        """Validate the batches after the last offset index entry (``check_tail``)."""
+        return check_tail(self.log, self.offset_index, self.base_offset, max_batch_size)
+
+    def valid_prefix(self, max_batch_size: int | None = None) -> ValidPrefix:
+        """Validate every batch (CRCs and offsets) from the top: how far the segment is sound."""
+        return self.log.valid_prefix(0, OffsetOrder(self.log.path, self.base_offset), max_batch_size)
+
+    # --- read-only views -------------------------------------------------------
+
+    def limit_to(self, size: int) -> None:
+        """A read-only segment reads no further than ``size`` (where its sound batches end)."""
+        self.log.limit_to(size)
+
+    def refresh(self, next_offset: int, max_batch_size: int | None = None) -> ValidPrefix:
+        """A read-only segment takes in the sound batches a writer appended after ``next_offset``
+        (the offset its known batches end at); the offset index is re-read so lookups stay short."""
+        known = self.size
+        self.log.refresh_size()
+        order = OffsetOrder(self.log.path, self.base_offset, last_offset=next_offset - 1)
+        found = self.log.valid_prefix(known, order, max_batch_size)
+        self.log.limit_to(found.end)
+        if found.end > known and self.offset_index.path is not None:
+            fresh = _read_only_index(OffsetIndex, self.offset_index.path, self.base_offset)
+            self.offset_index.close()
+            self.offset_index = fresh
+            self._max_timestamp_and_offset = None
+        return found
 
     # --- recovery and truncation ------------------------------------------------
 
     def recover(self, max_message_size: int | None = None) -> int:
         """Re-validate every batch, rebuild the indexes and cut a corrupt or torn tail.
 
-        Returns the number of bytes truncated. The first invalid batch (CRC,
-        length, magic, offsets going backwards) ends the valid log.
+        Returns the number of bytes cut. The first invalid batch (CRC, length,
+        magic, offsets out of order — then the batch before it too, as
+        ``FileRecords.valid_prefix`` says) ends the valid log; the bytes from it on
+        are moved into a file beside the segment (``layout.set_aside_file_name``),
+        never deleted: ``last_recovery_set_aside`` says where and how much.
         """
         self.offset_index.reset()
         self.time_index.reset()
         self.txn_index.reset()
         self.bytes_since_last_index_entry = 0
         self.rolling_based_timestamp = None
-        self.last_recovery_error = None
+        self.last_recovery_set_aside = None
         max_ts = TimestampAndOffset(NO_TIMESTAMP, self.base_offset)
         valid_bytes = 0
-        last_offset = self.base_offset - 1
-        try:
-            for batch in self.log.batches(validate=True, stop_at_partial=True, max_batch_size=max_message_size):
-                h = batch.header
-                if h.base_offset <= last_offset or not self.can_convert_to_relative_offset(h.last_offset):
-                    raise CorruptRecordError(f"batch offsets {h.base_offset}..{h.last_offset} do not follow "
-                                             f"offset {last_offset} within segment {self.base_offset}",
-                                             path=self.log.path, position=batch.position)
-                if self.rolling_based_timestamp is None:
-                    self.rolling_based_timestamp = h.max_timestamp
-                if h.max_timestamp > max_ts.timestamp:
-                    max_ts = TimestampAndOffset(h.max_timestamp, h.last_offset)
-                if self.bytes_since_last_index_entry > self.index_interval_bytes:
-                    self.offset_index.append(h.last_offset, valid_bytes)
-                    self.time_index.maybe_append(max_ts.timestamp, max_ts.offset)
-                    self.bytes_since_last_index_entry = 0
-                self.bytes_since_last_index_entry += h.size_in_bytes
-                valid_bytes += h.size_in_bytes
-                last_offset = h.last_offset
-        except CorruptRecordError as exc:
-            self.last_recovery_error = exc
-        truncated = self.log.truncate_to(valid_bytes)
+        sound = self.valid_prefix(max_message_size)
+        self.last_recovery_error = None if sound.torn else sound.error  # a torn tail is no corruption
+        for batch in self.log.batches(0, sound.end):
+            h = batch.header
+            if not self.can_convert_to_relative_offset(h.last_offset):
+                self.last_recovery_error = CorruptRecordError(
+                    f"batch offsets {h.base_offset}..{h.last_offset} are beyond the int32 range of segment "
+                    f"{self.base_offset}", path=self.log.path, position=batch.position)
+                break
+            if self.rolling_based_timestamp is None:
+                self.rolling_based_timestamp = h.max_timestamp
+            if h.max_timestamp > max_ts.timestamp:
+                max_ts = TimestampAndOffset(h.max_timestamp, h.last_offset)
+            if self.bytes_since_last_index_entry > self.index_interval_bytes:
+                self.offset_index.append(h.last_offset, valid_bytes)
+                self.time_index.maybe_append(max_ts.timestamp, max_ts.offset)
+                self.bytes_since_last_index_entry = 0
+            self.bytes_since_last_index_entry += h.size_in_bytes
+            valid_bytes += h.size_in_bytes
+        truncated = 0
+        if valid_bytes < self.size:
+            self.last_recovery_set_aside = self.move_tail_aside(valid_bytes)
+            truncated = self.last_recovery_set_aside.size
         self._max_timestamp_and_offset = max_ts
         # As a clean close would have, record the largest timestamp before trimming.
         if max_ts.timestamp != NO_TIMESTAMP:
@@ -275,6 +428,33 @@ class LogSegment:
         self.offset_index.trim_to_valid_size()
         self.time_index.trim_to_valid_size()
         return truncated
+
+    def move_tail_aside(self, position: int) -> SetAside:
+        """Move the ``.log`` bytes from ``position`` on into a new file beside the segment (named by
+        ``layout.set_aside_file_name``) and cut them here."""
+        directory, name = os.path.split(self.log.path)
+        target = _free_set_aside_path(directory, name, position)
+        counted = count_records(self.log, position)
+        size = self.log.move_tail_aside(position, target)
+        fsync_dir(directory)
+        return SetAside(self.log.path, position, target, size, counted)
+
+    def move_aside(self) -> SetAside:
+        """Move the whole segment aside (its ``.log`` renamed as ``set_aside_file_name`` says, its
+        indexes removed: they are rebuilt from the ``.log`` should it ever be put back) and close
+        it; the owner drops it from the log."""
+        directory, name = os.path.split(self.log.path)
+        target = _free_set_aside_path(directory, name, 0)
+        counted = count_records(self.log, 0)
+        size = self.size
+        self.log.flush()
+        self.log.close()
+        os.replace(self.log.path, target)
+        self.offset_index.delete()
+        self.time_index.delete()
+        self.txn_index.delete()
+        fsync_dir(directory)
+        return SetAside(self.log.path, 0, target, size, counted)
 
     def truncate_to(self, offset: int) -> int:
         """Remove every batch at or past the one holding ``offset``; returns bytes removed."""
@@ -340,7 +520,7 @@ class LogSegment:
 
     def close(self) -> None:
         max_ts = self._max_timestamp_and_offset
-        if max_ts is not None and max_ts.timestamp > self.time_index.last_entry.timestamp:
+        if self.writable and max_ts is not None and max_ts.timestamp > self.time_index.last_entry.timestamp:
             try:
                 self.time_index.maybe_append(max_ts.timestamp, max_ts.offset, skip_full_check=True)
             except IndexFullError:

@@ -6,7 +6,9 @@ memory; the ``.log`` file is read in chunks from the batch that holds the
 first wanted offset, and only complete batches are decoded. The file's size is
 taken once, when the reader opens: a segment still being written is read up
 to that point, which is always a set of whole batches or a torn tail that
-reading stops before.
+reading stops before. Offsets are checked along every walk as the broker
+checks them (``offset_order``): a batch whose offsets contradict its
+neighbours or the index raises ``CorruptRecordError`` and is never decoded.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from .arrow import decode_to_arrow
 from .file_records import FileRecords, LogOffsetPosition, TimestampAndOffset
 from .fs import join
 from .index import OffsetIndex, TimeIndex
+from .offset_order import OffsetOrder, OffsetOrderError
 from .record_batch import LOG_OVERHEAD, RecordBatch, iter_batches
+from .segment import check_tail, start_of_walk
 
 DEFAULT_CHUNK_BYTES = 4 * 1024 * 1024
 
@@ -70,50 +74,59 @@ class SegmentReader:
             self._time_index = self._load_index(TimeIndex, layout.time_index_file_name(self.base_offset))
         return self._time_index
 
-    def translate_offset(self, offset: int) -> LogOffsetPosition | None:
+    def _start_of_walk(self, offset: int) -> tuple[int, OffsetOrder]:
+        return start_of_walk(self.records, self.offset_index, self.base_offset, offset)
+
+    def translate_offset(self, offset: int, order: OffsetOrder | None = None) -> LogOffsetPosition | None:
         """The batch holding ``offset`` (or the first after it), or None past the end."""
-        start = self.offset_index.lookup(offset).position
-        if start > self.size:
-            start = 0  # an index ahead of a truncated log: fall back to a scan
-        return self.records.search_for_offset(offset, start)
+        position, start_order = self._start_of_walk(offset)
+        return self.records.search_for_offset(offset, position, order if order is not None else start_order)
 
     def next_offset(self) -> int | None:
-        """The offset after the last complete batch, or None when the segment holds none."""
-        entries = self.offset_index.entries
-        start = self.offset_index.entry(entries - 1).position if entries else 0
-        if start > self.size:
-            start = 0
-        last = None
-        for _, header in self.records.batch_headers(start):
-            last = header
-        return None if last is None else last.next_offset
+        """The offset after the last sound batch, or None when the segment holds none: the tail
+        after the last index entry is validated as the broker validates it on open, so both
+        report the same log end."""
+        return check_tail(self.records, self.offset_index, self.base_offset).next_offset
 
     def find_offset_by_timestamp(self, timestamp: int, starting_offset: int | None = None
                                  ) -> TimestampAndOffset | None:
         starting_offset = self.base_offset if starting_offset is None else starting_offset
         entry = self.time_index.lookup(timestamp)
-        position = self.offset_index.lookup(max(entry.offset, starting_offset)).position
-        return self.records.search_for_timestamp(timestamp, min(position, self.size), starting_offset)
+        position, order = self._start_of_walk(max(entry.offset, starting_offset))
+        return self.records.search_for_timestamp(timestamp, position, starting_offset, order)
 
     def read_chunks(self, from_offset: int, until_offset: int | None = None,
                     chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> Iterator[tuple[int, bytes, list[RecordBatch]]]:
         """(file position, bytes, batches) of complete batches from the one holding ``from_offset``:
         the batches are views into the bytes, walked once here so that the decoder need not walk
-        them again; the bytes may run past the last batch (into one cut short by the chunk)."""
-        start = self.translate_offset(from_offset)
+        them again; the bytes may run past the last batch (into one cut short by the chunk).
+        A chunk is given out only once the batch after it is seen to follow it, so a batch whose
+        offsets contradict the next one's is never decoded (either may be the damaged one)."""
+        position, order = self._start_of_walk(from_offset)
+        start = self.records.search_for_offset(from_offset, position, order)
         if start is None:
             return
+        first = start.position
         pos = start.position
         size = self.size
         while pos < size:
             data = self.records.read(pos, min(chunk_bytes, size - pos))
             batches = []
             reached_until = False
-            for batch in iter_batches(data, path=self.log_path, base_position=pos):
-                if until_offset is not None and batch.header.base_offset >= until_offset:
-                    reached_until = True
-                    break
-                batches.append(batch)
+            try:
+                for batch in iter_batches(data, path=self.log_path, base_position=pos):
+                    h = batch.header
+                    if batch.position != first:
+                        order.check(batch.position, h.base_offset, h.last_offset)
+                    if until_offset is not None and h.base_offset >= until_offset:
+                        reached_until = True
+                        break
+                    batches.append(batch)
+            except OffsetOrderError:
+                if len(batches) > 1:
+                    kept = batches[:-1]
+                    yield pos, data, kept
+                raise
             end = batches[-1].position - pos + batches[-1].size_in_bytes if batches else 0
             if end == 0 and not reached_until:
                 # The next batch is larger than a chunk, or it is a torn tail.
@@ -126,7 +139,18 @@ class SegmentReader:
                     return
                 data = self.records.read(pos, needed)
                 batches = list(iter_batches(data, path=self.log_path, base_position=pos))
+                h = batches[0].header
+                if batches[0].position != first:
+                    order.check(pos, h.base_offset, h.last_offset)
                 end = needed
+            if end and not reached_until and pos + end + LOG_OVERHEAD <= size:
+                following = data[end:end + 8] if len(data) >= end + 8 else self.records.read(pos + end, 8)
+                try:
+                    order.check_next_base(pos + end, int.from_bytes(following, "big", signed=True))
+                except OffsetOrderError:
+                    if len(batches) > 1:
+                        yield pos, data, batches[:-1]
+                    raise
             if end:
                 yield pos, data, batches
             if reached_until:

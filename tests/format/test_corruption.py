@@ -111,3 +111,33 @@ def test_dump_reports_a_crc_mismatch_and_exits_non_zero(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "isvalid: false" in out and f"position {first}" in out
     assert out.count("isvalid: true") == 2
+
+
+def test_recovery_moves_the_cut_bytes_aside_byte_for_byte_and_dump_reads_them(tmp_path, capsys):
+    path, data, first, second = write_log(tmp_path)
+    corrupt = bytearray(data)
+    corrupt[first + second + 40] ^= 0x10  # the third batch
+    with open(path, "wb") as f:
+        f.write(corrupt)
+    segment = LogSegment.open(tmp_path, 0)
+    assert segment.recover(MAX_BATCH) == len(data) - first - second
+    moved = segment.last_recovery_set_aside
+    segment.close()
+    assert moved.path == f"{path}.{first + second}.corrupt" and moved.records == 4
+    assert open(path, "rb").read() + open(moved.path, "rb").read() == bytes(corrupt)
+    assert seglog(["dump", moved.path]) == 1
+    out = capsys.readouterr().out
+    assert "baseOffset: 8 lastOffset: 11" in out and "isvalid: false" in out
+
+
+def test_recovery_cuts_both_batches_whose_offsets_contradict_each_other(tmp_path):
+    path, data, first, second = write_log(tmp_path)
+    corrupt = bytearray(data)
+    corrupt[first:first + 8] = (6).to_bytes(8, "big")  # the second batch claims 6..9: the third's 8..11 clash
+    with open(path, "wb") as f:
+        f.write(corrupt)
+    segment = LogSegment.open(tmp_path, 0)
+    segment.recover(MAX_BATCH)
+    assert segment.size == first and segment.read_next_offset() == 4
+    assert "do not follow offset 9" in str(segment.last_recovery_error)
+    segment.close()

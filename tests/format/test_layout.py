@@ -245,3 +245,13 @@ def test_checkpoint_and_marker_names_are_kafkas():
     assert META_PROPERTIES_FILE == "meta.properties"
     assert LOCK_FILE == ".lock"
     assert CLEAN_SHUTDOWN_FILE == ".kafka_cleanshutdown"
+
+
+def test_set_aside_files_are_named_by_their_segment_file_and_position():
+    from format.layout import is_set_aside_file_name, set_aside_file_name, set_aside_source_name
+
+    name = set_aside_file_name("00000000000000001200.log", 4840)
+    assert name == "00000000000000001200.log.4840.corrupt" and is_set_aside_file_name(name)
+    assert set_aside_file_name("00000000000000001200.log", 4840, 2) == "00000000000000001200.log.4840-2.corrupt"
+    assert set_aside_source_name(name) == "00000000000000001200.log"
+    assert not name.endswith(LOG_FILE_SUFFIX) and not is_index_file_name(name)

@@ -34,7 +34,7 @@ def test_topics_produce_and_consume_through_a_running_broker(bootstrap, capsys):
     assert code == 0 and "PartitionCount: 2" in out and "retention.ms=60000" in out
     assert sum(int(line.split("LogEndOffset: ")[1].split()[0]) for line in out.splitlines()[1:]) == 3
     code, out, err = run(capsys, "consume", "--bootstrap", bootstrap, "--topic", "cli", "--from-beginning",
-                         "--print-key", "--key-separator", ":")
+                         "--print-key", "--key-separator", ":", "--timeout-ms", "0")
     assert code == 0 and sorted(out.split()) == ["a:1", "b:2", "c:3"]
     assert run(capsys, "topics", "alter", "--bootstrap", bootstrap, "--topic", "cli", "--partitions", "3")[0] == 0
     code, out, _ = run(capsys, "topics", "describe", "--bootstrap", bootstrap, "--topic", "cli")
