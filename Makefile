@@ -12,6 +12,10 @@ $(STAMP): pyproject.toml Makefile
 	# compat mode puts the checkout itself on sys.path, so Spark's discovery of
 	# pyspark_* modules (pkgutil) sees pyspark_seglog.
 	$(PY) -m pip install --quiet -e '.[dev]' --config-settings editable_mode=compat
+	# Spark starts its Python workers with PYSPARK_PYTHON, else the python3 on PATH, which
+	# lacks seglog (DATA_SOURCE_NOT_FOUND): a script run with $(PY) gives them $(PY).
+	echo 'import os, sys; os.environ.setdefault("PYSPARK_PYTHON", sys.executable)' \
+	    > "$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/seglog-pyspark-python.pth"
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -8,6 +8,7 @@
     seglog groups list|describe|reset-offsets|delete --log-dir D [--group G] ...
     seglog compact --log-dir D [--topic T] [--spark [--master M]]   (the broker's cleaner, or the Spark job)
     seglog broker --log-dir D --listeners PLAINTEXT://127.0.0.1:9092 [--node-id N] [--config k=v]
+    seglog sql [--metastore DIR] [spark-sql arguments]   (the spark-sql shell, set up for seglog)
 
 topics, produce, consume and groups take --bootstrap HOST:PORT instead of
 --log-dir to work through a running broker (whose log dir is locked); groups
@@ -384,6 +385,12 @@ def _groups(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sql(args: argparse.Namespace) -> int:
+    from connector.sql_shell import run_spark_sql  # the Spark side; it starts spark-sql, imports no Spark
+
+    return run_spark_sql(args.spark_sql_args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="seglog", description="A Kafka-compatible commit log that Spark reads.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -458,6 +465,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .broker_command import add_broker_parser
     add_broker_parser(commands)
+
+    # Every argument after "sql" is spark-sql's ("+" as the prefix keeps argparse off them).
+    sql = commands.add_parser("sql", prefix_chars="+", help="the spark-sql shell with seglog's source, from any "
+                              "directory", usage="seglog sql [--metastore DIR] [spark-sql arguments: -e SQL, "
+                              "-f FILE, -d NAME=VALUE, --conf KEY=VALUE ...]")
+    sql.add_argument("spark_sql_args", nargs=argparse.REMAINDER)
+    sql.set_defaults(run=_sql)
 
     from .compact_command import add_parser as add_compact_parser
     add_compact_parser(commands)

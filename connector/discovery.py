@@ -44,6 +44,10 @@ class LogDirectory:
         self.storage_options = dict(storage_options or {})
         self.fs, self.root = filesystem_for(url, self.storage_options)
 
+    def exists(self) -> bool:
+        self.fs.invalidate_cache(self.root)
+        return self.fs.isdir(self.root)
+
     def partitions(self, include_internal: bool = False) -> list[layout.TopicPartition]:
         """Every partition directory, in topic and partition order."""
         return [tp for tp in log_dir.partitions(self.fs, self.root)

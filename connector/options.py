@@ -24,8 +24,14 @@ _KNOWN = {
     "startingtimestamp", "endingtimestamp", "startingoffsetsbytimestamp", "endingoffsetsbytimestamp",
     "startingoffsetsbytimestampstrategy", "maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay",
     "minpartitions", "maxrecordsperpartition", "failondataloss", "includeheaders", "groupid", "view",
-    "topic", "compression", "chunkbytes", "kafka.bootstrap.servers", "kafka.group.id",
+    "topic", "compression", "chunkbytes", "kafka.bootstrap.servers", "kafka.group.id", "autooffsetreset",
+    "kafka.auto.offset.reset",
 }
+# Kafka's auto.offset.reset: where a group without a committed offset starts.
+OFFSET_RESET_POLICIES = ("earliest", "latest", "none")
+# What startingTimestamp does for a partition with no record at or after it: Spark's
+# Kafka source's values. seglog's default is latest (read nothing), not Spark's error.
+TIMESTAMP_STRATEGIES = ("error", "latest")
 
 
 class SeglogOptionError(ValueError):
@@ -62,6 +68,8 @@ class SourceOptions:
     fail_on_data_loss: bool = True
     include_headers: bool = False
     group_id: str | None = None
+    auto_offset_reset: str = "latest"
+    starting_timestamp_strategy: str = "latest"
     view: str | None = None
     chunk_bytes: int = 4 * 1024 * 1024
     raw: Mapping[str, str] = field(default_factory=dict)
@@ -151,12 +159,21 @@ def _offset_spec(opts: dict, prefix: str, default: str, allow_group: bool) -> Of
     if ts_name.lower() in opts:
         value = opts[ts_name.lower()]
         try:
-            return OffsetSpec("timestamp", timestamp=int(value))
+            timestamp = int(value)
         except ValueError:
-            raise SeglogOptionError(f"option {ts_name} must be a timestamp in milliseconds, not {value!r}") \
-                from None
+            timestamp = -1
+        if timestamp < 0:
+            raise SeglogOptionError(f"option {ts_name} must be a timestamp in milliseconds since 1970, not "
+                                    f"{value!r}")
+        return OffsetSpec("timestamp", timestamp=timestamp)
     if by_ts_name.lower() in opts:
-        return OffsetSpec("timestamps", _partition_map(by_ts_name, opts[by_ts_name.lower()]))
+        stamps = _partition_map(by_ts_name, opts[by_ts_name.lower()])
+        for topic, parts in stamps.items():
+            for p, stamp in parts.items():
+                if stamp < EARLIEST:
+                    raise SeglogOptionError(f"option {by_ts_name}: timestamp {stamp} of {topic}-{p} is not "
+                                            f"valid (milliseconds since 1970, or -2 earliest, -1 latest)")
+        return OffsetSpec("timestamps", stamps)
     value = opts.get(name.lower(), default).strip()
     if value.lower() in ("earliest", "latest"):
         return OffsetSpec(value.lower())
@@ -165,6 +182,56 @@ def _offset_spec(opts: dict, prefix: str, default: str, allow_group: bool) -> Of
             raise SeglogOptionError(f"option {name}=group is only for startingOffsets")
         return OffsetSpec("group")
     return OffsetSpec("offsets", _partition_map(name, value))
+
+
+def _choice(opts: dict, names: tuple[str, ...], choices: tuple[str, ...], default: str) -> str:
+    """The value of the first of ``names`` given (aliases), one of ``choices``."""
+    for name in names:
+        value = opts.get(name.lower())
+        if value is not None:
+            if value.strip().lower() not in choices:
+                raise SeglogOptionError(f"option {name} must be one of {', '.join(choices)}, not {value!r}")
+            return value.strip().lower()
+    return default
+
+
+def _bootstrap(opts: dict) -> str | None:
+    for name in ("bootstrap", "kafka.bootstrap.servers"):
+        value = opts.get(name)
+        if value is None:
+            continue
+        first = value.split(",")[0].strip()  # one broker serves every partition
+        host, _, port = first.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise SeglogOptionError(f"option {'kafka.bootstrap.servers' if name != 'bootstrap' else name} must "
+                                    f"be host:port (a running seglog broker), not {value!r}")
+        return first
+    return None
+
+
+def check_mode(options: SourceOptions, streaming: bool) -> None:
+    """The rules that depend on the query being a batch or a stream.
+
+    Spark does not tell a Python data source at ``load()`` which one it is, so
+    these are checked when the query plans its reads.
+    """
+    opts = _lower(options.raw)
+    if streaming:
+        given = [n for n in ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp") if n.lower() in opts]
+        if given:
+            raise SeglogOptionError(f"option {given[0]} is for batch queries only: a stream has no end "
+                                    f"(Spark's Kafka source refuses it too)")
+        if options.view is not None:
+            raise SeglogOptionError(f"option view={options.view} is for batch reads and the spark-sql shell")
+        return
+    if options.starting.kind == "latest":
+        raise SeglogOptionError("option startingOffsets=latest is for streaming queries only: a batch query "
+                                "starting at the log end reads nothing")
+    for topic, parts in options.starting.offsets.items() if options.starting.kind == "offsets" else ():
+        for p, offset in parts.items():
+            if offset == LATEST:
+                raise SeglogOptionError(f"option startingOffsets: offset -1 (latest) of {topic}-{p} is for "
+                                        f"streaming queries only")
 
 
 def parse_options(options: Mapping[str, str], *, streaming: bool | None = False) -> SourceOptions:
@@ -177,14 +244,15 @@ def parse_options(options: Mapping[str, str], *, streaming: bool | None = False)
                      and not k.startswith("kafka."))
     if unknown:
         raise SeglogOptionError(f"unknown option {unknown[0]!r}; seglog takes Spark's Kafka source options "
-                                f"plus path, storage.*, groupId and view")
+                                f"plus path, storage.*, groupId, autoOffsetReset and view")
     view = opts.get("view")
     if view is not None and view.lower() not in VIEWS:
         raise SeglogOptionError(f"option view must be one of {', '.join(VIEWS)}, not {view!r}")
     path = opts.get("path")
-    bootstrap = opts.get("bootstrap") or opts.get("kafka.bootstrap.servers")
-    if bootstrap is not None and "," in bootstrap:
-        bootstrap = bootstrap.split(",")[0].strip()  # one broker serves every partition
+    if path is not None and not path.strip():
+        raise SeglogOptionError("option path is empty: give the log directory (a local path, file:// or s3:// "
+                                "URL)")
+    bootstrap = _bootstrap(opts)
     if path is None and bootstrap is None:
         raise SeglogOptionError("option path (the log directory: a local path, file:// or s3:// URL) or option "
                                 "bootstrap (a running seglog broker, host:port) is required")
@@ -203,42 +271,47 @@ def parse_options(options: Mapping[str, str], *, streaming: bool | None = False)
             raise SeglogOptionError("option subscribe names no topic")
     if "subscribepattern" in opts:
         pattern = opts["subscribepattern"]
+        if not pattern.strip():
+            raise SeglogOptionError("option subscribePattern is empty")
         try:
             re.compile(pattern)
         except re.error as exc:
             raise SeglogOptionError(f"option subscribePattern is not a valid regular expression: {exc}") from None
     if "assign" in opts:
         doc = _json("assign", opts["assign"])
-        if not isinstance(doc, dict) or not all(isinstance(v, list) and all(isinstance(p, int) for p in v)
-                                                for v in doc.values()):
+        if not isinstance(doc, dict) or not doc or not all(
+                isinstance(v, list) and v and all(type(p) is int and p >= 0 for p in v) for v in doc.values()):
             raise SeglogOptionError(f'option assign must look like {{"topic": [0, 1]}}, not {opts["assign"]!r}')
         assign = {t: tuple(sorted(set(ps))) for t, ps in doc.items()}
     starting = _offset_spec(opts, "starting", "latest" if streaming else "earliest", allow_group=True)
     ending = _offset_spec(opts, "ending", "latest", allow_group=False)
-    if streaming is True and any(n in opts for n in ("endingoffsets", "endingtimestamp",
-                                                     "endingoffsetsbytimestamp")):
-        raise SeglogOptionError("ending offsets (endingOffsets, endingTimestamp, endingOffsetsByTimestamp) "
-                                "are for batch queries only")
-    if streaming is False and starting.kind == "latest":
-        raise SeglogOptionError("option startingOffsets=latest is for streaming queries only")
-    if streaming is False and ending.kind == "earliest":
-        raise SeglogOptionError("option endingOffsets=earliest is not allowed in a batch query")
+    if ending.kind == "earliest":
+        raise SeglogOptionError("option endingOffsets=earliest reads nothing: give latest or offsets")
     for spec, name in ((starting, "startingOffsets"), (ending, "endingOffsets")):
         if spec.kind == "offsets":
             for topic, parts in spec.offsets.items():
                 for p, offset in parts.items():
                     if offset < EARLIEST or (offset == EARLIEST and spec is ending):
                         raise SeglogOptionError(f"option {name}: offset {offset} of {topic}-{p} is not valid")
-    group_id = opts.get("groupid") or opts.get("kafka.group.id")
+    group_id = opts.get("groupid", opts.get("kafka.group.id"))
+    if group_id is not None and not group_id.strip():
+        raise SeglogOptionError("option groupId is empty: give the consumer group's id")
     if starting.kind == "group" and not group_id:
         raise SeglogOptionError("option startingOffsets=group needs the option groupId")
+    reset_names = ("autoOffsetReset", "kafka.auto.offset.reset")
+    auto_offset_reset = _choice(opts, reset_names, OFFSET_RESET_POLICIES, "latest")
+    reset_given = [n for n in reset_names if n.lower() in opts]
+    if reset_given and starting.kind != "group":
+        raise SeglogOptionError(f"option {reset_given[0]} goes with startingOffsets=group (where the group "
+                                f"has no committed offset); startingOffsets is {opts.get('startingoffsets')!r}")
+    strategy = _choice(opts, ("startingOffsetsByTimestampStrategy",), TIMESTAMP_STRATEGIES, "latest")
     min_offsets = _positive_int(opts, "minOffsetsPerTrigger")
     max_offsets = _positive_int(opts, "maxOffsetsPerTrigger")
     if min_offsets is not None and max_offsets is not None and min_offsets > max_offsets:
         raise SeglogOptionError(f"option minOffsetsPerTrigger ({min_offsets}) is larger than "
                                 f"maxOffsetsPerTrigger ({max_offsets})")
     chunk = _positive_int(opts, "chunkBytes")
-    return SourceOptions(
+    parsed = SourceOptions(
         path=path, storage_options=storage_options_from(options), bootstrap=bootstrap,
         subscribe=subscribe, subscribe_pattern=pattern, assign=assign, starting=starting, ending=ending,
         max_offsets_per_trigger=max_offsets, min_offsets_per_trigger=min_offsets,
@@ -247,5 +320,8 @@ def parse_options(options: Mapping[str, str], *, streaming: bool | None = False)
         max_records_per_partition=_positive_int(opts, "maxRecordsPerPartition"),
         fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
         include_headers=_bool(opts, "includeHeaders", False),
-        group_id=group_id, view=view.lower() if view else None,
-        chunk_bytes=chunk or 4 * 1024 * 1024, raw=dict(options))
+        group_id=group_id, auto_offset_reset=auto_offset_reset, starting_timestamp_strategy=strategy,
+        view=view.lower() if view else None, chunk_bytes=chunk or 4 * 1024 * 1024, raw=dict(options))
+    if streaming is not None:
+        check_mode(parsed, streaming)
+    return parsed

@@ -15,6 +15,11 @@ from .discovery import LogDirectory, PartitionInfo
 from .options import EARLIEST, LATEST, OffsetSpec, SeglogOptionError, SourceOptions
 
 
+class NoOffsetForPartitionError(SeglogOptionError):
+    """startingOffsets=group with autoOffsetReset=none, and a partition without a committed offset
+    (Kafka's NoOffsetForPartitionException)."""
+
+
 @dataclass(frozen=True)
 class OffsetRange:
     """Records ``from_offset <= offset < until_offset`` of one partition: one Spark task."""
@@ -64,37 +69,71 @@ def from_offsets_json(doc: Mapping) -> dict[TopicPartition, int]:
     return {TopicPartition(topic, int(p)): int(o) for topic, parts in doc.items() for p, o in parts.items()}
 
 
+def check_named_partitions(spec: OffsetSpec, option: str, partitions: list[TopicPartition], *,
+                           every: bool = True) -> None:
+    """Per-partition offsets or timestamps name only partitions the query reads and, with ``every``,
+    all of them (Kafka's rule for the offsets a query starts or ends at)."""
+    if spec.kind not in ("offsets", "timestamps"):
+        return
+    def ordered(tps):
+        return sorted(tps, key=lambda t: (t.topic, t.partition))
+
+    reads = set(partitions)
+    named = {TopicPartition(t, p) for t, parts in spec.offsets.items() for p in parts}
+    for tp in ordered(named - reads):
+        raise SeglogOptionError(f"option {option} names {tp}, which the query does not read (it reads "
+                                f"{', '.join(map(str, ordered(reads))) or 'no partition'})")
+    for tp in ordered(reads - named) if every else ():
+        what = "offset" if spec.kind == "offsets" else "timestamp"
+        raise SeglogOptionError(f"option {option} gives no {what} for {tp}: name every partition the query "
+                                f"reads (-2 for earliest, -1 for latest)")
+
+
 def resolve(spec: OffsetSpec, infos: Mapping[TopicPartition, PartitionInfo], *, option: str, is_start: bool,
             find_by_timestamp: Callable[[TopicPartition, int], int | None],
             group_offsets: Callable[[], Mapping[TopicPartition, int]] | None = None,
-            strict_partitions: bool = True) -> dict[TopicPartition, int]:
-    """Turn startingOffsets/endingOffsets (or their timestamp forms) into an offset per partition."""
+            auto_offset_reset: str = "latest", timestamp_strategy: str = "latest",
+            group_id: str | None = None) -> dict[TopicPartition, int]:
+    """Turn startingOffsets/endingOffsets (or their timestamp forms) into an offset per partition.
+
+    ``auto_offset_reset`` (Kafka's earliest, latest or none) places a partition the group has
+    no committed offset for; ``timestamp_strategy`` (error or latest) a partition with no
+    record at or after a starting timestamp.
+    """
     out = {}
     committed = group_offsets() if spec.kind == "group" and group_offsets else {}
+    if spec.kind == "group" and auto_offset_reset == "none":
+        missing = sorted((tp for tp in infos if tp not in committed), key=lambda t: (t.topic, t.partition))
+        if missing:
+            raise NoOffsetForPartitionError(
+                f"group {group_id!r} has no committed offset for {', '.join(map(str, missing))} and option "
+                f"autoOffsetReset is none: commit offsets for them, or set autoOffsetReset to earliest or latest")
     for tp, info in infos.items():
         if spec.kind == "earliest":
             out[tp] = info.log_start_offset
         elif spec.kind == "latest":
             out[tp] = info.log_end_offset
         elif spec.kind == "group":
-            out[tp] = committed.get(tp, info.log_start_offset)
+            fallback = info.log_start_offset if auto_offset_reset == "earliest" else info.log_end_offset
+            out[tp] = committed.get(tp, fallback)
         elif spec.kind == "offsets":
             offset = spec.for_partition(tp.topic, tp.partition)
-            if offset is None:
-                if strict_partitions:
-                    raise SeglogOptionError(f"option {option} gives no offset for {tp}: name every partition "
-                                            f"the query reads")
+            if offset is None:  # a partition created since the query was planned
                 offset = EARLIEST if is_start else LATEST
             out[tp] = (info.log_start_offset if offset == EARLIEST else info.log_end_offset if offset == LATEST
                        else offset)
         else:
             ts = spec.timestamp if spec.kind == "timestamp" else spec.for_partition(tp.topic, tp.partition)
             if ts is None:
-                raise SeglogOptionError(f"option {option} gives no timestamp for {tp}")
+                ts = EARLIEST if is_start else LATEST
             if ts in (EARLIEST, LATEST) and spec.kind == "timestamps":
                 out[tp] = info.log_start_offset if ts == EARLIEST else info.log_end_offset
                 continue
             found = find_by_timestamp(tp, ts)
+            if found is None and is_start and timestamp_strategy == "error":
+                raise SeglogOptionError(f"option {option}: no record of {tp} has a timestamp at or after {ts} "
+                                        f"(startingOffsetsByTimestampStrategy is error; latest starts such "
+                                        f"partitions at their log end)")
             out[tp] = info.log_end_offset if found is None else found
     return out
 

@@ -25,14 +25,14 @@ log = logging.getLogger(__name__)
 
 
 class DataLossError(RuntimeError):
-    """Offsets a query needed are gone (retention); raised when failOnDataLoss is true."""
+    """Offsets a query needed are gone (retention, truncation); raised when failOnDataLoss is true."""
 
 
 def data_loss(message: str, fail_on_data_loss: bool) -> None:
     if fail_on_data_loss:
-        raise DataLossError(message + ". Some data may have been lost because it is no longer available "
-                            "(retention deleted it). If you want your query to go on, set the option "
-                            "failOnDataLoss to false.")
+        raise DataLossError(message + ". Some data may have been lost because it is not available (retention "
+                            "deleted it, or the log was truncated). If you want your query to go on, set the "
+                            "option failOnDataLoss to false.")
     log.warning("%s; skipping ahead (failOnDataLoss is false)", message)
 
 

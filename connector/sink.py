@@ -15,15 +15,18 @@ Columns and options follow Spark's Kafka sink, so a pipeline moves by changing
   are ignored.
 * Options: ``path`` (the local log directory, required), ``topic``,
   ``compression`` (or Kafka's ``kafka.compression.type``: none, gzip, snappy,
-  lz4, zstd; default none).
+  lz4, zstd; default none), and the broker settings that govern a missing
+  topic, with Kafka's names and defaults: ``auto.create.topics.enable``
+  (true: a topic written to is created) and ``num.partitions`` (1).
 
 How a write runs. One process owns a log directory (the broker's lock file)
 and Spark's tasks run in separate Python workers, so tasks never open a
 broker. Each task stages the sink columns of its Arrow batches in an Arrow IPC
 file under ``<path>/.seglog-staging/<writer id>/<task id>.arrow`` and returns
 the file's name; the driver's ``commit`` opens the embedded ``Broker``, checks
-every destination (topics must exist, as with Kafka without auto-creation;
-partitions must be in range) before appending anything, produces the records
+every destination (a missing topic is created when auto.create.topics.enable
+is true and refused otherwise; partitions must be in range) before appending
+anything, then creates the missing topics and produces the records
 in batches of up to 10,000 records and 1 MiB (less when the topic's
 ``max.message.bytes`` is lower), and deletes the staging files; ``abort``
 deletes them. So the executors must reach the log directory's filesystem
@@ -41,7 +44,7 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
@@ -52,8 +55,9 @@ from pyspark.sql.types import (ArrayType, BinaryType, ByteType, DataType, Intege
 
 from broker_core import Broker
 from broker_core.errors import UnknownTopicOrPartitionError
+from format import layout
 from format.compression import CompressionType
-from format.errors import UnsupportedCompressionError
+from format.errors import InvalidTopicError as FormatInvalidTopicError, UnsupportedCompressionError
 from format.record import Header, SimpleRecord
 
 from .options import SeglogOptionError
@@ -88,6 +92,7 @@ class SinkOptions:
     topic: str | None
     compression: CompressionType
     columns: tuple[str, ...]  # the sink columns present in the input, in SINK_COLUMNS order
+    broker_config: Mapping[str, str] = field(default_factory=dict)  # auto.create.topics.enable, num.partitions
 
 
 def _type_name(data_type: DataType) -> str:
@@ -106,9 +111,12 @@ def _is_headers_type(data_type: DataType) -> bool:
             and _is_bytes_like(fields["value"]))
 
 
-def local_log_dir(path: str | None) -> str:
-    """The local directory a ``path`` option names; the embedded broker writes only local files."""
-    if not path:
+def local_log_dir(path: str | None, *, may_create: bool = False) -> str:
+    """The local directory a ``path`` option names; the embedded broker writes only local files.
+
+    With ``may_create`` (topics are auto-created) a missing directory is created by the broker.
+    """
+    if not path or not path.strip():
         raise SeglogOptionError("option path is required: the local log directory to append to")
     if "://" in path:
         scheme, rest = path.split("://", 1)
@@ -116,10 +124,32 @@ def local_log_dir(path: str | None) -> str:
             raise SeglogOptionError(f"option path={path!r}: the seglog sink appends through the embedded broker, "
                                     f"which writes local files only; give a local log directory")
         path = rest
-    if not os.path.isdir(path):
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise SeglogOptionError(f"option path={path!r} is a file, not a log directory")
+    if not may_create and not os.path.isdir(path):
         raise SeglogOptionError(f"option path={path!r}: log directory does not exist (create its topics "
-                                f"first, as Kafka needs them before a write)")
+                                f"first, or leave auto.create.topics.enable true)")
     return os.path.abspath(path)
+
+
+_BROKER_OPTIONS = ("auto.create.topics.enable", "num.partitions")
+
+
+def _broker_config(opts: Mapping[str, str]) -> dict[str, str]:
+    """The broker settings among the options, checked as the broker checks them."""
+    from broker_core.config import BrokerConfig
+    from broker_core.errors import InvalidConfigurationError
+
+    given = {name: opts[name] for name in _BROKER_OPTIONS if name in opts}
+    try:
+        BrokerConfig.from_props({**given, "log.dirs": "."})
+    except InvalidConfigurationError as exc:
+        raise SeglogOptionError(f"option {exc}") from None
+    return given
+
+
+def auto_creates_topics(broker_config: Mapping[str, str]) -> bool:
+    return broker_config.get("auto.create.topics.enable", "true").strip().lower() == "true"
 
 
 def check_schema(schema: StructType, topic_option: str | None) -> tuple[str, ...]:
@@ -166,18 +196,26 @@ def parse_sink_options(options: Mapping[str, str], schema: StructType, overwrite
         raise SeglogOptionError(f"option compression must be one of none, gzip, snappy, lz4, zstd, not "
                                 f"{compression_name!r}") from None
     columns = check_schema(schema, topic)
-    log_dir = local_log_dir(opts.get("path"))
+    broker_config = _broker_config(opts)
+    log_dir = local_log_dir(opts.get("path"), may_create=auto_creates_topics(broker_config))
     if topic is not None:
-        _check_topic_exists(log_dir, topic)
-    return SinkOptions(log_dir, topic, compression, columns)
+        _check_topic(log_dir, topic, broker_config)
+    return SinkOptions(log_dir, topic, compression, columns, broker_config)
 
 
-def _check_topic_exists(log_dir: str, topic: str) -> None:
+def _check_topic(log_dir: str, topic: str, broker_config: Mapping[str, str]) -> None:
     # Fails the write before any task runs; the commit checks again under the broker.
+    from format.errors import InvalidTopicError
+
     from .discovery import LogDirectory
 
-    if topic not in LogDirectory(log_dir).topics(include_internal=True):
-        raise UnknownTopicOrPartitionError(f"topic {topic!r} does not exist")
+    try:
+        layout.validate_topic_name(topic)
+    except InvalidTopicError as exc:
+        raise SeglogOptionError(f"option topic: {exc}") from None
+    if not auto_creates_topics(broker_config) and topic not in LogDirectory(log_dir).topics(include_internal=True):
+        raise UnknownTopicOrPartitionError(f"topic {topic!r} does not exist in {log_dir} and option "
+                                           f"auto.create.topics.enable is false")
 
 
 # --- Arrow to records (plain functions) -------------------------------------------------
@@ -380,27 +418,40 @@ class _BatchingProducer:
             self._flush(dest)
 
 
-def _check_destinations(broker: Broker, found: Mapping[str, tuple[int, int] | None]) -> None:
+def _missing_topics(broker: Broker, found: Mapping[str, tuple[int, int] | None]) -> list[str]:
+    """The topics written to that do not exist yet: to be created, as Kafka's
+    auto.create.topics.enable does, or refused. Nothing is created here."""
+    existing = set(broker.list_topics())
+    missing = sorted(t for t in found if t not in existing)
+    if missing and not broker.config.auto_create_topics_enable:
+        raise UnknownTopicOrPartitionError(f"topic {missing[0]!r} does not exist in {broker.config.log_dirs[0]} "
+                                           f"and option auto.create.topics.enable is false")
+    for topic in missing:
+        try:
+            layout.validate_topic_name(topic)
+        except FormatInvalidTopicError as exc:
+            raise SinkDataError(f"column topic: {exc}") from None
     for topic, span in sorted(found.items()):
-        count = broker.partitions_for(topic)  # UnknownTopicOrPartitionError: topics are never auto-created
+        count = broker.config.num_partitions if topic in missing else broker.partitions_for(topic)
         if span is not None:
             for p in span:
                 if not 0 <= p < count:
                     raise UnknownTopicOrPartitionError(f"topic {topic!r} has no partition {p} (it has {count}); "
                                                        f"see column partition")
+    return missing
 
 
 def produce_staged(log_dir: str, staged: Sequence[StagedBatches], topic_option: str | None,
-                   compression: CompressionType) -> int:
+                   compression: CompressionType, broker_config: Mapping[str, str] | None = None) -> int:
     """Append the staged rows, in task order, through the embedded broker; returns the records written.
 
-    Every destination is checked before the first append, so an unknown topic
-    or partition writes nothing.
+    Every destination is checked before the first append or topic creation, so
+    a refused topic or an unknown partition writes nothing.
     """
     staged = [s for s in staged if s.path is not None and s.rows]
     if not staged:
         return 0  # an empty micro-batch needs no broker (and no lock)
-    with Broker(log_dir, background=False) as broker:
+    with Broker(log_dir, dict(broker_config or {}), background=False) as broker:
         found: dict[str, tuple[int, int] | None] = {}
         for s in staged:
             for batch in read_staged(s.path):
@@ -410,7 +461,8 @@ def produce_staged(log_dir: str, staged: Sequence[StagedBatches], topic_option: 
                         found[topic] = span if known is None else known
                     else:
                         found[topic] = (min(known[0], span[0]), max(known[1], span[1]))
-        _check_destinations(broker, found)
+        for topic in _missing_topics(broker, found):
+            broker.create_topic(topic)  # num.partitions of them, the topic defaults
         producer = _BatchingProducer(broker, compression)
         written = 0
         for s in staged:
@@ -438,7 +490,8 @@ class _SinkBase:
     def _commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         staged = _staged(messages)
         try:
-            produce_staged(self.options.log_dir, staged, self.options.topic, self.options.compression)
+            produce_staged(self.options.log_dir, staged, self.options.topic, self.options.compression,
+                           self.options.broker_config)
         finally:
             self._clean(messages)
 

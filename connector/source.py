@@ -21,8 +21,8 @@ from format.layout import TopicPartition
 
 from .discovery import LogDirectory, PartitionInfo
 from .options import SeglogOptionError, SourceOptions, parse_options
-from .planning import (OffsetRange, check_ranges, from_offsets_json, resolve, select_partitions, split_ranges,
-                       rate_limit, to_offsets_json)
+from .planning import (OffsetRange, check_named_partitions, check_ranges, from_offsets_json, rate_limit, resolve,
+                       select_partitions, split_ranges, to_offsets_json)
 from .reading import data_loss, read_range
 from .remote import RemoteLog, fetch_range
 
@@ -46,9 +46,29 @@ class _Planner:
 
     def __init__(self, options: SourceOptions):
         self.options = options
-        self.directory = LogDirectory(options.path, options.storage_options) if options.path else None
+        self.directory = _log_directory(options) if options.path else None
         # With bootstrap, the running broker is the authority on partitions and offsets.
         self.metadata = RemoteLog(options.bootstrap) if options.bootstrap else self.directory
+
+    def check_path(self) -> None:
+        if self.directory is not None and not self.directory.exists():
+            raise SeglogOptionError(f"option path: {self.options.path} is not a log directory (nothing is "
+                                    f"there)")
+
+    def check(self) -> None:
+        """What ``load()`` can check against the log dir: it exists, assign names partitions it
+        has, and per-partition offsets or timestamps name only partitions read. That they name
+        all of them is checked where the starting offsets are used: a stream restarted from its
+        checkpoint after partitions were added must still load, as with Spark's Kafka source."""
+        self.check_path()
+        partitions = self.partitions()
+        check_named_partitions(self.options.starting, _spec_option(self.options.raw, "starting"), partitions,
+                               every=False)
+        check_named_partitions(self.options.ending, _spec_option(self.options.raw, "ending"), partitions)
+
+    def starting_offsets(self, infos: dict[TopicPartition, PartitionInfo]) -> dict[TopicPartition, int]:
+        check_named_partitions(self.options.starting, _spec_option(self.options.raw, "starting"), list(infos))
+        return self.resolve(self.options.starting, infos, is_start=True)
 
     def partitions(self) -> list[TopicPartition]:
         return select_partitions(self.metadata, self.options)
@@ -82,9 +102,12 @@ class _Planner:
         groups = read_committed_offsets(self.directory.fs, self.directory.root, self.options.group_id)
         return {tp: c.offset for tp, c in groups.get(self.options.group_id, {}).items()}
 
-    def resolve(self, spec, infos, *, option: str, is_start: bool, strict: bool = True) -> dict[TopicPartition, int]:
-        return resolve(spec, infos, option=option, is_start=is_start, find_by_timestamp=self.find_by_timestamp,
-                       group_offsets=self.group_offsets, strict_partitions=strict)
+    def resolve(self, spec, infos, *, is_start: bool) -> dict[TopicPartition, int]:
+        prefix = "starting" if is_start else "ending"
+        return resolve(spec, infos, option=_spec_option(self.options.raw, prefix), is_start=is_start,
+                       find_by_timestamp=self.find_by_timestamp, group_offsets=self.group_offsets,
+                       auto_offset_reset=self.options.auto_offset_reset,
+                       timestamp_strategy=self.options.starting_timestamp_strategy, group_id=self.options.group_id)
 
     def tasks(self, start: dict[TopicPartition, int], end: dict[TopicPartition, int],
               infos: dict[TopicPartition, PartitionInfo]) -> list[RangePartition]:
@@ -119,7 +142,26 @@ class _Planner:
         return [b for b in out if r.from_offset < b < r.until_offset]
 
 
-def _read(options: SourceOptions, partition: RangePartition) -> Iterator[pa.RecordBatch]:
+def _log_directory(options: SourceOptions) -> LogDirectory:
+    try:
+        return LogDirectory(options.path, options.storage_options)
+    except (ValueError, TypeError, ImportError) as exc:  # an unknown scheme, a bad storage.* option
+        raise SeglogOptionError(f"option path={options.path!r} cannot be opened: {exc}") from None
+
+
+def _spec_option(raw: dict, prefix: str) -> str:
+    """The name of the option the user gave for where to start or end (for messages)."""
+    given = {k.lower() for k in raw}
+    for name in (f"{prefix}Offsets", f"{prefix}OffsetsByTimestamp", f"{prefix}Timestamp"):
+        if name.lower() in given:
+            return name
+    return f"{prefix}Offsets"
+
+
+def _read(options: SourceOptions, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+    if not isinstance(partition, RangePartition):
+        # Spark plans one InputPartition(None) for a batch reader that has no ranges to read.
+        return
     if not options.path:
         yield from fetch_range(options.bootstrap, partition.offset_range, include_headers=options.include_headers,
                                fail_on_data_loss=options.fail_on_data_loss, max_bytes=options.chunk_bytes)
@@ -134,8 +176,8 @@ class SeglogBatchReader(DataSourceReader):
         self.options = options
         planner = _Planner(options)
         infos = planner.infos()
-        start = planner.resolve(options.starting, infos, option="startingOffsets", is_start=True)
-        end = planner.resolve(options.ending, infos, option="endingOffsets", is_start=False)
+        start = planner.starting_offsets(infos)
+        end = planner.resolve(options.ending, infos, is_start=False)
         check_ranges(start, end)
         self._partitions = planner.tasks(start, end, infos)
 
@@ -157,9 +199,7 @@ class SeglogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def initialOffset(self) -> dict:
         infos = self._planner.infos()
-        start = self._planner.resolve(self.options.starting, infos, option="startingOffsets", is_start=True,
-                                      strict=False)
-        return to_offsets_json(start)
+        return to_offsets_json(self._planner.starting_offsets(infos))
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.options.max_offsets_per_trigger is not None:
@@ -185,12 +225,20 @@ class SeglogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._target is not None:
             latest = {tp: min(offset, self._target.get(tp, begin[tp])) if tp in self._target else begin[tp]
                       for tp, offset in latest.items()}
-        latest = {tp: max(offset, begin[tp]) for tp, offset in latest.items()}
+        for tp in sorted(latest, key=lambda t: (t.topic, t.partition)):
+            if latest[tp] < begin[tp] and tp in infos:
+                # As Spark's Kafka source: offsets past the log end (a start beyond it, a truncated
+                # log) are data loss; without failOnDataLoss the query goes on from the log end.
+                data_loss(f"partition {tp}'s offset was changed from {begin[tp]} to {latest[tp]}: offsets "
+                          f"{latest[tp]} to {begin[tp]} are past the log end offset {infos[tp].log_end_offset}",
+                          self.options.fail_on_data_loss)
+            elif latest[tp] < begin[tp]:
+                latest[tp] = begin[tp]  # a partition that vanished makes no progress
         self._latest = latest
         if isinstance(limit, ReadAllAvailable):
             end = latest
         else:
-            backlog = sum(latest[tp] - begin[tp] for tp in latest)
+            backlog = sum(max(0, latest[tp] - begin[tp]) for tp in latest)
             min_rows = limit.min_rows if isinstance(limit, ReadMinRows) else self.options.min_offsets_per_trigger
             waited = time.monotonic() * 1000 - self._last_trigger_ms
             if min_rows is not None and backlog < min_rows and waited < self.options.max_trigger_delay_ms:
@@ -222,6 +270,25 @@ class SeglogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._committed = offsets
 
 
+class _RefusedStreamReader(DataSourceStreamReader):
+    """A stream whose options are wrong: every call raises the option error."""
+
+    def __init__(self, error: SeglogOptionError):
+        self.error = error
+
+    def initialOffset(self) -> dict:
+        raise self.error
+
+    def latestOffset(self, start: dict = None, limit: ReadLimit = None) -> dict:
+        raise self.error
+
+    def partitions(self, start: dict, end: dict):
+        raise self.error
+
+    def read(self, partition):
+        raise self.error
+
+
 class SeglogDataSource(DataSource):
     """``format("seglog")``: Spark's Kafka source columns, read from segment files."""
 
@@ -233,13 +300,15 @@ class SeglogDataSource(DataSource):
         return parse_options(self.options, streaming=streaming)
 
     def schema(self):
+        # Spark calls this at load(): every option error that does not depend on the query
+        # being a batch or a stream is raised here.
         options = parse_options(self.options, streaming=None)
         if options.view is not None:
             from .views import view_schema
 
+            _Planner(options).check_path()
             return view_schema(options.view)
-        if options.assign:
-            _Planner(options).partitions()  # an unknown topic or partition fails load()
+        _Planner(options).check()
         return KAFKA_SCHEMA + (", " + HEADERS_COLUMN if options.include_headers else "")
 
     def reader(self, schema):
@@ -251,10 +320,12 @@ class SeglogDataSource(DataSource):
         return SeglogBatchReader(options)
 
     def streamReader(self, schema):
-        options = self._options(streaming=True)
-        if options.view is not None:
-            raise SeglogOptionError(f"option view={options.view} is for batch reads and the spark-sql shell")
-        return SeglogStreamReader(options)
+        try:
+            return SeglogStreamReader(self._options(streaming=True))
+        except SeglogOptionError as exc:
+            # Spark's stream runner hides an error raised here behind its own UnboundLocalError;
+            # raised from the reader's first call, the message reaches the user.
+            return _RefusedStreamReader(exc)
 
     def writer(self, schema, overwrite: bool):
         from .sink import SeglogWriter

@@ -16,7 +16,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from spark_session import local_spark  # noqa: E402
+from spark_session import local_spark, progress  # noqa: E402
 
 
 def millis(iso: str) -> int:
@@ -44,6 +44,7 @@ def main() -> int:
     args = parser.parse_args()
     spark = local_spark("seglog-batch-by-timestamp")
     df = read_window(spark, os.path.abspath(args.log_dir), args.topic, millis(args.start), millis(args.end))
+    progress(f"reading {args.topic} between {args.start} and {args.end}")
     df.selectExpr("partition", "offset", "timestamp", "CAST(key AS STRING) AS key",
                   "CAST(value AS STRING) AS value").orderBy("timestamp", "partition", "offset").show(20, False)
     print(f"{df.count()} records between {args.start} and {args.end}")

@@ -17,7 +17,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from spark_session import local_spark  # noqa: E402
+from spark_session import await_with_progress, local_spark, progress  # noqa: E402
 
 DELTA_UNAVAILABLE = 3
 
@@ -44,7 +44,8 @@ def main() -> int:
                                "offset", "timestamp")
              .writeStream.format("delta").option("checkpointLocation", os.path.join(args.table_dir, "_checkpoint"))
              .trigger(availableNow=True).start(os.path.abspath(args.table_dir)))
-    query.awaitTermination()
+    progress(f"streaming {args.topic} into the Delta table {args.table_dir}")
+    await_with_progress(query)
     print(f"{spark.read.format('delta').load(os.path.abspath(args.table_dir)).count()} rows in the Delta table")
     return 0
 

@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from broker_core import Broker  # noqa: E402
 from broker_core.cli import main as seglog  # noqa: E402
 from format.record import Header, SimpleRecord  # noqa: E402
-from spark_session import local_spark  # noqa: E402
+from spark_session import local_spark, progress  # noqa: E402
 from streaming_to_parquet import run as run_pipeline  # noqa: E402
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
@@ -49,6 +49,7 @@ def produce(log_dir: str, first: int, count: int) -> None:
 
 
 def show_view(spark, log_dir: str, view: str, columns: list[str]) -> None:
+    progress(f"reading the '{view}' view")
     df = spark.read.format("seglog").option("path", log_dir).option("view", view).load()
     print(f"\nview '{view}':")
     df.select(*columns).orderBy(*columns[:2]).show(truncate=False)
@@ -60,6 +61,7 @@ def main() -> int:
     shutil.rmtree(log_dir, ignore_errors=True)
     shutil.rmtree(out_dir, ignore_errors=True)
 
+    progress(f"producing order events into {log_dir}")
     produce(log_dir, 0, 600)
     print("\n$ seglog topics describe")
     seglog(["topics", "describe", "--log-dir", log_dir])
@@ -77,6 +79,7 @@ def main() -> int:
     show_view(spark, log_dir, "groups", ["group", "topic", "partition", "committed_offset", "log_end_offset",
                                          "lag"])
 
+    progress("producing more order events: the group's lag grows")
     produce(log_dir, 600, 300)
     show_view(spark, log_dir, "groups", ["group", "topic", "partition", "committed_offset", "log_end_offset",
                                          "lag"])

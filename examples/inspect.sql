@@ -1,10 +1,10 @@
 -- A look at a seglog log directory from the spark-sql shell: offsets and size
 -- per partition, consumer group lag, and the segment files.
 --
---   spark-sql --properties-file spark_conf/spark-defaults.conf \
---       -d logdir=$PWD/demo-data/logs -f examples/inspect.sql
+--   seglog sql -d logdir=$PWD/demo-data/logs -f examples/inspect.sql
 --
--- (-d is --hivevar; ${logdir} below is replaced before each statement runs.)
+-- (seglog sql is Spark's spark-sql shell set up for seglog; -d is --hivevar,
+-- ${logdir} below is replaced before each statement runs.)
 --
 -- The views are TEMPORARY VIEWs on purpose: in this Spark version a
 -- CREATE TABLE ... USING seglog OPTIONS (...) keeps the table but loses its

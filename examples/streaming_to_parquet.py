@@ -15,7 +15,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from spark_session import local_spark  # noqa: E402
+from spark_session import await_with_progress, local_spark, progress  # noqa: E402
 
 
 def run(spark, log_dir: str, out_dir: str, topic: str = "orders", group: str = "orders-etl") -> int:
@@ -40,7 +40,8 @@ def run(spark, log_dir: str, out_dir: str, topic: str = "orders", group: str = "
              .option("checkpointLocation", os.path.join(out_dir, "checkpoint"))
              .trigger(availableNow=True)
              .start())
-    query.awaitTermination()
+    progress(f"streaming {topic} from {log_dir} into {out_dir}/data (group {group})")
+    await_with_progress(query)
     return _count(spark, os.path.join(out_dir, "data")) - before
 
 

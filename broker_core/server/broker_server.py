@@ -20,6 +20,7 @@ next start skips recovery.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from typing import Mapping
 
@@ -67,8 +68,11 @@ class BrokerServer:
     def startup(self) -> BrokerServer:
         config = self.config
         try:
+            # As Kafka does, meta.properties is checked before any log is loaded: a start refused for
+            # a foreign cluster or node id leaves the logs untouched.
+            self.cluster_id = ensure_meta_properties([os.path.abspath(d) for d in config.log_dirs],
+                                                     config.node_id)
             self.broker = Broker(list(config.log_dirs), config, clock=self.clock)
-            self.cluster_id = ensure_meta_properties(self.broker.log_manager.log_dirs, config.node_id)
             producer_ids = ProducerIdManager(self.broker.log_manager.log_dirs[0])
             # The coordinator runs on the broker's clock (the server's); its
             # timer also expires offsets every offsets.retention.check.interval.ms.

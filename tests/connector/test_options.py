@@ -65,3 +65,29 @@ def test_storage_options_are_passed_to_the_filesystem():
     opts = parse_options({**BASE, "storage.key": "k", "storage.endpoint_url": "http://127.0.0.1:1",
                           "storage.anon": "false"})
     assert opts.storage_options == {"key": "k", "endpoint_url": "http://127.0.0.1:1", "anon": False}
+
+
+def test_auto_offset_reset_defaults_to_kafkas_latest_and_goes_with_group():
+    group = {**BASE, "startingOffsets": "group", "groupId": "etl"}
+    assert parse_options(group).auto_offset_reset == "latest"
+    assert parse_options({**group, "autoOffsetReset": "None"}).auto_offset_reset == "none"
+    assert parse_options({**group, "kafka.auto.offset.reset": "earliest"}).auto_offset_reset == "earliest"
+    with pytest.raises(SeglogOptionError, match="autoOffsetReset goes with startingOffsets=group"):
+        parse_options({**BASE, "autoOffsetReset": "earliest"})
+
+
+def test_a_future_starting_timestamp_starts_at_the_log_end_unless_the_strategy_is_error():
+    assert parse_options(BASE).starting_timestamp_strategy == "latest"
+    assert parse_options({**BASE, "startingOffsetsByTimestampStrategy": "ERROR"}).starting_timestamp_strategy \
+        == "error"
+
+
+def test_rules_of_one_query_kind_are_checked_once_the_kind_is_known():
+    with pytest.raises(SeglogOptionError, match="option endingTimestamp is for batch queries only"):
+        parse_options({**BASE, "endingTimestamp": "5"}, streaming=True)
+    with pytest.raises(SeglogOptionError, match="option view=offsets is for batch reads"):
+        parse_options({"path": "/x", "view": "offsets"}, streaming=True)
+    with pytest.raises(SeglogOptionError, match="offset -1 \\(latest\\) of orders-0"):
+        parse_options({**BASE, "startingOffsets": '{"orders": {"0": -1}}'}, streaming=False)
+    both = {**BASE, "endingTimestamp": "5", "startingOffsets": '{"orders": {"0": -1}}'}
+    assert parse_options(both, streaming=None).ending.timestamp == 5  # load(): the kind is not known yet

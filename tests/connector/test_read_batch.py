@@ -102,14 +102,123 @@ def test_compacted_topics_and_control_batches_leave_gaps_that_are_not_errors(spa
     assert [(r.offset, bytes(r.value)) for r in df.orderBy("offset").collect()] == [(7, b"c"), (15, b"d")]
 
 
-@pytest.mark.parametrize("options, named", [
-    ({"subscribe": "orders", "assign": {"orders": [0]}}, "assign"),
-    ({"subscribe": "orders", "startingOffsets": '{"orders": {"0": 1'}, "startingOffsets"),
-    ({"assign": {"nope": [0]}}, "assign"),
-    ({"assign": {"orders": [7]}}, "assign"),
-    ({"subscribe": "orders", "view": "nonsense"}, "view"),
+@pytest.fixture(scope="module")
+def log_dir_with_an_empty_topic(log_dir):
+    with Broker(log_dir, background=False) as broker:
+        if "empty" not in broker.list_topics():
+            broker.create_topic("empty", 2, {})
+    return log_dir
+
+
+@pytest.mark.parametrize("options", [
+    pytest.param({"subscribe": "missing"}, id="a missing topic"),
+    pytest.param({"subscribePattern": "nothing-.*"}, id="a pattern matching nothing"),
+    pytest.param({"subscribe": "orders", "startingTimestamp": str(T0 + 10**9)}, id="a startingTimestamp in the future"),
+    pytest.param({"subscribe": "empty", "endingOffsets": {"empty": {"0": -1, "1": -1}}},
+                 id="all -1 ending offsets of an empty topic"),
+    pytest.param({"subscribe": "orders", "endingOffsets": {"orders": {"0": 0, "1": 0, "2": 0}}},
+                 id="ending offsets at the log start"),
 ])
-def test_bad_options_fail_at_load_naming_the_option(spark, log_dir, options, named):
+def test_spark_reads_that_select_nothing_return_zero_rows(spark, log_dir_with_an_empty_topic, options):
+    df = read(spark, log_dir_with_an_empty_topic, **options)
+    assert df.collect() == []
+    assert df.count() == 0
+
+
+_BAD_OPTIONS = [
+    ({"path": "", "subscribe": "orders"}, "path is empty"),
+    ({"path": "/nonexistent/seglog/logs", "subscribe": "orders"}, "option path: /nonexistent/seglog/logs"),
+    ({"path": "nosuchscheme://bucket/logs", "subscribe": "orders"}, "option path="),
+    ({"path": "/nonexistent/seglog/logs", "view": "offsets"}, "option path: /nonexistent/seglog/logs"),
+    ({"bootstrap": "localhost", "subscribe": "orders"}, "option bootstrap must be host:port"),
+    ({"kafka.bootstrap.servers": "localhost:port", "subscribe": "orders"}, "kafka.bootstrap.servers"),
+    ({"subscribe": " , "}, "option subscribe names no topic"),
+    ({"subscribe": "orders", "assign": {"orders": [0]}}, "subscribe and assign"),
+    ({"subscribePattern": "orders["}, "option subscribePattern"),
+    ({"subscribePattern": ""}, "option subscribePattern is empty"),
+    ({"assign": "[0, 1]"}, "option assign"),
+    ({"assign": {"orders": [-1]}}, "option assign"),
+    ({"assign": {"nope": [0]}}, "option assign names topic 'nope'"),
+    ({"assign": {"orders": [7]}}, "option assign names partition orders-7"),
+    ({"subscribe": "orders", "startingOffsets": '{"orders": {"0": 1'}, "option startingOffsets is not valid JSON"),
+    ({"subscribe": "orders", "startingOffsets": {"orders": {"0": 1, "1": 1, "2": 1, "3": 1}}},
+     "option startingOffsets names orders-3"),
+    ({"subscribe": "orders", "startingOffsets": {"orders": {"0": -3, "1": 1, "2": 1}}}, "option startingOffsets"),
+    ({"subscribe": "orders", "startingOffsets": "sometime"}, "option startingOffsets"),
+    ({"subscribe": "orders", "endingOffsets": "earliest"}, "option endingOffsets=earliest"),
+    ({"subscribe": "orders", "endingOffsets": {"orders": {"0": -2, "1": -1, "2": -1}}}, "option endingOffsets"),
+    ({"subscribe": "orders", "endingOffsets": {"orders": {"0": "x"}}}, "option endingOffsets"),
+    ({"subscribe": "orders", "startingTimestamp": "yesterday"}, "option startingTimestamp"),
+    ({"subscribe": "orders", "startingTimestamp": "-5"}, "option startingTimestamp"),
+    ({"subscribe": "orders", "endingTimestamp": "tomorrow"}, "option endingTimestamp"),
+    ({"subscribe": "orders", "endingOffsetsByTimestamp": {"orders": {"0": -7, "1": T0, "2": T0}}},
+     "option endingOffsetsByTimestamp"),
+    ({"subscribe": "orders", "startingOffsetsByTimestampStrategy": "maybe"},
+     "option startingOffsetsByTimestampStrategy"),
+    ({"subscribe": "orders", "startingTimestamp": "1", "startingOffsets": "earliest"},
+     "startingOffsets and startingTimestamp"),
+    ({"subscribe": "orders", "maxOffsetsPerTrigger": "0"}, "option maxOffsetsPerTrigger"),
+    ({"subscribe": "orders", "minOffsetsPerTrigger": "ten"}, "option minOffsetsPerTrigger"),
+    ({"subscribe": "orders", "minOffsetsPerTrigger": "10", "maxOffsetsPerTrigger": "5"}, "minOffsetsPerTrigger"),
+    ({"subscribe": "orders", "maxTriggerDelay": "soon"}, "option maxTriggerDelay"),
+    ({"subscribe": "orders", "minPartitions": "0"}, "option minPartitions"),
+    ({"subscribe": "orders", "maxRecordsPerPartition": "-1"}, "option maxRecordsPerPartition"),
+    ({"subscribe": "orders", "failOnDataLoss": "maybe"}, "option failOnDataLoss"),
+    ({"subscribe": "orders", "includeHeaders": "yes"}, "option includeHeaders"),
+    ({"subscribe": "orders", "groupId": " "}, "option groupId is empty"),
+    ({"subscribe": "orders", "startingOffsets": "group"}, "needs the option groupId"),
+    ({"subscribe": "orders", "startingOffsets": "group", "groupId": "g", "autoOffsetReset": "sometimes"},
+     "option autoOffsetReset must be one of earliest, latest, none"),
+    ({"subscribe": "orders", "autoOffsetReset": "earliest"}, "option autoOffsetReset goes with startingOffsets=group"),
+    ({"subscribe": "orders", "chunkBytes": "0"}, "option chunkBytes"),
+    ({"view": "nonsense"}, "option view"),
+    ({"subscribe": "orders", "colour": "blue"}, "unknown option 'colour'"),
+]
+
+
+@pytest.mark.parametrize("options, message", _BAD_OPTIONS, ids=[m for _, m in _BAD_OPTIONS])
+def test_every_option_error_fails_at_load_naming_the_option(spark, log_dir, options, message):
+    reader = spark.read.format("seglog")
+    if "path" not in options:
+        reader = reader.option("path", log_dir)
+    for k, v in options.items():
+        reader = reader.option(k, v if isinstance(v, str) else json.dumps(v))
     with pytest.raises((AnalysisException, PySparkException, Py4JJavaError)) as err:
-        read(spark, log_dir, **options)
-    assert named in str(err.value)
+        reader.load()  # not an action: nothing has run yet
+    assert message in str(err.value)
+    assert "SeglogOptionError" in str(err.value)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"startingOffsets": "latest"}, "option startingOffsets=latest is for streaming queries only"),
+    ({"startingOffsets": {"orders": {"0": -1, "1": -2, "2": -2}}}, "offset -1 (latest) of orders-0"),
+    # A stream restarted from its checkpoint after partitions were added must still load.
+    ({"startingOffsets": {"orders": {"0": 1, "1": 1}}}, "option startingOffsets gives no offset for orders-2"),
+    ({"startingOffsetsByTimestamp": {"orders": {"0": T0}}},
+     "option startingOffsetsByTimestamp gives no timestamp for orders-1"),
+])
+def test_batch_only_rules_fail_when_the_batch_is_planned_naming_the_option(spark, log_dir, options, message):
+    df = read(spark, log_dir, subscribe="orders", **options)  # load() cannot know it is a batch
+    with pytest.raises((AnalysisException, PySparkException, Py4JJavaError)) as err:
+        df.count()
+    assert message in str(err.value)
+
+
+def test_starting_offsets_group_falls_back_as_auto_offset_reset_says(spark, log_dir):
+    from format.layout import TopicPartition
+
+    with Broker(log_dir, background=False) as broker:
+        broker.commit_offsets("half-done", {TopicPartition("orders", 0): 45})
+    group = {"subscribe": "orders", "startingOffsets": "group", "groupId": "half-done"}
+    by_partition = lambda df: sorted((p, n) for p, n in  # noqa: E731
+                                     df.groupBy("partition").count().collect())
+    # Kafka's default auto.offset.reset is latest: partitions 1 and 2 have nothing committed.
+    assert by_partition(read(spark, log_dir, **group)) == [(0, 5)]
+    assert by_partition(read(spark, log_dir, **group, autoOffsetReset="earliest")) == [(0, 5), (1, 50), (2, 50)]
+    with pytest.raises((AnalysisException, PySparkException, Py4JJavaError)) as err:
+        read(spark, log_dir, **group, autoOffsetReset="none").count()
+    assert "group 'half-done' has no committed offset for orders-1, orders-2" in str(err.value)
+    assert "autoOffsetReset" in str(err.value)
+    unknown = {**group, "groupId": "never-committed"}
+    assert read(spark, log_dir, **unknown).count() == 0
+    assert read(spark, log_dir, **unknown, **{"kafka.auto.offset.reset": "earliest"}).count() == 150

@@ -87,6 +87,23 @@ def test_a_partition_added_mid_query_starts_at_earliest(spark, tmp_path):
     assert got == sorted(expected("events", (0,), 10, 15) + new_partition)
 
 
+def test_a_stream_started_at_specific_offsets_restarts_after_partitions_were_added(spark, tmp_path):
+    d = str(tmp_path / "logs")
+    produce_numbered(d, "events", 1, 10)
+    checkpoint = str(tmp_path / "ckpt")
+    starting = {"events": {"0": 4}}
+    first = run_available_now(stream(spark, d, subscribe="events", startingOffsets=starting), checkpoint)
+    assert sorted(r for b in first for r in b) == expected("events", (0,), 4, 10)
+    with Broker(d, background=False) as broker:
+        broker.create_partitions("events", 2)
+    produce_numbered(d, "events", 2, 3, start=10)
+    # The same options, which no longer name every partition: the checkpoint decides, as in Spark.
+    got = sorted(r for b in run_available_now(stream(spark, d, subscribe="events", startingOffsets=starting),
+                                              checkpoint) for r in b)
+    assert got == sorted(expected("events", (0,), 10, 13) + [("events", 1, i, f"events-1-{10 + i}")
+                                                            for i in range(3)])
+
+
 def test_restart_after_a_failed_batch_neither_loses_nor_duplicates(spark, tmp_path):
     d = str(tmp_path / "logs")
     produce_numbered(d, "events", 2, 60, batch=7)
@@ -166,3 +183,65 @@ def test_group_offsets_follow_each_run_and_start_a_new_query(spark, tmp_path):
     fresh = stream(spark, d, subscribe="events", startingOffsets="group", groupId="etl")
     got = sorted(r for b in run_available_now(fresh, str(tmp_path / "ckpt2")) for r in b)
     assert got == expected("events", (0, 1), 35, 38)
+
+
+def test_a_stream_that_selects_nothing_reads_zero_rows_until_its_topic_appears(spark, tmp_path):
+    d = str(tmp_path / "logs")
+    produce_numbered(d, "events", 1, 5)
+    checkpoint = str(tmp_path / "ckpt")
+    df = stream(spark, d, subscribePattern="orders.*", startingOffsets="earliest")
+    assert [r for b in run_available_now(df, checkpoint) for r in b] == []
+    produce_numbered(d, "orders-eu", 1, 3)
+    got = sorted(r for b in run_available_now(df, checkpoint) for r in b)
+    assert got == expected("orders-eu", (0,), 0, 3)
+
+
+def start_failing(df, checkpoint):
+    """Start an availableNow query that must fail; returns its error text."""
+    query = df.writeStream.foreachBatch(lambda batch, i: batch.count()).option(
+        "checkpointLocation", checkpoint).trigger(availableNow=True).start()
+    with pytest.raises(Exception) as err:
+        query.awaitTermination(240)
+    return str(err.value)
+
+
+@pytest.mark.parametrize("option, value", [
+    ("endingOffsets", "latest"),
+    ("endingTimestamp", str(T0)),
+    ("endingOffsetsByTimestamp", json.dumps({"events": {"0": T0}})),
+])
+def test_a_stream_with_ending_offsets_fails_naming_the_option(spark, tmp_path, option, value):
+    d = str(tmp_path / "logs")
+    produce_numbered(d, "events", 1, 5)
+    message = start_failing(stream(spark, d, subscribe="events", **{option: value}), str(tmp_path / "ckpt"))
+    assert f"option {option} is for batch queries only" in message
+    assert "UnboundLocalError" not in message
+
+
+def test_a_stream_starting_past_a_partitions_end_follows_fail_on_data_loss(spark, tmp_path):
+    d = str(tmp_path / "logs")
+    produce_numbered(d, "events", 2, 10)
+    starting = {"events": {"0": 25, "1": -2}}
+    message = start_failing(stream(spark, d, subscribe="events", startingOffsets=starting), str(tmp_path / "a"))
+    assert "events-0's offset was changed from 25 to 10" in message and "failOnDataLoss" in message
+    # Without failOnDataLoss the partition goes on from its log end, as Spark's Kafka source does.
+    checkpoint = str(tmp_path / "b")
+    df = stream(spark, d, subscribe="events", startingOffsets=starting, failOnDataLoss="false")
+    assert sorted(r for b in run_available_now(df, checkpoint) for r in b) == expected("events", (1,), 0, 10)
+    produce_numbered(d, "events", 2, 3, start=10)
+    got = sorted(r for b in run_available_now(df, checkpoint) for r in b)
+    assert got == expected("events", (0, 1), 10, 13)
+
+
+def test_a_stream_from_group_offsets_of_an_unknown_group_follows_auto_offset_reset(spark, tmp_path):
+    d = str(tmp_path / "logs")
+    produce_numbered(d, "events", 2, 10)
+    group = {"subscribe": "events", "startingOffsets": "group", "groupId": "new-group"}
+    message = start_failing(stream(spark, d, **group, autoOffsetReset="none"), str(tmp_path / "none"))
+    assert "group 'new-group' has no committed offset for events-0, events-1" in message
+    latest = run_available_now(stream(spark, d, **group), str(tmp_path / "latest"))
+    assert [r for b in latest for r in b] == []  # Kafka's default: latest
+    # (That query committed new-group's offsets at the log end; another new group starts over.)
+    earliest = run_available_now(stream(spark, d, **{**group, "groupId": "other-group"}, autoOffsetReset="earliest"),
+                                 str(tmp_path / "earliest"))
+    assert sorted(r for b in earliest for r in b) == expected("events", (0, 1), 0, 10)

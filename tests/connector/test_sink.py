@@ -148,22 +148,43 @@ def test_bad_schema_or_options_name_the_column_or_option(tmp_path, options, colu
         parse_sink_options({"path": d, **options}, schema(**columns), overwrite=False)
 
 
-def test_path_must_be_an_existing_local_directory(tmp_path):
+NO_AUTO_CREATE = {"auto.create.topics.enable": "false"}
+
+
+def test_path_must_be_a_local_directory(tmp_path):
     value = schema(value=BinaryType())
     with pytest.raises(SeglogOptionError, match="option path is required"):
         parse_sink_options({"topic": "t"}, value, False)
+    with pytest.raises(SeglogOptionError, match="option path is required"):
+        parse_sink_options({"path": "", "topic": "t"}, value, False)
     with pytest.raises(SeglogOptionError, match="option path='s3://bucket/logs'.*local files only"):
         parse_sink_options({"path": "s3://bucket/logs", "topic": "t"}, value, False)
     with pytest.raises(SeglogOptionError, match="option path=.*does not exist"):
-        parse_sink_options({"path": str(tmp_path / "missing"), "topic": "t"}, value, False)
+        parse_sink_options({"path": str(tmp_path / "missing"), "topic": "t", **NO_AUTO_CREATE}, value, False)
+    # A broker creates a missing log dir, as it creates a missing topic.
+    assert parse_sink_options({"path": str(tmp_path / "new"), "topic": "t"}, value, False).log_dir == \
+        str(tmp_path / "new")
 
 
 def test_overwrite_and_unknown_topic_are_refused_before_any_task(tmp_path):
     d = make_log_dir(tmp_path / "logs", t=1)
     with pytest.raises(SeglogOptionError, match="overwrite"):
         parse_sink_options({"path": d, "topic": "t"}, schema(value=BinaryType()), overwrite=True)
-    with pytest.raises(UnknownTopicOrPartitionError, match="topic 'nope' does not exist"):
-        parse_sink_options({"path": d, "topic": "nope"}, schema(value=BinaryType()), overwrite=False)
+    with pytest.raises(UnknownTopicOrPartitionError,
+                       match="topic 'nope' does not exist .* auto.create.topics.enable is false"):
+        parse_sink_options({"path": d, "topic": "nope", **NO_AUTO_CREATE}, schema(value=BinaryType()),
+                           overwrite=False)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"topic": "bad topic"}, "option topic"),
+    ({"topic": "t", "num.partitions": "0"}, "option Invalid value 0 for configuration num.partitions"),
+    ({"topic": "t", "auto.create.topics.enable": "maybe"}, "auto.create.topics.enable"),
+])
+def test_bad_topic_names_and_broker_settings_are_refused_naming_them(tmp_path, options, message):
+    d = make_log_dir(tmp_path / "logs", t=1)
+    with pytest.raises(SeglogOptionError, match=message):
+        parse_sink_options({"path": d, **options}, schema(value=BinaryType()), overwrite=False)
 
 
 # --- staging and producing, without Spark ------------------------------------------------
@@ -199,8 +220,27 @@ def test_an_unknown_partition_or_topic_writes_nothing(tmp_path):
         produce_staged(d, [ok, bad_partition], None, CompressionType.NONE)
     bad_topic = stage(d, pa.record_batch({"topic": ["zzz"], "value": [b"x"]}))
     with pytest.raises(UnknownTopicOrPartitionError, match="topic 'zzz' does not exist"):
-        produce_staged(d, [ok, bad_topic], None, CompressionType.NONE)
+        produce_staged(d, [ok, bad_topic], None, CompressionType.NONE, NO_AUTO_CREATE)
+    new_topic_bad_partition = stage(d, pa.record_batch({"topic": ["new"], "value": [b"x"],
+                                                        "partition": pa.array([1], pa.int32())}))
+    with pytest.raises(UnknownTopicOrPartitionError, match="topic 'new' has no partition 1 \\(it has 1\\)"):
+        produce_staged(d, [ok, new_topic_bad_partition], None, CompressionType.NONE)
     assert all_records(d, "a") == [] and all_records(d, "b") == []
+    with Broker(d, background=False) as broker:
+        assert sorted(broker.list_topics()) == ["a", "b"]  # nothing was created either
+
+
+def test_a_missing_topic_is_created_with_num_partitions_as_kafka_auto_creates_topics(tmp_path):
+    d = make_log_dir(tmp_path / "logs", a=1)
+    rows = stage(d, pa.record_batch({"topic": ["a", "fresh", "other"], "value": [b"1", b"2", b"3"]}))
+    assert produce_staged(d, [rows], None, CompressionType.NONE, {"num.partitions": "3"}) == 3
+    with Broker(d, background=False) as broker:
+        assert {t: broker.partitions_for(t) for t in broker.list_topics()} == {"a": 1, "fresh": 3, "other": 3}
+    assert [r.value for r in all_records(d, "fresh")] == [b"2"]
+    default = stage(d, pa.record_batch({"value": [b"4"]}))
+    assert produce_staged(d, [default], "single", CompressionType.NONE) == 1
+    with Broker(d, background=False) as broker:
+        assert broker.partitions_for("single") == 1  # Kafka's default num.partitions
 
 
 def test_batches_stay_under_max_message_bytes_and_use_the_codec(tmp_path):
@@ -233,6 +273,21 @@ def test_batch_write_with_the_topic_option(spark, tmp_path):
     for p, records in by_partition.items():
         assert all(partition_for_key(r.key, 3) == p for r in records if r.key is not None)
     assert not os.path.exists(os.path.join(d, STAGING_DIR))
+
+
+@pytest.mark.slow
+def test_the_readme_write_example_creates_its_topic_and_log_dir(spark, tmp_path):
+    d = str(tmp_path / "fresh-logs")
+    df = spark.createDataFrame([("alice", '{"amount": 12}')], "key string, value string")
+    df.write.format("seglog").option("path", d).option("topic", "orders").mode("append").save()
+    assert [(r.key, r.value) for r in all_records(d, "orders")] == [(b"alice", b'{"amount": 12}')]
+
+
+@pytest.mark.slow
+def test_a_write_without_append_mode_fails_naming_the_mode(spark, tmp_path):
+    df = spark.createDataFrame([("v",)], "value string")
+    with pytest.raises(Exception, match="ErrorIfExists.*Append"):
+        df.write.format("seglog").option("path", str(tmp_path)).option("topic", "t").save()
 
 
 @pytest.mark.slow

@@ -1,8 +1,10 @@
-"""The real ``spark-sql`` shell runs examples/inspect.sql on a log directory.
+"""``seglog sql`` runs the real ``spark-sql`` shell on examples/inspect.sql, from a
+directory outside the checkout, with no virtualenv activated and no SPARK_HOME.
 
 It checks what a user at a shell relies on: Spark finds the ``seglog`` source
 by itself (``pyspark_seglog``), ``-d logdir=...`` reaches the SQL file, the
-views print exact rows, and spark_conf/ keeps the output quiet and in UTC.
+views print exact rows under a header line, spark_conf/ keeps the output quiet
+and in UTC, and the shell leaves nothing in the working directory.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import pyspark
 
 from broker_core import Broker
 from broker_core.clock import MockTime
@@ -24,42 +25,32 @@ from tests.connector.conftest import T0, produce_numbered
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
-SPARK_SQL = os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-sql")
+SEGLOG = os.path.join(os.path.dirname(sys.executable), "seglog")
 TIMEOUT_S = 240
 # What the shell leaves in its working directory unless told otherwise.
 SHELL_LITTER = ("metastore_db", "derby.log", "spark-warehouse")
 
 
-def run_spark_sql(sql_file: Path, variables: dict[str, str], scratch: Path) -> subprocess.CompletedProcess:
-    """``spark-sql -f`` from the repository root, as the example's header says to run it."""
-    env = dict(os.environ)
-    env.pop("SPARK_HOME", None)  # bin/spark-sql finds pyspark's own directory
-    env["PYSPARK_PYTHON"] = sys.executable
+def newcomer_environment() -> dict[str, str]:
+    """A shell where the virtualenv is not active: its bin/ is not on PATH, no SPARK_HOME."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("SPARK_HOME", "VIRTUAL_ENV", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
+    venv_bin = os.path.dirname(sys.executable)
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p != venv_bin)
     env["SPARK_LOCAL_IP"] = "127.0.0.1"
-    command = [
-        SPARK_SQL, "--properties-file", "spark_conf/spark-defaults.conf",
-        # The test's interpreter, wherever its virtualenv is (the properties file names .venv's).
-        "--conf", f"spark.pyspark.python={sys.executable}",
-        "--conf", f"spark.pyspark.driver.python={sys.executable}",
-        "--conf", "spark.ui.enabled=false",
-        "--conf", f"spark.sql.warehouse.dir={scratch / 'warehouse'}",
-        # Replaces spark.driver.extraJavaOptions, so it repeats the log4j2 setting; the metastore
-        # goes to scratch instead of the working directory.
-        "--driver-java-options",
-        f"-Dlog4j2.configurationFile=spark_conf/log4j2.properties -Dderby.system.home={scratch}",
-        "--hiveconf", "hive.cli.print.header=true",
-    ]
-    for name, value in variables.items():
-        command += ["-d", f"{name}={value}"]
-    command += ["-f", str(sql_file)]
-    proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    return env
+
+
+def run_seglog_sql(arguments: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    command = [SEGLOG, "sql", "--conf", "spark.ui.enabled=false", *arguments]
+    proc = subprocess.Popen(command, cwd=cwd, env=newcomer_environment(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         out, err = proc.communicate(timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)  # the JVM and its Python workers
         out, err = proc.communicate()
-        pytest.fail(f"spark-sql did not finish in {TIMEOUT_S} s; stderr ends:\n{err[-3000:]}")
+        pytest.fail(f"seglog sql did not finish in {TIMEOUT_S} s; stderr ends:\n{err[-3000:]}")
     return subprocess.CompletedProcess(command, proc.returncode, out, err)
 
 
@@ -93,11 +84,11 @@ def shell_run(tmp_path_factory):
     produce_numbered(log_dir, "clicks", 1, 7)
     with Broker(log_dir, background=False, clock=MockTime(current_time_ms=T0 + 60_000)) as broker:
         broker.commit_offsets("etl", {TopicPartition("orders", 0): 10, TopicPartition("orders", 1): 25})
-    litter_before = {name for name in SHELL_LITTER if (REPO / name).exists()}
-    result = run_spark_sql(REPO / "examples" / "inspect.sql", {"logdir": log_dir}, root / "scratch")
-    assert result.returncode == 0, f"spark-sql failed:\n{result.stderr[-5000:]}"
-    litter = {name for name in SHELL_LITTER if (REPO / name).exists()} - litter_before
-    return log_dir, result, result_tables(result.stdout), litter
+    elsewhere = root / "elsewhere"
+    elsewhere.mkdir()
+    result = run_seglog_sql(["-d", f"logdir={log_dir}", "-f", str(REPO / "examples" / "inspect.sql")], elsewhere)
+    assert result.returncode == 0, f"seglog sql failed:\n{result.stderr[-5000:]}"
+    return log_dir, result, result_tables(result.stdout), sorted(os.listdir(elsewhere))
 
 
 def test_offsets_view_prints_each_partitions_offsets(shell_run):
@@ -138,10 +129,19 @@ def test_totals_per_topic(shell_run):
     assert [row[:3] for row in rows] == [("clicks", "1", "7"), ("orders", "2", "50")]
 
 
-def test_shell_output_is_quiet_and_leaves_nothing_in_the_repository(shell_run):
-    _, result, tables, litter = shell_run
+def test_shell_output_is_quiet_and_leaves_nothing_in_the_working_directory(shell_run):
+    _, result, tables, left_behind = shell_run
     assert len(tables) == 4
     # spark_conf/log4j2.properties is in effect, not Spark's default profile.
     assert "Using Spark's default log4j profile" not in result.stderr
     assert "NativeCodeLoader" not in result.stderr and " INFO " not in result.stderr
-    assert not litter
+    assert left_behind == []
+
+
+def test_a_kept_metastore_goes_where_it_is_told(tmp_path):
+    kept = tmp_path / "metastore"
+    result = run_seglog_sql(["--metastore", str(kept), "-e", "SELECT 1 AS one"], tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result_tables(result.stdout)[0] == (("one",), [("1",)])
+    assert {"metastore_db", "derby.log"} <= set(os.listdir(kept))
+    assert not any((tmp_path / name).exists() for name in SHELL_LITTER)

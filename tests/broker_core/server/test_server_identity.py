@@ -71,3 +71,22 @@ def test_advertised_listeners_override_the_bound_ones_by_name():
     assert (advertised["PLAINTEXT"].host, advertised["PLAINTEXT"].port) == ("kafka.example", 9092)
     with pytest.raises(InvalidConfigurationError, match="not in listeners"):
         advertised_endpoints(bound, "OTHER://kafka.example:9092", {"listener.security.protocol.map": "OTHER:PLAINTEXT"})
+
+
+def test_a_start_refused_for_a_foreign_node_id_leaves_the_log_dir_untouched(tmp_path):
+    from broker_core.broker import Broker
+    from broker_core.config import BrokerConfig
+    from broker_core.server.broker_server import BrokerServer
+
+    with Broker(str(tmp_path)) as broker:
+        broker.create_topic("orders", 1)
+        broker.produce("orders", [b"a", b"b"])
+    (tmp_path / ".kafka_cleanshutdown").unlink()  # as after a crash: the next owner must recover
+    write_meta_properties(str(tmp_path), MetaProperties("AAAAAAAAAAAAAAAAAAAAAA", 7, "dir-a"))
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    config = BrokerConfig.from_props({"log.dirs": str(tmp_path), "node.id": "0",
+                                      "listeners": "PLAINTEXT://127.0.0.1:0"})
+    with pytest.raises(InvalidConfigurationError, match="Stored node id 7"):
+        BrokerServer(config).startup()
+    after = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    assert after == before
