@@ -32,10 +32,10 @@ from . import group_offsets
 from .clock import SYSTEM_CLOCK, Clock
 from .compaction_leases import CompactionLeases
 from .config import BrokerConfig, LogConfig
+from .coordinator.offset_and_metadata import OffsetAndMetadata
 from .errors import (InvalidPartitionsError, InvalidRequestError, InvalidTopicError, KafkaStorageError,
                      LogDirReadOnlyError, PolicyViolationError, TopicAlreadyExistsError,
                      UnknownTopicOrPartitionError)
-from .group_offsets import CommittedOffset
 from .log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, Log, LogAppendInfo
 from .log_loader import UnreadableBytes
 from .log_manager import LogManager
@@ -424,7 +424,7 @@ class Broker:
         self._check_writable(f"commit offsets of group {group_id!r}")
         group_offsets.commit_offsets(self, group_id, offsets, metadata)
 
-    def committed_offsets(self, group_id: str) -> dict[TopicPartition, CommittedOffset]:
+    def committed_offsets(self, group_id: str) -> dict[TopicPartition, OffsetAndMetadata]:
         return group_offsets.committed_offsets(self, group_id)
 
     def list_groups(self) -> list[str]:

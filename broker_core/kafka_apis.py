@@ -50,14 +50,15 @@ from .compaction_leases import CleanedSegment, LeasedPartition
 from .config import (BROKER_CONFIG_NAMES, CONFIG_SOURCE_IDS, DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG, LONG_MAX,
                      STATIC_BROKER_CONFIG, TOPIC_CONFIG_SYNONYMS, BrokerConfig, ConfigEntry, LogConfig)
 from .coordinator import GroupCoordinator
+from .coordinator.broker_store import ensure_offsets_topic
 from .delayed_fetch import (READ_COMMITTED, DelayedFetch, FetchParams, FetchPartition, FetchPartitionStatus,
                             LogReadResult, read_from_local_log)
 from .errors import (InvalidConfigurationError, InvalidPartitionsError, InvalidReplicaAssignmentError,
                      InvalidReplicationFactorError, InvalidRequestError, InvalidRequiredAcksError, InvalidTopicError,
                      KafkaError, KafkaStorageError, TopicAlreadyExistsError, UnknownServerError, UnknownTopicIdError,
                      UnknownTopicOrPartitionError)
-from .group_offsets import OFFSETS_TOPIC, ensure_offsets_topic
 from .log import EARLIEST_LOCAL_TIMESTAMP, LEADER_EPOCH, MAX_TIMESTAMP, Log
+from .offsets_topic import OFFSETS_TOPIC
 from .protocol import Request as KafkaRequest
 from .protocol import (ApiKey, ProtocolError, SeglogApiKey, UnsupportedVersionError, api_versions_fallback_response,
                        encode_response, parse_request, supported_apis)

@@ -11,20 +11,15 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from format import layout
+from format import layout, log_dir
 from format.checkpoint import OffsetCheckpointFile
 from format.fs import filesystem_for, join
+from format.log_dir import SegmentInfo
 from format.segment_reader import SegmentReader
 
 log = logging.getLogger(__name__)
 
 INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
-
-
-@dataclass(frozen=True)
-class SegmentInfo:
-    base_offset: int
-    size: int
 
 
 @dataclass(frozen=True)
@@ -53,29 +48,10 @@ class LogDirectory:
         self.fs.invalidate_cache(self.root)
         return self.fs.isdir(self.root)
 
-    def _names(self, path: str) -> list[tuple[str, dict]]:
-        # Listings must be fresh: segments come and go while a broker runs.
-        self.fs.invalidate_cache(path)
-        try:
-            entries = self.fs.ls(path, detail=True)
-        except FileNotFoundError:
-            return []
-        return [(e["name"].rstrip("/").rsplit("/", 1)[-1], e) for e in entries]
-
     def partitions(self, include_internal: bool = False) -> list[layout.TopicPartition]:
         """Every partition directory, in topic and partition order."""
-        out = []
-        for name, entry in self._names(self.root):
-            if entry.get("type") != "directory" or layout.is_deleted_dir(name) or layout.is_future_dir(name):
-                continue
-            try:
-                tp = layout.parse_partition_dir(name)
-            except ValueError:
-                continue
-            if not include_internal and tp.topic in INTERNAL_TOPICS:
-                continue
-            out.append(tp)
-        return sorted(out, key=lambda tp: (tp.topic, tp.partition))
+        return [tp for tp in log_dir.partitions(self.fs, self.root)
+                if include_internal or tp.topic not in INTERNAL_TOPICS]
 
     def topics(self, include_internal: bool = False) -> dict[str, list[int]]:
         out: dict[str, list[int]] = {}
@@ -87,14 +63,7 @@ class LogDirectory:
         return join(self.fs, self.root, layout.partition_dir_name(tp))
 
     def segments(self, tp: layout.TopicPartition) -> list[SegmentInfo]:
-        out = []
-        for name, entry in self._names(self.partition_dir(tp)):
-            if name.endswith(layout.LOG_FILE_SUFFIX):
-                try:
-                    out.append(SegmentInfo(layout.offset_from_file_name(name), int(entry.get("size") or 0)))
-                except ValueError:
-                    continue
-        return sorted(out, key=lambda s: s.base_offset)
+        return log_dir.segments(self.fs, self.partition_dir(tp))
 
     def _checkpointed_start_offsets(self) -> dict[layout.TopicPartition, int]:
         path = join(self.fs, self.root, layout.LOG_START_OFFSET_CHECKPOINT_FILE)
@@ -117,13 +86,7 @@ class LogDirectory:
         if not segments:
             return PartitionInfo(tp.topic, tp.partition, self.partition_dir(tp), (), 0, 0)
         starts = self._checkpointed_start_offsets() if start_offsets is None else start_offsets
-        end = segments[-1].base_offset
-        for segment in reversed(segments):
-            with self.reader(tp, segment) as reader:
-                found = reader.next_offset()
-            if found is not None:
-                end = max(found, segments[-1].base_offset)
-                break
+        end = log_dir.log_end_offset(self.fs, self.partition_dir(tp), segments)
         start = max(segments[0].base_offset, min(starts.get(tp, 0), end))
         return PartitionInfo(tp.topic, tp.partition, self.partition_dir(tp), tuple(segments), start, end)
 

@@ -31,11 +31,13 @@ def commit_group_offsets(options: SourceOptions, offsets: Mapping[TopicPartition
             broker.commit_offsets(options.group_id, dict(offsets))
         log.info("committed offsets of group %s through %s: %s", options.group_id, options.bootstrap, dict(offsets))
         return
-    from broker_core.group_offsets import commit_offsets_to_log_dir
+    from broker_core import Broker
 
     directory = LogDirectory(options.path, options.storage_options)
     if not is_local(directory.fs):
         raise RuntimeError(f"option groupId: offsets can only be committed into a local log directory, not "
                            f"{options.path}; give the option bootstrap to commit through a running broker")
-    commit_offsets_to_log_dir(directory.root, options.group_id, dict(offsets))
+    # Raises LogDirInUseError while a running broker holds the directory.
+    with Broker(directory.root, background=False) as broker:
+        broker.commit_offsets(options.group_id, dict(offsets))
     log.info("committed offsets of group %s: %s", options.group_id, dict(offsets))

@@ -1,37 +1,51 @@
 """``BrokerGroupStore``: the coordinator's records in the broker's own ``__consumer_offsets`` topic.
 
 Writes go through ``Broker.produce_batches`` as one batch per call into the
-group's partition, exactly as ``group_offsets.commit_offsets`` writes them, so
-the CLI, the Spark connector's lag views and Kafka's tools read what the
-coordinator stored. Loading reads every partition through the broker's logs
-from the log start offset to the high watermark; offsets written inside a
-transaction count once its COMMIT marker is read, as in Kafka's loader.
+group's partition; the embedded broker's own commits and deletions
+(``group_offsets``) go through this store too, so the CLI, the Spark
+connector's lag views and Kafka's tools read what the coordinator stored.
+Loading reads every partition through the broker's logs from the log start
+offset to the high watermark into the one ``OffsetsTopicReplay``.
 """
 
 from __future__ import annotations
 
-import logging
 import threading
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
-from format.control import ControlRecordType
 from format.layout import TopicPartition
 from format.record import SimpleRecord
 from format.record_batch import build_batch, iter_batches
 
-from ..group_offsets import OFFSETS_TOPIC, ensure_offsets_topic
-from ..offsets_topic import InvalidOffsetsRecordError, UnknownRecordTypeError, partition_for_group
+from ..errors import TopicAlreadyExistsError
+from ..offsets_topic import OFFSETS_TOPIC, partition_for_group
 from .store import GroupRecordWriter, LoadedGroups, OffsetsTopicReplay
 
 if TYPE_CHECKING:
     from ..broker import Broker
 
-__all__ = ["BrokerGroupStore"]
-
-log = logging.getLogger(__name__)
+__all__ = ["BrokerGroupStore", "ensure_offsets_topic"]
 
 # How much of a partition one read brings in while loading (Kafka's offsets.load.buffer.size).
 LOAD_BUFFER_SIZE = 5 * 1024 * 1024
+
+
+def ensure_offsets_topic(broker: Broker) -> int:
+    """Create ``__consumer_offsets`` with Kafka's settings unless it exists; returns its partition count."""
+    if broker.topics.get(OFFSETS_TOPIC) is None:
+        config = broker.config
+        try:
+            broker.create_topic(OFFSETS_TOPIC, config.offsets_topic_num_partitions, {
+                "cleanup.policy": "compact",
+                "segment.bytes": config.offsets_topic_segment_bytes,
+                # Commits are stored as their writer compressed them, as Kafka does for this topic.
+                "compression.type": "producer",
+            })
+        except TopicAlreadyExistsError:
+            pass  # created by a concurrent commit
+    # An existing topic keeps its partition count whatever the configuration
+    # says now: moving groups to other partitions would lose their offsets.
+    return broker.partitions_for(OFFSETS_TOPIC)
 
 
 class BrokerGroupStore(GroupRecordWriter):
@@ -78,38 +92,18 @@ class BrokerGroupStore(GroupRecordWriter):
         if self.broker.topics.get(OFFSETS_TOPIC) is None:
             return replay.result()  # no group has stored anything yet
         for partition in range(self.num_partitions):
-            for key, value in self._partition_records(partition):
-                try:
-                    replay.apply(key, value)
-                except UnknownRecordTypeError:
-                    continue  # records of Kafka's newer coordinators (consumer and share groups)
-                except InvalidOffsetsRecordError as exc:
-                    log.warning("%s-%d: skipping a record that cannot be decoded: %s", OFFSETS_TOPIC, partition, exc)
+            self._replay_partition(partition, replay)
         return replay.result()
 
-    def _partition_records(self, partition: int) -> Iterator[tuple[bytes, bytes | None]]:
-        """The keyed records of one partition in log order, transactional ones at their COMMIT marker."""
+    def _replay_partition(self, partition: int, replay: OffsetsTopicReplay) -> None:
         lg = self.broker.log_manager.log_or_raise(TopicPartition(OFFSETS_TOPIC, partition))
         offset, end = lg.log_start_offset, lg.high_watermark
-        pending: dict[int, list[tuple[bytes, bytes | None]]] = {}
         while offset < end:
             fetched = self.broker.fetch(OFFSETS_TOPIC, partition, offset, LOAD_BUFFER_SIZE)
             next_offset = offset
             for batch in iter_batches(fetched.records):
-                header = batch.header
-                next_offset = header.next_offset
-                if header.is_control:
-                    marker = batch.end_txn_marker()
-                    if marker is not None:
-                        done = pending.pop(header.producer_id, [])
-                        if marker.control_type == ControlRecordType.COMMIT:
-                            yield from done
-                    continue
-                records = [(r.key, r.value) for r in batch.records() if r.key is not None and r.offset >= offset]
-                if header.is_transactional:
-                    pending.setdefault(header.producer_id, []).extend(records)
-                else:
-                    yield from records
+                replay.replay_batch(partition, batch, offset)
+                next_offset = batch.header.next_offset
             if next_offset <= offset:
                 break  # nothing more to read below the high watermark
             offset = next_offset

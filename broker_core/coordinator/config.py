@@ -5,13 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..config import BrokerConfig
-from ..group_offsets import OFFSET_METADATA_MAX_BYTES
 from ..offsets_topic import DEFAULT_OFFSETS_TOPIC_PARTITIONS
 
-__all__ = ["GroupCoordinatorConfig", "NEW_MEMBER_JOIN_TIMEOUT_MS"]
+__all__ = ["GroupCoordinatorConfig", "NEW_MEMBER_JOIN_TIMEOUT_MS", "OFFSET_METADATA_MAX_BYTES"]
 
 _MS_PER_MINUTE = 60_000
 _INT_MAX = 2**31 - 1
+
+#: Kafka's default ``offset.metadata.max.bytes``: the longest metadata string a commit may carry.
+OFFSET_METADATA_MAX_BYTES = 4096
 
 #: How long a new member's JoinGroup may stay parked before the member is dropped (Kafka's value).
 #: A new member cannot heartbeat, and its client retries a JoinGroup that timed out, so without

@@ -4,10 +4,13 @@
 metadata, append committed offsets, append tombstones, and replay everything
 at startup. Both implementations write Kafka's record layouts
 (``broker_core.offsets_topic``) into the group's partition
-(``partition_for_group``), so the bytes are the same whether they land in a
-broker's log (``BrokerGroupStore``) or in memory (``InMemoryGroupStore``,
-for tests and tools), and the replay rules are shared: the latest record of
-a key wins and a null value (tombstone) deletes it.
+(``partition_for_group``) through ``GroupRecordWriter``, so the bytes are the
+same whether they land in a broker's log (``BrokerGroupStore``) or in memory
+(``InMemoryGroupStore``, for tests and tools).
+
+``OffsetsTopicReplay`` is the one reading of those records: the coordinator
+loading at startup, the broker's own ``committed_offsets`` and the tools that
+read a log directory's files (``group_offsets``) all feed it, so they agree.
 
 Appends are synchronous: when a method returns, the records are in the log.
 A failed append raises (a ``KafkaError`` from the log, or anything else);
@@ -16,35 +19,51 @@ the coordinator turns that into the error code Kafka answers with.
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Protocol
 
+from format.control import ControlRecordType
 from format.layout import TopicPartition
+from format.record_batch import RecordBatch
 
-from ..offsets_topic import (DEFAULT_OFFSETS_TOPIC_PARTITIONS, NO_LEADER_EPOCH, GroupMetadataKey, GroupMetadataValue,
-                             OffsetCommitKey, OffsetCommitValue, decode_record, encode_group_metadata,
-                             encode_offset_commit, partition_for_group)
+from ..offsets_topic import (DEFAULT_OFFSETS_TOPIC_PARTITIONS, NO_LEADER_EPOCH, OFFSETS_TOPIC, GroupMetadataKey,
+                             GroupMetadataValue, InvalidOffsetsRecordError, OffsetCommitKey, OffsetCommitValue,
+                             UnknownRecordTypeError, decode_group_metadata_value, decode_key,
+                             decode_offset_commit_value, encode_group_metadata, encode_offset_commit,
+                             partition_for_group)
 from .offset_and_metadata import OffsetAndMetadata
 
 __all__ = [
     "GroupStore",
     "LoadedGroups",
     "OffsetsTopicReplay",
+    "GroupRecordWriter",
     "InMemoryGroupStore",
     "offset_commit_record",
     "group_metadata_record",
 ]
 
+log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class LoadedGroups:
-    """What replaying ``__consumer_offsets`` gives the coordinator at startup."""
+    """What replaying ``__consumer_offsets`` gives: the coordinator's start, the tools' answer."""
 
     #: Each classic group's last stored generation (groups deleted by a tombstone are absent).
     groups: Mapping[str, GroupMetadataValue] = field(default_factory=dict)
     #: Each group's committed offsets (a group may have offsets and no metadata: it only stores offsets).
     offsets: Mapping[str, Mapping[TopicPartition, OffsetAndMetadata]] = field(default_factory=dict)
+
+    @property
+    def group_ids(self) -> list[str]:
+        """Every group that has committed offsets or a stored generation, sorted."""
+        return sorted(set(self.groups) | set(self.offsets))
+
+    def has_group(self, group_id: str) -> bool:
+        return group_id in self.groups or group_id in self.offsets
 
 
 class GroupStore(Protocol):
@@ -90,39 +109,102 @@ def group_metadata_record(group_id: str, value: GroupMetadataValue | None) -> tu
 
 
 class OffsetsTopicReplay:
-    """Replays ``__consumer_offsets`` records in log order: the latest record of a key wins."""
+    """Replays records of ``__consumer_offsets`` in log order, as Kafka's group metadata loader does.
 
-    def __init__(self) -> None:
+    Per partition, the latest record of a key wins and a null value
+    (tombstone) deletes it. Offsets committed inside a transaction wait for
+    its marker: an ABORT drops them; a COMMIT applies each one unless its
+    partition already holds a newer plain commit, newer by log offset
+    (Kafka's ``CommitRecordMetadataAndOffset.olderThan``), so a plain commit
+    written between a transaction's offset commit and its COMMIT marker
+    stands. With ``group_id``, other groups' records are passed over.
+    Records of other coordinators (Kafka's consumer and share groups) are
+    skipped; one that cannot be decoded is skipped with a warning naming its
+    partition and offset.
+    """
+
+    def __init__(self, group_id: str | None = None) -> None:
+        self.group_id = group_id
         self._groups: dict[str, GroupMetadataValue] = {}
-        self._offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
+        # Each offset keeps the log offset of the record that set it.
+        self._offsets: dict[str, dict[TopicPartition, tuple[int, OffsetAndMetadata]]] = {}
+        # The offsets each open transaction commits (with their log offsets), by partition and producer id:
+        # transactions are per partition.
+        self._pending: dict[tuple[int, int], dict[tuple[str, TopicPartition], tuple[int, OffsetAndMetadata]]] = {}
 
-    def apply(self, key: bytes, value: bytes | None) -> None:
-        """One record; raises ``UnknownRecordTypeError`` for record types of other coordinators."""
-        decoded_key, decoded_value = decode_record(key, value)
-        if isinstance(decoded_key, GroupMetadataKey):
-            if decoded_value is None:
-                self._groups.pop(decoded_key.group, None)
-            else:
-                assert isinstance(decoded_value, GroupMetadataValue)
-                self._groups[decoded_key.group] = decoded_value
+    def replay_batch(self, partition: int, batch: RecordBatch, from_offset: int = 0) -> None:
+        """One batch of the offsets topic's ``partition``; records below ``from_offset`` were replayed already."""
+        header = batch.header
+        if header.last_offset < from_offset:
             return
-        tp = TopicPartition(decoded_key.topic, decoded_key.partition)
-        if decoded_value is None:
-            offsets = self._offsets.get(decoded_key.group)
-            if offsets is not None:
-                offsets.pop(tp, None)
-                if not offsets:
-                    del self._offsets[decoded_key.group]
+        if header.is_control:
+            marker = batch.end_txn_marker()
+            if marker is not None:
+                done = self._pending.pop((partition, header.producer_id), {})
+                if marker.control_type == ControlRecordType.COMMIT:
+                    for (group_id, tp), (log_offset, offset) in done.items():
+                        current = self._offsets.get(group_id, {}).get(tp)
+                        if current is None or current[0] < log_offset:
+                            self._put(group_id, tp, log_offset, offset)
             return
-        assert isinstance(decoded_value, OffsetCommitValue)
-        self._offsets.setdefault(decoded_key.group, {})[tp] = OffsetAndMetadata(
-            offset=decoded_value.offset, metadata=decoded_value.metadata,
-            commit_timestamp=decoded_value.commit_timestamp,
-            leader_epoch=None if decoded_value.leader_epoch == NO_LEADER_EPOCH else decoded_value.leader_epoch,
-            expire_timestamp=decoded_value.expire_timestamp)
+        producer_id = header.producer_id if header.is_transactional else None
+        for record in batch.records():
+            if record.offset >= from_offset and record.key is not None:
+                self._replay(partition, record.offset, record.key, record.value, producer_id)
+
+    def replay_record(self, partition: int, log_offset: int, key: bytes, value: bytes | None) -> None:
+        """One record written outside any transaction, at ``log_offset`` of ``partition``."""
+        self._replay(partition, log_offset, key, value, None)
+
+    def _replay(self, partition: int, log_offset: int, key: bytes, value: bytes | None,
+                producer_id: int | None) -> None:
+        try:
+            decoded = decode_key(key)
+            if self.group_id is not None and decoded.group != self.group_id:
+                return
+            if isinstance(decoded, GroupMetadataKey):
+                if value is None:
+                    self._groups.pop(decoded.group, None)
+                else:
+                    self._groups[decoded.group] = decode_group_metadata_value(value)
+                return
+            offset = None if value is None else _offset_and_metadata(decode_offset_commit_value(value))
+        except UnknownRecordTypeError:
+            return
+        except InvalidOffsetsRecordError as exc:
+            log.warning("%s-%d offset %d: skipping a record that cannot be decoded: %s", OFFSETS_TOPIC, partition,
+                        log_offset, exc)
+            return
+        tp = TopicPartition(decoded.topic, decoded.partition)
+        if producer_id is None:
+            self._put(decoded.group, tp, log_offset, offset)
+            return
+        pending = self._pending.setdefault((partition, producer_id), {})
+        if offset is None:
+            # As in Kafka's loader, a tombstone inside a transaction only takes back what the transaction pended.
+            pending.pop((decoded.group, tp), None)
+        else:
+            pending[(decoded.group, tp)] = (log_offset, offset)
+
+    def _put(self, group_id: str, tp: TopicPartition, log_offset: int, offset: OffsetAndMetadata | None) -> None:
+        offsets = self._offsets.setdefault(group_id, {})
+        if offset is None:
+            offsets.pop(tp, None)
+        else:
+            offsets[tp] = (log_offset, offset)
+        if not offsets:
+            del self._offsets[group_id]
 
     def result(self) -> LoadedGroups:
-        return LoadedGroups(dict(self._groups), {g: dict(o) for g, o in self._offsets.items()})
+        """The groups and offsets live after the records replayed so far (open transactions left out)."""
+        offsets = {g: {tp: o for tp, (_, o) in sorted(tps.items())} for g, tps in sorted(self._offsets.items())}
+        return LoadedGroups(dict(sorted(self._groups.items())), offsets)
+
+
+def _offset_and_metadata(value: OffsetCommitValue) -> OffsetAndMetadata:
+    return OffsetAndMetadata(offset=value.offset, metadata=value.metadata, commit_timestamp=value.commit_timestamp,
+                             leader_epoch=None if value.leader_epoch == NO_LEADER_EPOCH else value.leader_epoch,
+                             expire_timestamp=value.expire_timestamp)
 
 
 class GroupRecordWriter:
@@ -172,8 +254,9 @@ class InMemoryGroupStore(GroupRecordWriter):
         with self._lock:
             snapshot = {p: list(records) for p, records in self.partitions.items()}
         for partition in sorted(snapshot):
-            for key, value in snapshot[partition]:
-                replay.apply(key, value)
+            # A record's place in the list is its offset in the partition.
+            for log_offset, (key, value) in enumerate(snapshot[partition]):
+                replay.replay_record(partition, log_offset, key, value)
         return replay.result()
 
     def records(self, group_id: str) -> list[tuple[bytes, bytes | None]]:

@@ -10,7 +10,7 @@ embedded broker (and the Java producer) partitions them.
 Consumer groups go to the broker's group coordinator (ListGroups,
 DescribeGroups, OffsetFetch, OffsetCommit, DeleteGroups), with the answers
 ``seglog groups`` prints for a log dir: ``GroupDescription`` and
-``CommittedOffset`` records. A coordinator still loading
+``OffsetAndMetadata`` records. A coordinator still loading
 ``__consumer_offsets`` is waited for, as clients retry it.
 
 Topic configs change through IncrementalAlterConfigs (AlterConfigs, which
@@ -34,7 +34,8 @@ from ..broker import (DEFAULT_FETCH_MAX_BYTES, FetchResult, OffsetAndTimestamp, 
                       RecordMetadata, TopicDescription)
 from ..errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, GroupIdNotFoundError,
                       NonEmptyGroupError, UnknownTopicOrPartitionError, error_for_code)
-from ..group_offsets import CommittedOffset, GroupDescription, GroupMember, PartitionLag
+from ..coordinator.offset_and_metadata import OffsetAndMetadata
+from ..group_offsets import GroupDescription, GroupMember, PartitionLag
 from ..kafka_apis import topic_id_text
 from ..partitioner import StickyPartitioner, assign_partitions
 from ..protocol import ApiKey
@@ -245,7 +246,7 @@ class RemoteBroker:
         _raise_for(response["error_code"], None, "ListGroups")
         return sorted(g["group_id"] for g in response["groups"])
 
-    def committed_offsets(self, group_id: str) -> dict[TopicPartition, CommittedOffset]:
+    def committed_offsets(self, group_id: str) -> dict[TopicPartition, OffsetAndMetadata]:
         """Every offset the group committed (OffsetFetch for all partitions)."""
         def error_of(r: dict) -> int:
             return r["groups"][0]["error_code"] if r.get("groups") else r.get("error_code", 0)
@@ -262,7 +263,7 @@ class RemoteBroker:
                 if p["committed_offset"] >= 0:
                     epoch = p["committed_leader_epoch"]
                     # The commit time is not on the wire: -1 says unknown.
-                    out[TopicPartition(topic["name"], p["partition_index"])] = CommittedOffset(
+                    out[TopicPartition(topic["name"], p["partition_index"])] = OffsetAndMetadata(
                         p["committed_offset"], p["metadata"] or "", -1, None if epoch < 0 else epoch)
         return dict(sorted(out.items()))
 

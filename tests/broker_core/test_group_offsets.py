@@ -10,16 +10,17 @@ from broker_core.cli import main as seglog
 from broker_core.clock import MockTime
 from broker_core.errors import (GroupIdNotFoundError, InvalidRequestError, LogDirInUseError,
                                 OffsetMetadataTooLargeError, OffsetOutOfRangeError, UnknownTopicOrPartitionError)
-from broker_core.group_offsets import (OFFSETS_TOPIC, CommittedOffset, commit_offsets, commit_offsets_to_log_dir,
-                                       delete_group, describe_group, ensure_offsets_topic, list_groups,
+from broker_core.coordinator import OffsetAndMetadata
+from broker_core.coordinator.broker_store import ensure_offsets_topic
+from broker_core.group_offsets import (commit_offsets, delete_group, describe_consumer_group, list_groups,
                                        read_committed_offsets, read_offsets_topic, reset_offsets)
-from broker_core.offsets_topic import (GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, OffsetCommitValue,
-                                       encode_group_metadata, encode_offset_commit, partition_for_group)
-from format.control import ControlRecordType, EndTransactionMarker
+from broker_core.offsets_topic import (OFFSETS_TOPIC, GroupMetadataKey, GroupMetadataValue, encode_group_metadata,
+                                       partition_for_group)
 from format.fs import filesystem_for, storage_options_from
 from format.layout import TopicPartition as TP
 from format.record import SimpleRecord
-from format.record_batch import build_batch, build_end_txn_marker_batch
+from format.record_batch import build_batch
+from offsets_kit import commit_in_transaction, end_transaction
 
 SEGLOG = os.path.join(os.path.dirname(sys.executable), "seglog")
 PARTITIONS = 5  # offsets.topic.num.partitions for these tests: small, quick to create
@@ -79,8 +80,8 @@ def test_committed_offsets_read_back_from_the_files(log_dir):
     with open_broker(log_dir) as b:
         commit_offsets(b, "app", {TP("orders", 0): 3, TP("orders", 1): 1}, metadata="run-1")
     assert read_committed_offsets(None, log_dir) == {"app": {
-        TP("orders", 0): CommittedOffset(3, "run-1", NOW, None),
-        TP("orders", 1): CommittedOffset(1, "run-1", NOW, None)}}
+        TP("orders", 0): OffsetAndMetadata(3, "run-1", NOW, None),
+        TP("orders", 1): OffsetAndMetadata(1, "run-1", NOW, None)}}
 
 
 def test_the_latest_commit_wins(log_dir):
@@ -89,8 +90,8 @@ def test_the_latest_commit_wins(log_dir):
         commit_offsets(b, "app", {TP("orders", 0): 7}, metadata="second", timestamp_ms=NOW + 5)
         commit_offsets(b, "app", {TP("orders", 0): 5}, metadata="third", timestamp_ms=NOW + 9)
     offsets = read_committed_offsets(None, log_dir, "app")["app"]
-    assert offsets == {TP("orders", 0): CommittedOffset(5, "third", NOW + 9),
-                       TP("orders", 1): CommittedOffset(1, "", NOW)}
+    assert offsets == {TP("orders", 0): OffsetAndMetadata(5, "third", NOW + 9),
+                       TP("orders", 1): OffsetAndMetadata(1, "", NOW)}
 
 
 def test_tombstones_delete_the_groups_offsets(log_dir):
@@ -102,7 +103,7 @@ def test_tombstones_delete_the_groups_offsets(log_dir):
         assert b.list_groups() == ["other"]
         with pytest.raises(GroupIdNotFoundError, match="'app'"):
             delete_group(b, "app")
-    assert read_committed_offsets(None, log_dir) == {"other": {TP("orders", 0): CommittedOffset(2, "", NOW)}}
+    assert read_committed_offsets(None, log_dir) == {"other": {TP("orders", 0): OffsetAndMetadata(2, "", NOW)}}
 
 
 def test_a_group_committed_again_after_deletion_starts_afresh(log_dir):
@@ -110,7 +111,7 @@ def test_a_group_committed_again_after_deletion_starts_afresh(log_dir):
         commit_offsets(b, "app", {TP("orders", 0): 3, TP("orders", 1): 1})
         b.delete_group("app")
         commit_offsets(b, "app", {TP("orders", 1): 2})
-        assert b.committed_offsets("app") == {TP("orders", 1): CommittedOffset(2, "", NOW)}
+        assert b.committed_offsets("app") == {TP("orders", 1): OffsetAndMetadata(2, "", NOW)}
 
 
 def test_several_groups_on_different_partitions_are_read_apart(log_dir):
@@ -121,9 +122,9 @@ def test_several_groups_on_different_partitions_are_read_apart(log_dir):
         b.commit_offsets(groups[0], {TP("orders", 2): 0})
     everything = read_committed_offsets(None, log_dir)
     assert everything == {
-        groups[0]: {TP("orders", 0): CommittedOffset(1, "", NOW), TP("orders", 2): CommittedOffset(0, "", NOW)},
-        groups[1]: {TP("orders", 0): CommittedOffset(2, "", NOW)},
-        groups[2]: {TP("orders", 0): CommittedOffset(3, "", NOW)}}
+        groups[0]: {TP("orders", 0): OffsetAndMetadata(1, "", NOW), TP("orders", 2): OffsetAndMetadata(0, "", NOW)},
+        groups[1]: {TP("orders", 0): OffsetAndMetadata(2, "", NOW)},
+        groups[2]: {TP("orders", 0): OffsetAndMetadata(3, "", NOW)}}
     for group in groups:
         assert read_committed_offsets(None, log_dir, group) == {group: everything[group]}
     assert list_groups(log_dir) == sorted(groups)
@@ -141,7 +142,7 @@ def test_reading_one_group_reads_only_its_partition(log_dir):
             with open(os.path.join(log_dir, f"{OFFSETS_TOPIC}-{p}", "00000000000000000000.log"), "wb") as f:
                 f.write(b"\xff" * 100)
     assert read_committed_offsets(None, log_dir, groups[1]) == {
-        groups[1]: {TP("orders", 0): CommittedOffset(1, "", NOW)}}
+        groups[1]: {TP("orders", 0): OffsetAndMetadata(1, "", NOW)}}
 
 
 def test_commits_spread_over_many_segments_replay_in_offset_order(tmp_path):
@@ -164,7 +165,7 @@ def test_a_cleaned_segment_waiting_as_swap_file_is_read(log_dir):
     # The moment of a cleaner swap when the old segment is gone and the cleaned one not yet renamed.
     os.rename(os.path.join(directory, "00000000000000000000.log"),
               os.path.join(directory, "00000000000000000000.log.swap"))
-    assert read_committed_offsets(None, log_dir, "app") == {"app": {TP("orders", 0): CommittedOffset(2, "", NOW)}}
+    assert read_committed_offsets(None, log_dir, "app") == {"app": {TP("orders", 0): OffsetAndMetadata(2, "", NOW)}}
 
 
 def test_an_unknown_group_reads_as_no_offsets(log_dir):
@@ -177,7 +178,7 @@ def test_committed_offsets_survive_a_broker_restart(log_dir):
     with open_broker(log_dir) as b:
         b.commit_offsets("app", {TP("orders", 0): 6}, metadata="m")
     with open_broker(log_dir) as b:
-        assert b.committed_offsets("app") == {TP("orders", 0): CommittedOffset(6, "m", NOW)}
+        assert b.committed_offsets("app") == {TP("orders", 0): OffsetAndMetadata(6, "m", NOW)}
         b.commit_offsets("app", {TP("orders", 0): 8})
     with open_broker(log_dir) as b:
         assert b.committed_offsets("app")[TP("orders", 0)].offset == 8
@@ -207,7 +208,7 @@ def test_reading_a_kafka_log_dir_without_seglogs_topic_store(log_dir):
     with open_broker(log_dir) as b:
         b.commit_offsets(group, {TP("orders", 1): 3})
     os.remove(os.path.join(log_dir, "seglog-topics.json"))
-    assert read_committed_offsets(None, log_dir, group) == {group: {TP("orders", 1): CommittedOffset(3, "", NOW)}}
+    assert read_committed_offsets(None, log_dir, group) == {group: {TP("orders", 1): OffsetAndMetadata(3, "", NOW)}}
 
 
 def test_a_broker_with_several_log_dirs_finds_groups_in_each(tmp_path):
@@ -221,37 +222,46 @@ def test_a_broker_with_several_log_dirs_finds_groups_in_each(tmp_path):
         assert all(any(n.startswith(OFFSETS_TOPIC) for n in names) for names in found_in.values())
         assert b.list_groups() == sorted(groups)
         for group in groups:
-            assert b.committed_offsets(group) == {TP("orders", 0): CommittedOffset(0, "", NOW)}
+            assert b.committed_offsets(group) == {TP("orders", 0): OffsetAndMetadata(0, "", NOW)}
 
 
 def test_offsets_committed_in_a_transaction_count_once_committed(log_dir):
+    orders_0 = TP("orders", 0)
     with open_broker(log_dir) as b:
-        ensure_offsets_topic(b)
-        partition = partition_for_group("txn-app", PARTITIONS)
-        log = b.log_manager.log_or_raise(TP(OFFSETS_TOPIC, partition))
-
-        def txn_commit(producer_id, offset):
-            key, value = encode_offset_commit(OffsetCommitKey("txn-app", "orders", 0),
-                                              OffsetCommitValue(offset, -1, "", NOW))
-            log.append(build_batch([SimpleRecord(value, key, NOW)], producer_id=producer_id, producer_epoch=0,
-                                   base_sequence=0, is_transactional=True))
-
-        def marker(producer_id, control_type):
-            log.append(build_end_txn_marker_batch(EndTransactionMarker(control_type, 0), producer_id=producer_id,
-                                                  producer_epoch=0, timestamp=NOW), from_client=False)
-
-        txn_commit(1, 5)
+        commit_in_transaction(b, "txn-app", {orders_0: 5}, producer_id=1)
         assert b.committed_offsets("txn-app") == {}  # open transaction: not yet
-        marker(1, ControlRecordType.COMMIT)
-        assert b.committed_offsets("txn-app")[TP("orders", 0)].offset == 5
-        txn_commit(2, 9)
-        marker(2, ControlRecordType.ABORT)
-        assert b.committed_offsets("txn-app")[TP("orders", 0)].offset == 5
+        end_transaction(b, "txn-app", 1)
+        assert b.committed_offsets("txn-app")[orders_0].offset == 5
+        commit_in_transaction(b, "txn-app", {orders_0: 9}, producer_id=2)
+        end_transaction(b, "txn-app", 2, commit=False)
+        assert b.committed_offsets("txn-app")[orders_0].offset == 5
         # A plain commit appended after a transaction's commit record wins over it.
-        txn_commit(3, 7)
-        b.commit_offsets("txn-app", {TP("orders", 0): 8})
-        marker(3, ControlRecordType.COMMIT)
-        assert b.committed_offsets("txn-app")[TP("orders", 0)].offset == 8
+        commit_in_transaction(b, "txn-app", {orders_0: 7}, producer_id=3)
+        b.commit_offsets("txn-app", {orders_0: 8})
+        end_transaction(b, "txn-app", 3)
+        assert b.committed_offsets("txn-app")[orders_0].offset == 8
+
+
+def test_a_transaction_committed_after_a_plain_commit_of_an_older_record_applies(log_dir):
+    orders_0, orders_1 = TP("orders", 0), TP("orders", 1)
+    with open_broker(log_dir) as b:
+        b.commit_offsets("txn-app", {orders_0: 2, orders_1: 2})
+        commit_in_transaction(b, "txn-app", {orders_0: 6, orders_1: 6}, producer_id=1)
+        # Newer than the transaction's record of orders-0 only.
+        b.commit_offsets("txn-app", {orders_0: 4})
+        end_transaction(b, "txn-app", 1)
+        assert {tp: o.offset for tp, o in b.committed_offsets("txn-app").items()} == {orders_0: 4, orders_1: 6}
+
+
+def test_a_transaction_open_in_one_partition_is_not_ended_by_a_marker_in_another(log_dir):
+    first, second = groups_on_distinct_partitions(2)
+    with open_broker(log_dir) as b:
+        commit_in_transaction(b, first, {TP("orders", 0): 3}, producer_id=1)
+        commit_in_transaction(b, second, {TP("orders", 0): 4}, producer_id=1)
+        end_transaction(b, second, 1)
+        loaded = read_offsets_topic(None, log_dir)
+    assert {g: {tp: o.offset for tp, o in offsets.items()} for g, offsets in loaded.offsets.items()} == {
+        second: {TP("orders", 0): 4}}
 
 
 def test_group_metadata_records_are_replayed(log_dir):
@@ -264,8 +274,8 @@ def test_group_metadata_records_are_replayed(log_dir):
         assert b.list_groups() == ["classic"]  # a group with metadata but no offsets yet
         b.delete_group("classic")
         assert b.list_groups() == []
-    snapshot = read_offsets_topic(None, log_dir)
-    assert snapshot.group_metadata == {} and snapshot.offsets == {}
+    loaded = read_offsets_topic(None, log_dir)
+    assert loaded.groups == {} and loaded.offsets == {}
 
 
 # --- checks ---------------------------------------------------------------------------
@@ -291,22 +301,14 @@ def test_negative_offsets_and_oversized_metadata_are_refused(log_dir):
         assert b.list_groups() == []
 
 
-def test_commit_to_a_log_dir_without_a_running_broker(log_dir):
-    commit_offsets_to_log_dir(log_dir, "offline", {TP("orders", 2): 0}, metadata="tool")
-    assert read_committed_offsets(None, log_dir, "offline")["offline"][TP("orders", 2)].metadata == "tool"
-    with open_broker(log_dir):
-        with pytest.raises(LogDirInUseError, match="in use"):
-            commit_offsets_to_log_dir(log_dir, "offline", {TP("orders", 2): 0})
-
-
-def test_describe_group_reports_lag_against_the_log_end(log_dir):
+def test_describe_reports_lag_against_the_log_end(log_dir):
     with open_broker(log_dir) as b:
         b.commit_offsets("app", {TP("orders", 0): 4, TP("orders", 1): 4, TP("gone", 0): 1})
-    rows = describe_group(log_dir, "app")
+    rows = describe_consumer_group(log_dir, "app").partitions
     assert [(r.topic, r.partition, r.current_offset, r.log_end_offset, r.lag) for r in rows] == [
         ("gone", 0, 1, None, None), ("orders", 0, 4, 10, 6), ("orders", 1, 4, 4, 0)]
     with pytest.raises(GroupIdNotFoundError):
-        describe_group(log_dir, "nobody")
+        describe_consumer_group(log_dir, "nobody")
 
 
 def test_committed_offsets_are_read_from_an_s3_bucket(log_dir, s3_bucket):
@@ -322,7 +324,7 @@ def test_committed_offsets_are_read_from_an_s3_bucket(log_dir, s3_bucket):
             fs.put_file(local, f"{root}/{os.path.relpath(local, log_dir)}")
     url = f"s3://{bucket}/logs"
     assert read_committed_offsets(None, url, "app", storage_options=opts) == {
-        "app": {TP("orders", 0): CommittedOffset(5, "", NOW)}}
+        "app": {TP("orders", 0): OffsetAndMetadata(5, "", NOW)}}
     assert list_groups(url, opts) == ["app"]
 
 

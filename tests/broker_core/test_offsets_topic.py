@@ -83,6 +83,41 @@ def test_an_expire_timestamp_is_written_as_version_1():
     assert value == struct.pack(">hq", 1, 5) + kstr("") + struct.pack(">qq", 100, 200)
 
 
+def test_an_offset_commit_value_version_4_is_written_flexible():
+    value = encode_offset_commit_value(OffsetCommitValue(1234, 6, "meta", 1_700_000_000_000), version=4)
+    assert value == struct.pack(">hqi", 4, 1234, 6) + cstr("meta") + struct.pack(">q", 1_700_000_000_000) + b"\x00"
+
+
+GROUP = GroupMetadataValue("consumer", 7, "range", "m-1", 1_700_000_000_000, (
+    MemberMetadata("m-1", "client", "/10.0.0.1", 10_000, 60_000, b"su", b"a", "instance-1"),
+    MemberMetadata("m-2", "client", "/10.0.0.2", 10_000, 60_000, b"", b"", None)))
+
+
+def test_group_metadata_value_bytes_are_kafkas():
+    # Version 3 (what Kafka writes): int16 strings, int32 bytes and array lengths, group.instance.id nullable.
+    members = (kstr("m-1") + kstr("instance-1") + kstr("client") + kstr("/10.0.0.1")
+               + struct.pack(">ii", 60_000, 10_000)
+               + struct.pack(">i", 2) + b"su" + struct.pack(">i", 1) + b"a"
+               + kstr("m-2") + struct.pack(">h", -1) + kstr("client") + kstr("/10.0.0.2")
+               + struct.pack(">iiii", 60_000, 10_000, 0, 0))
+    assert encode_group_metadata_value(GROUP) == (struct.pack(">h", 3) + kstr("consumer") + struct.pack(">i", 7)
+                                                  + kstr("range") + kstr("m-1") + struct.pack(">q", 1_700_000_000_000)
+                                                  + struct.pack(">i", 2) + members)
+
+
+def test_group_metadata_value_version_4_is_written_flexible():
+    # Compact lengths (varint of n + 1, 0 for null) and an empty tagged-field section after every struct.
+    members = (cstr("m-1") + cstr("instance-1") + cstr("client") + cstr("/10.0.0.1")
+               + struct.pack(">ii", 60_000, 10_000)
+               + b"\x03su" + b"\x02a" + b"\x00"
+               + cstr("m-2") + b"\x00" + cstr("client") + cstr("/10.0.0.2") + struct.pack(">ii", 60_000, 10_000)
+               + b"\x01\x01" + b"\x00")
+    assert encode_group_metadata_value(GROUP, 4) == (struct.pack(">h", 4) + cstr("consumer") + struct.pack(">i", 7)
+                                                     + cstr("range") + cstr("m-1")
+                                                     + struct.pack(">q", 1_700_000_000_000) + b"\x03" + members
+                                                     + b"\x00")
+
+
 def test_group_metadata_key_bytes_are_kafkas():
     assert encode_key(GroupMetadataKey("grp")) == struct.pack(">h", 2) + kstr("grp")
     assert decode_key(struct.pack(">h", 2) + kstr("grp")) == GroupMetadataKey("grp")
@@ -194,7 +229,8 @@ def test_other_record_types_are_reported_as_unknown():
 
 @pytest.mark.parametrize("data, message", [
     (b"\x00", "no version"),
-    (struct.pack(">h", 1) + kstr("g") + struct.pack(">h", 10) + b"abc", "bytes needed"),
+    (struct.pack(">h", 1) + kstr("g") + struct.pack(">h", 10) + b"abc",
+     r"OffsetCommitKey v1: string of 10 bytes runs past the end .* at topic"),
 ])
 def test_truncated_keys_raise(data, message):
     with pytest.raises(InvalidOffsetsRecordError, match=message):
@@ -212,7 +248,7 @@ def test_an_unsupported_value_version_raises():
 
 
 def test_a_null_protocol_type_is_refused():
-    with pytest.raises(InvalidOffsetsRecordError, match="protocol_type is null"):
+    with pytest.raises(InvalidOffsetsRecordError, match="GroupMetadataValue v3: .*null.* at protocol_type"):
         decode_group_metadata_value(struct.pack(">hh", 3, -1))
 
 

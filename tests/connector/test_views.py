@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import subprocess
+import sys
 from dataclasses import astuple
 
 import pytest
@@ -19,6 +21,8 @@ from connector.views import (GroupRow, OffsetsRow, SegmentRow, groups_rows, offs
 from format import layout
 from format.layout import TopicPartition
 from format.record import SimpleRecord
+from tests.broker_core.offsets_kit import commit_in_transaction, end_transaction
+from tests.broker_core.server.server_kit import committed_offsets, start_broker
 from tests.connector.conftest import T0, produce_numbered
 
 COMMIT_TIME = T0 + 60_000
@@ -252,6 +256,38 @@ def test_offsets_view_through_a_temporary_view_in_sql(spark, log_dir):
     got = spark.sql("SELECT topic, sum(log_end_offset - log_start_offset) AS n FROM seglog_offsets "
                     "GROUP BY topic ORDER BY topic").collect()
     assert [tuple(r) for r in got] == [("clicks", 7), ("orders", 50)]
+
+
+@pytest.mark.slow
+def test_a_plain_commit_between_a_transactions_offsets_and_its_marker_reads_alike_everywhere(spark, tmp_path):
+    d = str(tmp_path / "logs")
+    produce_numbered(d, "orders", 2, 20)
+    orders_0, orders_1 = TopicPartition("orders", 0), TopicPartition("orders", 1)
+    with Broker(d, {"offsets.topic.num.partitions": 3}, background=False,
+                clock=MockTime(current_time_ms=COMMIT_TIME)) as broker:
+        broker.commit_offsets("etl", {orders_0: 2, orders_1: 2})
+        commit_in_transaction(broker, "etl", {orders_0: 15, orders_1: 15}, producer_id=1)
+        broker.commit_offsets("etl", {orders_0: 9})
+        end_transaction(broker, "etl", 1)
+    # Kafka's answer: at the COMMIT marker a transaction's offset replaces only an older record, by log
+    # offset; orders-0's plain commit came after the transaction's record and stands.
+    want = {0: (9, 20, 11), 1: (15, 20, 5)}  # partition: (committed offset, log end offset, lag)
+
+    server = start_broker(d)  # its group coordinator replays __consumer_offsets as it starts
+    try:
+        assert committed_offsets(server.bootstrap_servers, "etl", "orders") == {p: c for p, (c, _, _) in want.items()}
+    finally:
+        server.shutdown()
+
+    seglog = os.path.join(os.path.dirname(sys.executable), "seglog")
+    described = subprocess.run([seglog, "groups", "describe", "--log-dir", d, "--group", "etl"],
+                               capture_output=True, text=True, timeout=60)
+    assert described.returncode == 0, described.stderr
+    rows = [line.split() for line in described.stdout.splitlines() if line.startswith("etl ")]
+    assert {int(r[2]): (int(r[3]), int(r[4]), int(r[5])) for r in rows} == want
+
+    view = load(spark, d, "groups").collect()
+    assert {r.partition: (r.committed_offset, r.log_end_offset, r.lag) for r in view} == want
 
 
 @pytest.mark.slow

@@ -11,16 +11,12 @@ from broker_core.broker import Broker
 from broker_core.clock import MockTime
 from broker_core.coordinator import (BrokerGroupStore, GroupCoordinatorConfig, GroupState, InMemoryGroupStore,
                                      OffsetAndMetadata)
-from broker_core.coordinator.store import offset_commit_record
-from broker_core.group_offsets import (OFFSETS_TOPIC, commit_offsets, committed_offsets, ensure_offsets_topic,
-                                       read_offsets_topic)
-from broker_core.offsets_topic import partition_for_group
+from broker_core.group_offsets import commit_offsets, committed_offsets, read_offsets_topic
+from broker_core.offsets_topic import OFFSETS_TOPIC, partition_for_group
 from coordinator_kit import (INITIAL_DELAY_MS, NONE, REBALANCE_IN_PROGRESS, SESSION_TIMEOUT_MS, START_MS,
                              UNKNOWN_MEMBER_ID, Harness, Member)
-from format.control import ControlRecordType, EndTransactionMarker
 from format.layout import TopicPartition
-from format.record import SimpleRecord
-from format.record_batch import build_batch, build_end_txn_marker_batch
+from tests.broker_core.offsets_kit import commit_in_transaction, end_transaction
 
 S = GroupState
 PARTITIONS = 3
@@ -133,7 +129,7 @@ def test_group_metadata_is_readable_by_the_offsets_tools(fx: BrokerFixture) -> N
     h = fx.harness()
     a = Member(group_instance_id="instance-a")
     h.form_group(a)
-    metadata = read_offsets_topic(None, str(fx.path)).group_metadata["group"]
+    metadata = read_offsets_topic(None, str(fx.path)).groups["group"]
     assert (metadata.protocol_type, metadata.generation, metadata.protocol, metadata.leader) == (
         "consumer", 1, "range", a.member_id)
     assert [(m.member_id, m.group_instance_id, m.subscription) for m in metadata.members] == [
@@ -186,28 +182,26 @@ def test_expiry_is_remembered_across_restarts(fx: BrokerFixture) -> None:
 
 def test_offsets_committed_in_a_transaction_count_only_once_committed(fx: BrokerFixture) -> None:
     broker = fx.start()
-    ensure_offsets_topic(broker)
-    partition = partition_for_group("group", PARTITIONS)
-
-    def transactional(producer_id: int, offset: int) -> bytes:
-        key, value = offset_commit_record("group", TopicPartition("orders", producer_id),
-                                          OffsetAndMetadata(offset, "", START_MS))
-        return build_batch([SimpleRecord(value, key, START_MS)], producer_id=producer_id, producer_epoch=0,
-                           base_sequence=0, is_transactional=True)
-
-    def marker(producer_id: int, control: ControlRecordType) -> bytes:
-        return build_end_txn_marker_batch(EndTransactionMarker(control, 0), producer_id=producer_id,
-                                          producer_epoch=0, timestamp=START_MS)
-
-    log = broker.log_manager.log_or_raise(TopicPartition(OFFSETS_TOPIC, partition))
-    log.append(transactional(1, 10))
-    log.append(transactional(2, 20))
-    # Markers come from the transaction coordinator, not from a client.
-    log.append(marker(1, ControlRecordType.COMMIT), from_client=False)
-    log.append(marker(2, ControlRecordType.ABORT), from_client=False)
-    log.append(transactional(3, 30))  # still open
+    commit_in_transaction(broker, "group", {TopicPartition("orders", 1): 10}, producer_id=1)
+    commit_in_transaction(broker, "group", {TopicPartition("orders", 2): 20}, producer_id=2)
+    end_transaction(broker, "group", 1)
+    end_transaction(broker, "group", 2, commit=False)
+    commit_in_transaction(broker, "group", {TopicPartition("orders", 3): 30}, producer_id=3)  # still open
     loaded = BrokerGroupStore(broker).load()
     assert {tp: o.offset for tp, o in loaded.offsets["group"].items()} == {TopicPartition("orders", 1): 10}
+
+
+def test_a_plain_commit_between_a_transactions_record_and_its_marker_is_loaded(fx: BrokerFixture) -> None:
+    h = fx.harness()
+    assert h.commit({("orders", 0): 1}) == {("orders", 0): NONE}
+    assert fx.broker is not None
+    commit_in_transaction(fx.broker, "group", {TopicPartition("orders", 0): 5}, producer_id=1)
+    assert h.commit({("orders", 0): 3}) == {("orders", 0): NONE}
+    end_transaction(fx.broker, "group", 1)
+    h = restart(fx, h)
+    # Kafka keeps the newer record: the plain commit at a later log offset than the transaction's.
+    assert h.committed() == {("orders", 0): 3}
+    h.close()
 
 
 def test_the_in_memory_store_replays_like_the_topic() -> None:

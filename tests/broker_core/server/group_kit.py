@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from broker_core.consumer_protocol import decode_assignment
-from broker_core.group_offsets import OFFSETS_TOPIC
-from broker_core.offsets_topic import GroupMetadataKey, decode_group_metadata_value, decode_key, partition_for_group
+from broker_core.offsets_topic import (OFFSETS_TOPIC, GroupMetadataKey, decode_group_metadata_value, decode_key,
+                                       partition_for_group)
 from format.layout import TopicPartition
 from format.record_batch import iter_batches
 

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from broker_core.coordinator import GroupCoordinator
-from broker_core.group_offsets import OFFSETS_TOPIC
+from broker_core.offsets_topic import OFFSETS_TOPIC
 from broker_core.protocol import ApiKey
 from broker_core.server.protocol_client import ProtocolClient
 
