@@ -1,4 +1,5 @@
-"""A full disk is a storage error, not a crash: the embedded broker and the CLI on a small tmpfs."""
+"""A full disk is a storage error, not a crash: the embedded broker and the CLI on a small filesystem
+(a tmpfs, and the fault layer of ``tests/faults``)."""
 
 from __future__ import annotations
 

@@ -131,7 +131,7 @@ def test_a_full_disk_answers_kafka_storage_error_and_the_broker_keeps_serving_re
     broker = BrokerProcess([full_dir, other_dir], *segments)
     try:
         admin = admin_client(broker.bootstrap)
-        admin.create_topics([NewTopic("filling", 1, 1)])  # the dir with the fewest partitions: the tmpfs
+        admin.create_topics([NewTopic("filling", 1, 1)])  # the dir with the fewest partitions: the small one
         admin.create_topics([NewTopic("elsewhere", 1, 1)])
         admin.close()
         assert os.path.isdir(os.path.join(full_dir, "filling-0")) and os.path.isdir(other_dir / "elsewhere-0")
