@@ -103,7 +103,10 @@ def filesystem_size(size: str) -> int:
     """Bytes in a tmpfs ``size=`` value: ``"4m"``, ``"512k"``, ``"1g"`` or a byte count."""
     units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
     unit = units.get(size[-1:].lower())
-    return int(size[:-1]) * unit if unit else int(size)
+    digits = size[:-1] if unit else size
+    if not digits.isdigit():
+        raise ValueError(f"filesystem size {size!r}: expected a number of bytes with an optional k, m or g")
+    return int(digits) * (unit or 1)
 
 
 class Tmpfs:
@@ -164,12 +167,17 @@ class FaultLayerDisks:
         self.root = root
         self.library = library
         self.inside = fault_layer_loaded()
+        if not self.inside and os.environ.get(FULL_DISKS_ENV):
+            pytest.fail(f"{FULL_DISKS_ENV} is set but the fault layer is not loaded (LD_PRELOAD="
+                        f"{os.environ.get('LD_PRELOAD')!r})", pytrace=False)
         self.control = os.environ[FULL_DISKS_ENV] if self.inside else os.path.join(root, "full-disks")
         self.sizes: dict[str, int] = {}
 
     def mount(self, size: str) -> str:
         """A fresh directory that fills up after ``size`` (``"4m"``) bytes of blocks."""
         path = os.path.realpath(os.path.join(self.root, f"disk-{len(self.sizes)}"))
+        if len(self.sizes) == 8 or len(path.encode()) >= 512:
+            raise ValueError(f"the fault layer holds 8 disks with paths below 512 bytes, not {path}")
         os.makedirs(path)
         self.sizes[path] = filesystem_size(size)
         self._write_control()

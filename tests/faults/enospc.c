@@ -15,6 +15,8 @@
  *   - ftruncate, fsync and unlink pass through: growing a file with ftruncate allocates
  *     nothing and syncing a full tmpfs succeeds, so neither fails there either.
  *
+ * At most 8 disks, each directory shorter than 512 bytes.
+ *
  * The file is read again on every call, so rewriting it gives space back (or takes it away)
  * at once, as `mount -o remount,size=...` does. Without SEGLOG_FULL_DISKS, or for files
  * elsewhere, every call goes straight to the C library. A shared writable mmap cannot be
@@ -41,14 +43,16 @@
 #include <unistd.h>
 
 #define PAGE 4096LL
-#define MAX_DISKS 16
+#define MAX_DISKS 8
+/* Small buffers: everything lives on the stack of the write that is checked. */
+#define DIR_MAX 512
 
 /* Looked up by the test fixtures (ctypes) to know that this layer is loaded. */
 const int seglog_fault_layer_loaded = 1;
 
 struct disk {
     long long size;
-    char dir[PATH_MAX];
+    char dir[DIR_MAX];
     size_t len;
 };
 
@@ -68,21 +72,32 @@ static void *real(const char *name) {
     static ret (*real_##name)(__VA_ARGS__); \
     if (real_##name == NULL) real_##name = real(#name)
 
+/* Read with open/read into the stack, not stdio: write() may be called from a signal handler
+ * (Python's faulthandler), where malloc could deadlock. */
 static int load_disks(struct disk *disks) {
     const char *control = getenv("SEGLOG_FULL_DISKS");
     if (control == NULL || *control == '\0') return 0;
-    FILE *f = fopen(control, "re");
-    if (f == NULL) return 0;
+    int fd = open(control, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    char text[4096];
+    ssize_t length = 0, got;
+    while (length < (ssize_t)sizeof text - 1 && (got = read(fd, text + length, sizeof text - 1 - length)) > 0)
+        length += got;
+    close(fd);
+    text[length] = '\0';
     int n = 0;
-    char line[PATH_MAX + 64];
-    while (n < MAX_DISKS && fgets(line, sizeof line, f) != NULL) {
+    for (char *line = text, *end; n < MAX_DISKS && *line; line = end + 1) {
+        end = strchr(line, '\n');
+        if (end == NULL) break;  /* a line is whole only with its newline */
+        *end = '\0';
         struct disk *d = &disks[n];
-        if (sscanf(line, "%lld %4095[^\n]", &d->size, d->dir) == 2) {
-            d->len = strlen(d->dir);
-            n++;
-        }
+        char *dir;
+        d->size = strtoll(line, &dir, 10);
+        if (dir == line || *dir != ' ' || dir[1] != '/' || strlen(dir + 1) >= sizeof d->dir) continue;
+        strcpy(d->dir, dir + 1);
+        d->len = strlen(d->dir);
+        n++;
     }
-    fclose(f);
     return n;
 }
 
@@ -99,7 +114,7 @@ static const struct disk *disk_of_fd(int fd, struct disk *disks, struct stat *st
     if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) return NULL;
     int n = load_disks(disks);
     if (n == 0) return NULL;
-    char link[64], path[PATH_MAX];
+    char link[64], path[DIR_MAX + 64];
     snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
     ssize_t len = readlink(link, path, sizeof path - 1);
     if (len <= 0) return NULL;
