@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import random
+import shlex
 import shutil
 import socket
 import subprocess
@@ -177,7 +178,7 @@ class FaultLayerDisks:
         """A fresh directory that fills up after ``size`` (``"4m"``) bytes of blocks."""
         path = os.path.realpath(os.path.join(self.root, f"disk-{len(self.sizes)}"))
         if len(self.sizes) == 8 or len(path.encode()) >= 512:
-            raise ValueError(f"the fault layer holds 8 disks with paths below 512 bytes, not {path}")
+            raise ValueError(f"the fault layer holds up to 8 disks, each path below 512 bytes: cannot add {path}")
         os.makedirs(path)
         self.sizes[path] = filesystem_size(size)
         self._write_control()
@@ -225,7 +226,7 @@ def fault_layer_library(tmp_path_factory) -> str:
     if not compiler:
         pytest.skip("no C compiler (cc, gcc or clang on PATH) to build the full-disk fault layer")
     library = str(tmp_path_factory.mktemp("fault-layer") / "enospc.so")
-    done = subprocess.run([compiler, "-shared", "-fPIC", "-O2", "-Wall", "-o", library, FAULT_LAYER_SOURCE,
+    done = subprocess.run([*shlex.split(compiler), "-shared", "-fPIC", "-O2", "-Wall", "-o", library, FAULT_LAYER_SOURCE,
                            "-ldl", "-lpthread"], capture_output=True, text=True)
     assert done.returncode == 0, f"{compiler} could not build {FAULT_LAYER_SOURCE}: {done.stderr}"
     return library
