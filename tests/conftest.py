@@ -1,9 +1,11 @@
-"""Fixtures shared by every test package: real servers started on loopback."""
+"""Fixtures shared by every test package: real servers started on loopback, small filesystems
+that fill up."""
 
 from __future__ import annotations
 
 import os
 import random
+import shlex
 import shutil
 import socket
 import subprocess
@@ -98,6 +100,16 @@ def s3_bucket(s3_server):
         pass
 
 
+def filesystem_size(size: str) -> int:
+    """Bytes in a tmpfs ``size=`` value: ``"4m"``, ``"512k"``, ``"1g"`` or a byte count."""
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    unit = units.get(size[-1:].lower())
+    digits = size[:-1] if unit else size
+    if not digits.isdigit():
+        raise ValueError(f"filesystem size {size!r}: expected a number of bytes with an optional k, m or g")
+    return int(digits) * (unit or 1)
+
+
 class Tmpfs:
     """Small tmpfs mounts for full-disk tests, unmounted when the test ends."""
 
@@ -125,9 +137,129 @@ class Tmpfs:
             subprocess.run(["umount", "-l", path], check=False)
 
 
+FAULT_LAYER_SOURCE = os.path.join(os.path.dirname(__file__), "faults", "enospc.c")
+# The fault layer reads its disks from the file this names; a test run under the layer finds
+# the built library in the other.
+FULL_DISKS_ENV = "SEGLOG_FULL_DISKS"
+FAULT_LAYER_ENV = "SEGLOG_FAULT_LAYER"
+
+
+def fault_layer_loaded() -> bool:
+    """Whether this process runs under the fault layer (LD_PRELOAD)."""
+    import ctypes
+
+    try:
+        ctypes.c_int.in_dll(ctypes.CDLL(None), "seglog_fault_layer_loaded")
+    except ValueError:
+        return False
+    return True
+
+
+class FaultLayerDisks:
+    """Small full-able filesystems where mounting a tmpfs is impossible: directories that
+    ``tests/faults/enospc.c``, preloaded into every process of the test, treats as tmpfs
+    mounts of a given size (``ENOSPC`` and short writes once their files' blocks fill it,
+    ``statvfs`` reporting its size). Same interface as ``Tmpfs``.
+
+    A test using it runs in a child pytest under the layer (``pytest_pyfunc_call`` below),
+    so the test itself, an embedded ``Broker`` and every process it starts write through it."""
+
+    def __init__(self, root: str, library: str) -> None:
+        self.root = root
+        self.library = library
+        self.inside = fault_layer_loaded()
+        if not self.inside and os.environ.get(FULL_DISKS_ENV):
+            pytest.fail(f"{FULL_DISKS_ENV} is set but the fault layer is not loaded (LD_PRELOAD="
+                        f"{os.environ.get('LD_PRELOAD')!r})", pytrace=False)
+        self.control = os.environ[FULL_DISKS_ENV] if self.inside else os.path.join(root, "full-disks")
+        self.sizes: dict[str, int] = {}
+
+    def mount(self, size: str) -> str:
+        """A fresh directory that fills up after ``size`` (``"4m"``) bytes of blocks."""
+        path = os.path.realpath(os.path.join(self.root, f"disk-{len(self.sizes)}"))
+        if len(self.sizes) == 8 or len(path.encode()) >= 512:
+            raise ValueError(f"the fault layer holds up to 8 disks, each path below 512 bytes: cannot add {path}")
+        os.makedirs(path)
+        self.sizes[path] = filesystem_size(size)
+        self._write_control()
+        return path
+
+    def resize(self, path: str, size: str) -> None:
+        """Give a disk room again (or take it away), at once for every process."""
+        self.sizes[os.path.realpath(path)] = filesystem_size(size)
+        self._write_control()
+
+    def _write_control(self) -> None:
+        temporary = self.control + ".tmp"
+        with open(temporary, "w") as f:
+            f.writelines(f"{size} {path}\n" for path, size in self.sizes.items())
+        os.replace(temporary, self.control)
+
+    def run_in_child(self, item: pytest.Item) -> None:
+        """Run ``item`` in a child pytest under the layer; fail or skip as it did."""
+        env = dict(os.environ)
+        env["LD_PRELOAD"] = " ".join(filter(None, [self.library, env.get("LD_PRELOAD")]))
+        env[FULL_DISKS_ENV] = self.control
+        env[FAULT_LAYER_ENV] = self.library
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
+             f"--basetemp={os.path.join(self.root, 'child')}", item.nodeid],
+            cwd=str(item.config.rootpath), env=env, capture_output=True, text=True, timeout=600)
+        out = done.stdout + done.stderr
+        if done.returncode == 0 and " passed" in out:
+            return
+        skipped = [line for line in out.splitlines() if line.startswith("SKIPPED")]
+        if done.returncode == 0 and skipped:
+            pytest.skip(f"under the fault layer: {skipped[0]}")
+        pytest.fail(f"under the fault layer ({self.library}), exit {done.returncode}:\n{out}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def fault_layer_library(tmp_path_factory) -> str:
+    """``tests/faults/enospc.c`` built with the machine's C compiler (skips where there is none)."""
+    built = os.environ.get(FAULT_LAYER_ENV)
+    if built:
+        return built
+    if not sys.platform.startswith("linux"):
+        pytest.skip(f"the full-disk fault layer is an LD_PRELOAD library for Linux, not {sys.platform}")
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if not compiler:
+        pytest.skip("no C compiler (cc, gcc or clang on PATH) to build the full-disk fault layer")
+    library = str(tmp_path_factory.mktemp("fault-layer") / "enospc.so")
+    done = subprocess.run([*shlex.split(compiler), "-shared", "-fPIC", "-O2", "-Wall", "-o", library, FAULT_LAYER_SOURCE,
+                           "-ldl", "-lpthread"], capture_output=True, text=True)
+    assert done.returncode == 0, f"{compiler} could not build {FAULT_LAYER_SOURCE}: {done.stderr}"
+    return library
+
+
+@pytest.fixture(params=["tmpfs", "fault-layer"])
+def small_filesystem(request, tmp_path):
+    """Small filesystems a full-disk test fills: ``mount(size)`` gives a fresh one's path,
+    ``resize(path, size)`` gives it room again. Each test runs twice: on a real tmpfs (skipped
+    where mounting is impossible) and on the fault layer (``FaultLayerDisks``)."""
+    if request.param == "tmpfs":
+        tmpfs = Tmpfs(str(tmp_path))
+        try:
+            yield tmpfs
+        finally:
+            tmpfs.unmount_all()
+    else:
+        yield FaultLayerDisks(str(tmp_path), request.getfixturevalue("fault_layer_library"))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem):
+    """A test on the fault layer runs in a child pytest that has the layer preloaded."""
+    disks = pyfuncitem.funcargs.get("small_filesystem")
+    if isinstance(disks, FaultLayerDisks) and not disks.inside:
+        disks.run_in_child(pyfuncitem)
+        return True
+    return None
+
+
 @pytest.fixture()
 def small_tmpfs(tmp_path):
-    """A ``Tmpfs``: full-disk tests mount small filesystems with it (skipped where that is impossible)."""
+    """A ``Tmpfs`` alone (skipped where mounting is impossible); full-disk tests use ``small_filesystem``."""
     tmpfs = Tmpfs(str(tmp_path))
     try:
         yield tmpfs

@@ -1,4 +1,5 @@
-"""A full disk is a storage error, not a crash: the embedded broker and the CLI on a small tmpfs."""
+"""A full disk is a storage error, not a crash: the embedded broker and the CLI on a small filesystem
+(a tmpfs, and the fault layer of ``tests/faults``)."""
 
 from __future__ import annotations
 
@@ -28,8 +29,8 @@ def fill(broker: Broker, topic: str) -> list[bytes]:
 
 
 def test_an_append_on_a_full_disk_takes_its_log_dir_offline_and_the_other_dir_keeps_accepting(
-        tmp_path, small_tmpfs):
-    full_dir = os.path.join(small_tmpfs.mount("2m"), "logs")
+        tmp_path, small_filesystem):
+    full_dir = os.path.join(small_filesystem.mount("2m"), "logs")
     with Broker([full_dir, str(tmp_path / "other")], SMALL_SEGMENTS) as broker:
         broker.create_topic("filling", 1)
         broker.create_topic("elsewhere", 1)
@@ -50,8 +51,8 @@ def test_an_append_on_a_full_disk_takes_its_log_dir_offline_and_the_other_dir_ke
         assert broker.list_offsets("filling", 0, "latest").offset == len(acknowledged)
 
 
-def test_reading_commands_on_a_full_disk_read_as_usual(small_tmpfs):
-    d = os.path.join(small_tmpfs.mount("2m"), "logs")
+def test_reading_commands_on_a_full_disk_read_as_usual(small_filesystem):
+    d = os.path.join(small_filesystem.mount("2m"), "logs")
     with Broker(d, SMALL_SEGMENTS) as broker:
         broker.create_topic("filling", 1)
         acknowledged = fill(broker, "filling")

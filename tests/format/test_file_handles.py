@@ -108,8 +108,8 @@ _FILL_AND_APPEND = textwrap.dedent("""
 """)
 
 
-def test_an_index_written_on_a_full_filesystem_raises_enospc_instead_of_killing_the_process(small_tmpfs):
-    directory = small_tmpfs.mount("1m")
+def test_an_index_written_on_a_full_filesystem_raises_enospc_instead_of_killing_the_process(small_filesystem):
+    directory = small_filesystem.mount("1m")
     done = subprocess.run([sys.executable, "-c", _FILL_AND_APPEND, directory], capture_output=True, text=True,
                           timeout=60, cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
     assert done.returncode == 0, f"exit {done.returncode} (-7 is SIGBUS): {done.stderr}"
@@ -118,8 +118,8 @@ def test_an_index_written_on_a_full_filesystem_raises_enospc_instead_of_killing_
     assert int(appended) == int(entries)  # the entry that did not fit is not counted
 
 
-def test_a_segment_append_that_runs_out_of_space_leaves_the_segment_as_it_was(small_tmpfs):
-    directory = small_tmpfs.mount("1m")
+def test_a_segment_append_that_runs_out_of_space_leaves_the_segment_as_it_was(small_filesystem):
+    directory = small_filesystem.mount("1m")
     segment = LogSegment.open(directory, 0, index_interval_bytes=1000, handles=FileHandleCache(capacity=8))
     offset = 0
     with pytest.raises(OSError) as failure:
@@ -136,8 +136,8 @@ def test_a_segment_append_that_runs_out_of_space_leaves_the_segment_as_it_was(sm
     segment.close()
 
 
-def test_an_index_on_a_full_filesystem_still_grows_sparse_and_trims(small_tmpfs):
-    directory = small_tmpfs.mount("1m")
+def test_an_index_on_a_full_filesystem_still_grows_sparse_and_trims(small_filesystem):
+    directory = small_filesystem.mount("1m")
     _fill(directory)
     index = OffsetIndex(os.path.join(directory, "00000000000000000000.index"), 0, max_index_size=1 << 20)
     assert index.max_entries == (1 << 20) // 8

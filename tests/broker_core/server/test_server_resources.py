@@ -124,14 +124,14 @@ def fill(bootstrap: str, topic: str, value_size: int) -> tuple[dict[int, bytes],
 
 
 def test_a_full_disk_answers_kafka_storage_error_and_the_broker_keeps_serving_reads_and_other_log_dirs(
-        tmp_path, small_tmpfs):
-    full_dir = os.path.join(small_tmpfs.mount("3m"), "logs")
+        tmp_path, small_filesystem):
+    full_dir = os.path.join(small_filesystem.mount("3m"), "logs")
     other_dir = tmp_path / "other"
     segments = ("--config", "log.segment.bytes=524288")
     broker = BrokerProcess([full_dir, other_dir], *segments)
     try:
         admin = admin_client(broker.bootstrap)
-        admin.create_topics([NewTopic("filling", 1, 1)])  # the dir with the fewest partitions: the tmpfs
+        admin.create_topics([NewTopic("filling", 1, 1)])  # the dir with the fewest partitions: the small one
         admin.create_topics([NewTopic("elsewhere", 1, 1)])
         admin.close()
         assert os.path.isdir(os.path.join(full_dir, "filling-0")) and os.path.isdir(other_dir / "elsewhere-0")
@@ -158,7 +158,7 @@ def test_a_full_disk_answers_kafka_storage_error_and_the_broker_keeps_serving_re
         assert read_all(broker.bootstrap, "filling", [0], len(acknowledged)) == read
         assert broker.stop() == 0, broker.stderr_text
 
-        small_tmpfs.resize(os.path.dirname(full_dir), "64m")
+        small_filesystem.resize(os.path.dirname(full_dir), "64m")
         broker = BrokerProcess([full_dir, other_dir], *segments)
         sender = producer(broker.bootstrap)
         after = sender.send("filling", b"after the disk has room", partition=0).get(TIMEOUT_S)
