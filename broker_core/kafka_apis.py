@@ -15,8 +15,10 @@ read_uncommitted reads.
 
 The group APIs (FindCoordinator, JoinGroup, SyncGroup, Heartbeat,
 LeaveGroup, OffsetCommit, OffsetFetch, DescribeGroups, ListGroups,
-DeleteGroups) go to the ``GroupCoordinator``; JoinGroup and SyncGroup are
-answered when the rebalance completes, from whichever thread completes it.
+DeleteGroups) go to the ``GroupCoordinator``: ``coordinator.wire`` turns the
+body of each version into the coordinator's typed request and its typed
+result into the response body. JoinGroup and SyncGroup are answered when the
+rebalance completes, from whichever thread completes it.
 
 Configs: DescribeConfigs answers from the topic's overrides and the broker's
 settings; AlterConfigs and IncrementalAlterConfigs go to the

@@ -4,7 +4,9 @@ Requests come in whole as the typed records of ``requests`` (``wire`` builds
 them from the body dicts of each API version, and shapes the typed results
 back into response bodies), so nothing here knows a wire version: where
 versions behave differently, the request says so in a field
-(``require_known_member_id``, ``supports_skip_assignment``, ...). Time comes in through the injected clock and the two purgatories: the
+(``require_known_member_id``, ``supports_skip_assignment``, ...).
+
+Time comes in through the injected clock and the two purgatories: the
 rebalance purgatory holds the DelayedJoin / DelayedSync of each group, the
 heartbeat purgatory one DelayedHeartbeat per member. Nothing here opens a
 socket or sleeps: a test builds the coordinator over a ``MockTime``, an
@@ -67,9 +69,10 @@ from .group_state import GroupState
 from .keys import GroupJoinKey, GroupSyncKey, MemberKey
 from .member_metadata import MemberMetadata
 from .offset_and_metadata import OffsetAndMetadata
-from .requests import (DeleteGroupsRequest, DescribeGroupsRequest, FindCoordinatorRequest, HeartbeatRequest,
-                       JoinGroupRequest, LeaveGroupRequest, LeavingMember, ListGroupsRequest, OffsetCommitRequest,
-                       OffsetFetchRequest, SyncGroupRequest)
+from .requests import (COORDINATOR_TYPE_GROUP, COORDINATOR_TYPE_TRANSACTION, DeleteGroupsRequest,
+                       DescribeGroupsRequest, FindCoordinatorRequest, HeartbeatRequest, JoinGroupRequest,
+                       LeaveGroupRequest, LeavingMember, ListGroupsRequest, OffsetCommitRequest, OffsetFetchRequest,
+                       SyncGroupRequest)
 from .results import (CLASSIC_GROUP_TYPE, NONE, UNKNOWN_MEMBER_ID, GroupOverview, GroupSummary, JoinCallback,
                       JoinGroupResult, LeaveGroupResult, LeaveMemberResult, OffsetFetchResult, SyncCallback,
                       SyncGroupResult)
@@ -81,10 +84,6 @@ if TYPE_CHECKING:
 __all__ = ["GroupCoordinator", "COORDINATOR_TYPE_GROUP", "COORDINATOR_TYPE_TRANSACTION"]
 
 log = logging.getLogger(__name__)
-
-# FindCoordinator key types.
-COORDINATOR_TYPE_GROUP = 0
-COORDINATOR_TYPE_TRANSACTION = 1
 
 _S = GroupState
 

@@ -15,6 +15,8 @@ from typing import Mapping
 from format.layout import TopicPartition
 
 __all__ = [
+    "COORDINATOR_TYPE_GROUP",
+    "COORDINATOR_TYPE_TRANSACTION",
     "FindCoordinatorRequest",
     "JoinGroupRequest",
     "SyncGroupRequest",
@@ -29,6 +31,11 @@ __all__ = [
     "ListGroupsRequest",
     "DeleteGroupsRequest",
 ]
+
+
+# FindCoordinator's key types: a group id, or a transactional id.
+COORDINATOR_TYPE_GROUP = 0
+COORDINATOR_TYPE_TRANSACTION = 1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

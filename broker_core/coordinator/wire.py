@@ -19,9 +19,10 @@ from format.layout import TopicPartition
 
 from ..errors import ERRORS_BY_CODE
 from .offset_and_metadata import OffsetAndMetadata
-from .requests import (DeleteGroupsRequest, DescribeGroupsRequest, FindCoordinatorRequest, HeartbeatRequest,
-                       JoinGroupRequest, LeaveGroupRequest, LeavingMember, ListGroupsRequest, OffsetCommitPartition,
-                       OffsetCommitRequest, OffsetFetchGroup, OffsetFetchRequest, SyncGroupRequest)
+from .requests import (COORDINATOR_TYPE_GROUP, DeleteGroupsRequest, DescribeGroupsRequest, FindCoordinatorRequest,
+                       HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, LeavingMember, ListGroupsRequest,
+                       OffsetCommitPartition, OffsetCommitRequest, OffsetFetchGroup, OffsetFetchRequest,
+                       SyncGroupRequest)
 from .results import (CLASSIC_GROUP_TYPE, NONE, GroupOverview, GroupSummary, JoinGroupResult, LeaveGroupResult,
                       OffsetFetchResult, SyncGroupResult)
 
@@ -55,8 +56,6 @@ GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 _INVALID_OFFSET = -1
 _NO_PARTITION_LEADER_EPOCH = -1
-# FindCoordinator's key type when a request (v0) has none.
-_COORDINATOR_TYPE_GROUP = 0
 
 
 def _error_name(code: int) -> str | None:
@@ -72,7 +71,8 @@ def _error_name(code: int) -> str | None:
 def parse_find_coordinator(body: Mapping[str, Any], version: int) -> FindCoordinatorRequest:
     """v0-3 ask for one key, v4+ for a batch; v0 only for groups."""
     keys = tuple(body.get("coordinator_keys") or ()) if version >= 4 else (body.get("key") or "",)
-    return FindCoordinatorRequest(key_type=body.get("key_type", _COORDINATOR_TYPE_GROUP), keys=keys)
+    # v0 has no key type: it asks for a group's coordinator.
+    return FindCoordinatorRequest(key_type=body.get("key_type", COORDINATOR_TYPE_GROUP), keys=keys)
 
 
 def find_coordinator_response(version: int, answers: Sequence[tuple[str, int]], node_id: int, host: str,
