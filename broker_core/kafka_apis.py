@@ -15,8 +15,10 @@ read_uncommitted reads.
 
 The group APIs (FindCoordinator, JoinGroup, SyncGroup, Heartbeat,
 LeaveGroup, OffsetCommit, OffsetFetch, DescribeGroups, ListGroups,
-DeleteGroups) go to the ``GroupCoordinator``; JoinGroup and SyncGroup are
-answered when the rebalance completes, from whichever thread completes it.
+DeleteGroups) go to the ``GroupCoordinator``: ``coordinator.wire`` turns the
+body of each version into the coordinator's typed request and its typed
+result into the response body. JoinGroup and SyncGroup are answered when the
+rebalance completes, from whichever thread completes it.
 
 Configs: DescribeConfigs answers from the topic's overrides and the broker's
 settings; AlterConfigs and IncrementalAlterConfigs go to the
@@ -36,6 +38,7 @@ free session slots does.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import logging
 import os
 import threading
@@ -49,7 +52,7 @@ from .broker import Broker
 from .compaction_leases import CleanedSegment, LeasedPartition
 from .config import (BROKER_CONFIG_NAMES, CONFIG_SOURCE_IDS, DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG, LONG_MAX,
                      STATIC_BROKER_CONFIG, TOPIC_CONFIG_SYNONYMS, BrokerConfig, ConfigEntry, LogConfig)
-from .coordinator import GroupCoordinator
+from .coordinator import GroupCoordinator, wire
 from .coordinator.broker_store import ensure_offsets_topic
 from .delayed_fetch import (READ_COMMITTED, DelayedFetch, FetchParams, FetchPartition, FetchPartitionStatus,
                             LogReadResult, read_from_local_log)
@@ -151,13 +154,13 @@ class KafkaApis:
                 ApiKey.FIND_COORDINATOR: self.handle_find_coordinator_request,
                 ApiKey.JOIN_GROUP: self.handle_join_group_request,
                 ApiKey.SYNC_GROUP: self.handle_sync_group_request,
-                ApiKey.HEARTBEAT: self._group_handler(GroupCoordinator.handle_heartbeat),
-                ApiKey.LEAVE_GROUP: self._group_handler(GroupCoordinator.handle_leave_group),
+                ApiKey.HEARTBEAT: self.handle_heartbeat_request,
+                ApiKey.LEAVE_GROUP: self.handle_leave_group_request,
                 ApiKey.OFFSET_COMMIT: self.handle_offset_commit_request,
-                ApiKey.OFFSET_FETCH: self._group_handler(GroupCoordinator.handle_offset_fetch),
-                ApiKey.DESCRIBE_GROUPS: self._group_handler(GroupCoordinator.handle_describe_groups),
-                ApiKey.LIST_GROUPS: self._group_handler(GroupCoordinator.handle_list_groups),
-                ApiKey.DELETE_GROUPS: self._group_handler(GroupCoordinator.handle_delete_groups),
+                ApiKey.OFFSET_FETCH: self.handle_offset_fetch_request,
+                ApiKey.DESCRIBE_GROUPS: self.handle_describe_groups_request,
+                ApiKey.LIST_GROUPS: self.handle_list_groups_request,
+                ApiKey.DELETE_GROUPS: self.handle_delete_groups_request,
             })
         self.api_versions = self._advertised_versions()
         self._pending_fetches: set[DelayedFetch] = set()
@@ -764,63 +767,74 @@ class KafkaApis:
                 "usable_bytes": min(volume.f_bavail * volume.f_frsize, LONG_MAX)}
 
     # --- the group APIs (answered by the group coordinator) ------------------------------
-
-    def _group_handler(self, method: Callable[[GroupCoordinator, Mapping[str, Any], int], dict]
-                       ) -> Callable[[Request, KafkaRequest], None]:
-        """A handler for a group API the coordinator answers at once."""
-
-        def handle(request: Request, parsed: KafkaRequest) -> None:
-            self._send(request, parsed, method(self.group_coordinator, parsed.body, parsed.header.api_version))
-
-        return handle
+    # Each is: the body to a typed request (``wire``), the coordinator, the typed result to a body (``wire``).
 
     def handle_find_coordinator_request(self, request: Request, parsed: KafkaRequest) -> None:
         # One broker coordinates every group: the answer is this broker, as the client reached it.
+        version = parsed.header.api_version
+        answers = self.group_coordinator.find_coordinator(wire.parse_find_coordinator(parsed.body, version))
         endpoint = self._endpoint_for(request)
-        self._send(request, parsed, self.group_coordinator.handle_find_coordinator(
-            parsed.body, parsed.header.api_version, endpoint.host, endpoint.port))
+        self._send(request, parsed, wire.find_coordinator_response(version, answers, self.node_id, endpoint.host,
+                                                                   endpoint.port))
 
     def handle_join_group_request(self, request: Request, parsed: KafkaRequest) -> None:
         # Answered when the rebalance completes, maybe from the thread of another
         # member's request or of the coordinator's timer, as a DelayedFetch is.
-        self.group_coordinator.handle_join_group(
-            parsed.body, parsed.header.api_version, lambda body: self._send(request, parsed, body),
-            client_id=parsed.header.client_id or "", client_host=f"/{request.client_address[0]}")
+        version = parsed.header.api_version
+        join = wire.parse_join_group(parsed.body, version, client_id=parsed.header.client_id or "",
+                                     client_host=f"/{request.client_address[0]}")
+        self.group_coordinator.join_group(
+            join, lambda result: self._send(request, parsed, wire.join_group_response(result, version)))
 
     def handle_sync_group_request(self, request: Request, parsed: KafkaRequest) -> None:
-        self.group_coordinator.handle_sync_group(parsed.body, parsed.header.api_version,
-                                                 lambda body: self._send(request, parsed, body))
+        version = parsed.header.api_version
+        self.group_coordinator.sync_group(
+            wire.parse_sync_group(parsed.body, version),
+            lambda result: self._send(request, parsed, wire.sync_group_response(result, version)))
+
+    def handle_heartbeat_request(self, request: Request, parsed: KafkaRequest) -> None:
+        heartbeat = wire.parse_heartbeat(parsed.body, parsed.header.api_version)
+        self._send(request, parsed, wire.heartbeat_response(self.group_coordinator.heartbeat(heartbeat)))
+
+    def handle_leave_group_request(self, request: Request, parsed: KafkaRequest) -> None:
+        version = parsed.header.api_version
+        result = self.group_coordinator.leave_group(wire.parse_leave_group(parsed.body, version))
+        self._send(request, parsed, wire.leave_group_response(result, version))
 
     def handle_offset_commit_request(self, request: Request, parsed: KafkaRequest) -> None:
         """OffsetCommit: partitions this broker does not have get UNKNOWN_TOPIC_OR_PARTITION, the rest go
         to the coordinator, and the response lists every partition in request order (as Kafka's KafkaApis)."""
-        body = parsed.body
-        unknown: set[tuple[str, int]] = set()
-        known_topics = []
-        for topic in body["topics"] or ():
-            name = topic["name"]
-            meta = self.broker.topics.get(name)
-            known = []
-            for part in topic["partitions"] or ():
-                if meta is None or not 0 <= part["partition_index"] < meta.partitions:
-                    unknown.add((name, part["partition_index"]))
-                else:
-                    known.append(part)
-            if known:
-                known_topics.append({**topic, "partitions": known})
-        errors: dict[tuple[str, int], int] = {tp: UnknownTopicOrPartitionError.code for tp in unknown}
-        if known_topics:
-            answered = self.group_coordinator.handle_offset_commit({**body, "topics": known_topics},
-                                                                   parsed.header.api_version)
-            for topic in answered["topics"]:
-                for part in topic["partitions"]:
-                    errors[(topic["name"], part["partition_index"])] = part["error_code"]
-        self._send(request, parsed, {"throttle_time_ms": 0, "topics": [
-            {"name": topic["name"], "partitions": [
-                {"partition_index": part["partition_index"],
-                 "error_code": errors[(topic["name"], part["partition_index"])]}
-                for part in topic["partitions"] or ()]}
-            for topic in body["topics"] or ()]})
+        commit = wire.parse_offset_commit(parsed.body, parsed.header.api_version)
+        known = {tp: offset for tp, offset in commit.offsets.items() if self._has_partition(tp)}
+        errors = {tp: UnknownTopicOrPartitionError.code for tp in commit.offsets if tp not in known}
+        if known:
+            errors.update(self.group_coordinator.commit_offsets(dataclasses.replace(commit, offsets=known)))
+        self._send(request, parsed, wire.offset_commit_response(commit, errors))
+
+    def _has_partition(self, tp: TopicPartition) -> bool:
+        meta = self.broker.topics.get(tp.topic)
+        return meta is not None and 0 <= tp.partition < meta.partitions
+
+    def handle_offset_fetch_request(self, request: Request, parsed: KafkaRequest) -> None:
+        version = parsed.header.api_version
+        fetch = wire.parse_offset_fetch(parsed.body, version)
+        self._send(request, parsed,
+                   wire.offset_fetch_response(fetch, self.group_coordinator.fetch_offsets(fetch), version))
+
+    def handle_describe_groups_request(self, request: Request, parsed: KafkaRequest) -> None:
+        describe = wire.parse_describe_groups(parsed.body, parsed.header.api_version)
+        self._send(request, parsed,
+                   wire.describe_groups_response(describe, self.group_coordinator.describe_groups(describe)))
+
+    def handle_list_groups_request(self, request: Request, parsed: KafkaRequest) -> None:
+        error, groups = self.group_coordinator.list_groups(
+            wire.parse_list_groups(parsed.body, parsed.header.api_version))
+        self._send(request, parsed, wire.list_groups_response(error, groups))
+
+    def handle_delete_groups_request(self, request: Request, parsed: KafkaRequest) -> None:
+        results = self.group_coordinator.delete_groups(
+            wire.parse_delete_groups(parsed.body, parsed.header.api_version))
+        self._send(request, parsed, wire.delete_groups_response(results))
 
     # --- InitProducerId ---------------------------------------------------------------
 

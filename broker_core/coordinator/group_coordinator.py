@@ -1,8 +1,12 @@
 """``GroupCoordinator``: Kafka's classic group protocol as a state machine fed with requests and a clock.
 
-Requests come in as body dicts of the Kafka APIs (the ``handle_*`` methods,
-which ``wire`` translates) or as typed calls (``join_group``, ``sync_group``,
-...). Time comes in through the injected clock and the two purgatories: the
+Requests come in whole as the typed records of ``requests`` (``wire`` builds
+them from the body dicts of each API version, and shapes the typed results
+back into response bodies), so nothing here knows a wire version: where
+versions behave differently, the request says so in a field
+(``require_known_member_id``, ``supports_skip_assignment``, ...).
+
+Time comes in through the injected clock and the two purgatories: the
 rebalance purgatory holds the DelayedJoin / DelayedSync of each group, the
 heartbeat purgatory one DelayedHeartbeat per member. Nothing here opens a
 socket or sleeps: a test builds the coordinator over a ``MockTime``, an
@@ -21,8 +25,9 @@ lock guards only the map of groups and the loading flag.
 What follows Kafka 3.x (classic protocol) and where it differs:
 
 * member ids are "<client.id>-<uuid>" ("<group.instance.id>-<uuid>" for
-  static members); JoinGroup v4+ without a member id gets MEMBER_ID_REQUIRED
-  and a pending member id to come back with;
+  static members); a JoinGroup without a member id that
+  ``require_known_member_id`` (v4+) gets MEMBER_ID_REQUIRED and a pending
+  member id to come back with;
 * the first rebalance of an empty group waits ``group.initial.rebalance.delay.ms``;
 * members that do not SyncGroup within the rebalance timeout are removed (DelayedSync);
 * a protocol tie goes to the one preferred by the member that joined first;
@@ -36,7 +41,7 @@ from __future__ import annotations
 import logging
 import threading
 from concurrent.futures import Executor
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from format.layout import TopicPartition
 
@@ -50,11 +55,10 @@ from ..errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableErr
                       NotLeaderOrFollowerError, OffsetMetadataTooLargeError, RebalanceInProgressError,
                       RecordListTooLargeError, RequestTimedOutError, UnknownMemberIdError, UnknownServerError,
                       UnknownTopicOrPartitionError)
-from ..offsets_topic import partition_for_group
+from ..offsets_topic import OFFSETS_TOPIC, partition_for_group
 from ..purgatory import DelayedOperationPurgatory
 from ..timer import SystemTimer
 from ..timer.timer_task import TimerTask
-from . import wire
 from .broker_store import BrokerGroupStore
 from .config import NEW_MEMBER_JOIN_TIMEOUT_MS, GroupCoordinatorConfig
 from .delayed_heartbeat import DelayedHeartbeat
@@ -65,6 +69,10 @@ from .group_state import GroupState
 from .keys import GroupJoinKey, GroupSyncKey, MemberKey
 from .member_metadata import MemberMetadata
 from .offset_and_metadata import OffsetAndMetadata
+from .requests import (COORDINATOR_TYPE_GROUP, COORDINATOR_TYPE_TRANSACTION, DeleteGroupsRequest,
+                       DescribeGroupsRequest, FindCoordinatorRequest, HeartbeatRequest, JoinGroupRequest,
+                       LeaveGroupRequest, LeavingMember, ListGroupsRequest, OffsetCommitRequest, OffsetFetchRequest,
+                       SyncGroupRequest)
 from .results import (CLASSIC_GROUP_TYPE, NONE, UNKNOWN_MEMBER_ID, GroupOverview, GroupSummary, JoinCallback,
                       JoinGroupResult, LeaveGroupResult, LeaveMemberResult, OffsetFetchResult, SyncCallback,
                       SyncGroupResult)
@@ -76,10 +84,6 @@ if TYPE_CHECKING:
 __all__ = ["GroupCoordinator", "COORDINATOR_TYPE_GROUP", "COORDINATOR_TYPE_TRANSACTION"]
 
 log = logging.getLogger(__name__)
-
-# FindCoordinator key types.
-COORDINATOR_TYPE_GROUP = 0
-COORDINATOR_TYPE_TRANSACTION = 1
 
 _S = GroupState
 
@@ -273,81 +277,14 @@ class GroupCoordinator:
             return sorted(self._groups)
 
     # ==================================================================================
-    # the Kafka APIs, as body dicts (see wire for the shapes)
-    # ==================================================================================
-
-    def handle_find_coordinator(self, body: Mapping[str, Any], version: int, host: str, port: int) -> dict:
-        """FindCoordinator: this broker, at ``host:port`` (the listener the request came in on)."""
-        keys = wire.find_coordinator_keys(body, version)
-        key_type = body.get("key_type", COORDINATOR_TYPE_GROUP)
-        return wire.find_coordinator_response(version, [(key, self.find_coordinator(key, key_type)) for key in keys],
-                                              self.broker_id, host, port)
-
-    def handle_join_group(self, body: Mapping[str, Any], version: int, respond: Callable[[dict], None], *,
-                          client_id: str = "", client_host: str = "") -> None:
-        """JoinGroup; ``respond`` gets the response body once the rebalance completes (or at once on error).
-
-        ``client_id`` is the request header's, ``client_host`` the peer address (both shown by DescribeGroups).
-        """
-        request = wire.parse_join_group(body, version)
-        self.join_group(
-            request.group_id, request.member_id, group_instance_id=request.group_instance_id,
-            require_known_member_id=request.require_known_member_id, client_id=client_id, client_host=client_host,
-            rebalance_timeout_ms=request.rebalance_timeout_ms, session_timeout_ms=request.session_timeout_ms,
-            protocol_type=request.protocol_type, protocols=request.protocols,
-            respond=lambda result: respond(wire.join_group_response(result, version)),
-            reason=request.reason, supports_skip_assignment=version >= 9)
-
-    def handle_sync_group(self, body: Mapping[str, Any], version: int, respond: Callable[[dict], None]) -> None:
-        """SyncGroup; ``respond`` gets the member's assignment once the leader's has been stored."""
-        request = wire.parse_sync_group(body, version)
-        answer = lambda result: respond(wire.sync_group_response(result, version))  # noqa: E731
-        if version >= 5 and (request.protocol_type is None or request.protocol_name is None):
-            # v5 made both mandatory, so a coordinator can check them (KIP-559).
-            answer(SyncGroupResult(InconsistentGroupProtocolError.code))
-            return
-        self.sync_group(request.group_id, request.generation_id, request.member_id,
-                        group_instance_id=request.group_instance_id, protocol_type=request.protocol_type,
-                        protocol_name=request.protocol_name, assignments=request.assignments, respond=answer)
-
-    def handle_heartbeat(self, body: Mapping[str, Any], version: int) -> dict:
-        """Heartbeat; like every handler below it answers at once with the response body."""
-        return wire.heartbeat_response(self.heartbeat(body["group_id"], body["member_id"], body["generation_id"],
-                                                      group_instance_id=body.get("group_instance_id")))
-
-    def handle_leave_group(self, body: Mapping[str, Any], version: int) -> dict:
-        return wire.leave_group_response(self.leave_group(body["group_id"], wire.parse_leave_group(body, version)),
-                                         version)
-
-    def handle_offset_commit(self, body: Mapping[str, Any], version: int) -> dict:
-        request = wire.parse_offset_commit(body, version, self.clock.milliseconds())
-        errors = self.commit_offsets(request.group_id, request.member_id, request.generation_id, request.offsets,
-                                     group_instance_id=request.group_instance_id)
-        return wire.offset_commit_response(request.order, errors)
-
-    def handle_offset_fetch(self, body: Mapping[str, Any], version: int) -> dict:
-        requests = wire.parse_offset_fetch(body, version)
-        results = [(r, self.fetch_offsets(r.group_id, r.partitions, require_stable=r.require_stable))
-                   for r in requests]
-        return wire.offset_fetch_response(results, version)
-
-    def handle_describe_groups(self, body: Mapping[str, Any], version: int) -> dict:
-        described = [(group_id, *self.describe_group(group_id)) for group_id in body["groups"]]
-        return wire.describe_groups_response(described, bool(body.get("include_authorized_operations")))
-
-    def handle_list_groups(self, body: Mapping[str, Any], version: int) -> dict:
-        error, groups = self.list_groups(body.get("states_filter") or (), body.get("types_filter") or ())
-        return wire.list_groups_response(error, groups)
-
-    def handle_delete_groups(self, body: Mapping[str, Any], version: int) -> dict:
-        return wire.delete_groups_response(self.delete_groups(body["groups_names"]))
-
-    # ==================================================================================
     # FindCoordinator
     # ==================================================================================
 
-    def find_coordinator(self, key: str, key_type: int = COORDINATOR_TYPE_GROUP) -> int:
-        """The error code answering FindCoordinator for ``key``: none when this broker coordinates it."""
+    def find_coordinator(self, request: FindCoordinatorRequest) -> list[tuple[str, int]]:
+        """Each key with the error code answering it: none when this broker coordinates it."""
+        return [(key, self._find_coordinator_error(request.key_type)) for key in request.keys]
+
+    def _find_coordinator_error(self, key_type: int) -> int:
         if key_type == COORDINATOR_TYPE_TRANSACTION:
             return CoordinatorNotAvailableError.code  # no transaction coordinator runs here yet
         if key_type != COORDINATOR_TYPE_GROUP:
@@ -360,27 +297,28 @@ class GroupCoordinator:
     # JoinGroup
     # ==================================================================================
 
-    def join_group(self, group_id: str, member_id: str, *, group_instance_id: str | None,
-                   require_known_member_id: bool, client_id: str, client_host: str, rebalance_timeout_ms: int,
-                   session_timeout_ms: int, protocol_type: str, protocols: Sequence[tuple[str, bytes]],
-                   respond: JoinCallback, reason: str | None = None, supports_skip_assignment: bool = False) -> None:
-        """A member (re)joins; ``respond`` receives the generation it ends up in, or an error."""
-        error = self._validate_group_status(group_id, allow_empty_id=False)
+    def join_group(self, request: JoinGroupRequest, respond: JoinCallback) -> None:
+        """A member (re)joins; ``respond`` receives the generation it ends up in, or an error.
+
+        Called exactly once: now on an error, else when the rebalance completes
+        (maybe from the thread of another request or of the timer).
+        """
+        member_id = request.member_id
+        error = self._validate_group_status(request.group_id, allow_empty_id=False)
         if error:
             respond(JoinGroupResult.failed(member_id, error))
             return
-        if not (self.config.group_min_session_timeout_ms <= session_timeout_ms
+        if not (self.config.group_min_session_timeout_ms <= request.session_timeout_ms
                 <= self.config.group_max_session_timeout_ms):
             respond(JoinGroupResult.failed(member_id, InvalidSessionTimeoutError.code))
             return
         is_unknown_member = member_id == UNKNOWN_MEMBER_ID
         # A group is created by its first member only; a member id for a group
         # that does not exist is one this coordinator never handed out.
-        group = self._get_or_create_group(group_id) if is_unknown_member else self.group(group_id)
+        group = self._get_or_create_group(request.group_id) if is_unknown_member else self.group(request.group_id)
         if group is None:
             respond(JoinGroupResult.failed(member_id, UnknownMemberIdError.code))
             return
-        protocols = [(name, bytes(metadata)) for name, metadata in protocols]
         with group.lock:
             if not self._accept_joining_member(group, member_id):
                 removed = group.remove(member_id)
@@ -388,16 +326,12 @@ class GroupCoordinator:
                     self._remove_heartbeat_for_leaving_member(group, member_id)
                 respond(JoinGroupResult.failed(UNKNOWN_MEMBER_ID, GroupMaxSizeReachedError.code))
             elif is_unknown_member:
-                self._join_new_member(group, group_instance_id, require_known_member_id, client_id, client_host,
-                                      rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols, respond,
-                                      reason, supports_skip_assignment)
+                self._join_new_member(group, request, respond)
             else:
-                self._join_current_member(group, member_id, group_instance_id, client_id, client_host,
-                                          rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols,
-                                          respond, reason)
+                self._join_current_member(group, request, respond)
             # The join may have been the last one the rebalance waited for.
             if group.is_(_S.PREPARING_REBALANCE):
-                self.rebalance_purgatory.check_and_complete(GroupJoinKey(group_id))
+                self.rebalance_purgatory.check_and_complete(GroupJoinKey(group.group_id))
             group.check_invariants()
 
     def _accept_joining_member(self, group: GroupMetadata, member_id: str) -> bool:
@@ -412,86 +346,73 @@ class GroupCoordinator:
         return group.has(member_id) or group.size < self.config.group_max_size
 
     @staticmethod
-    def _join_error(group: GroupMetadata, protocol_type: str, protocols: list[tuple[str, bytes]]) -> int:
+    def _join_error(group: GroupMetadata, request: JoinGroupRequest) -> int:
         """What every JoinGroup is refused for before its member is looked at (0: nothing)."""
         if group.is_(_S.DEAD):
             # Deleted or unloaded meanwhile: the client finds the coordinator again and retries.
             return CoordinatorNotAvailableError.code
-        if not group.supports_protocols(protocol_type, [name for name, _ in protocols]):
+        if not group.supports_protocols(request.protocol_type, [name for name, _ in request.protocols]):
             return InconsistentGroupProtocolError.code
         return 0
 
-    def _join_new_member(self, group: GroupMetadata, group_instance_id: str | None, require_known_member_id: bool,
-                         client_id: str, client_host: str, rebalance_timeout_ms: int, session_timeout_ms: int,
-                         protocol_type: str, protocols: list[tuple[str, bytes]], respond: JoinCallback,
-                         reason: str | None, supports_skip_assignment: bool) -> None:
-        error = self._join_error(group, protocol_type, protocols)
+    def _join_new_member(self, group: GroupMetadata, request: JoinGroupRequest, respond: JoinCallback) -> None:
+        error = self._join_error(group, request)
         if error:
             respond(JoinGroupResult.failed(UNKNOWN_MEMBER_ID, error))
             return
-        new_member_id = group.generate_member_id(client_id, group_instance_id)
-        if group_instance_id is not None:
-            old_member_id = group.current_static_member_id(group_instance_id)
+        instance_id = request.group_instance_id
+        new_member_id = group.generate_member_id(request.client_id, instance_id)
+        if instance_id is not None:
+            old_member_id = group.current_static_member_id(instance_id)
             if old_member_id is not None:
-                self._update_static_member_and_rebalance(group, group_instance_id, old_member_id, new_member_id,
-                                                         rebalance_timeout_ms, session_timeout_ms, protocols,
-                                                         respond, reason, supports_skip_assignment)
+                self._update_static_member_and_rebalance(group, old_member_id, new_member_id, request, respond)
             else:
-                self._add_member_and_rebalance(group, new_member_id, group_instance_id, client_id, client_host,
-                                               rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols,
-                                               respond, reason)
-        elif require_known_member_id:
-            # JoinGroup v4+: hand out the id first, so a client whose first
-            # JoinGroup times out retries as the same member, not a new one.
+                self._add_member_and_rebalance(group, new_member_id, request, respond)
+        elif request.require_known_member_id:
+            # Hand out the id first, so a client whose first JoinGroup times
+            # out retries as the same member, not a new one.
             group.add_pending_member(new_member_id)
-            self._add_pending_member_expiration(group, new_member_id, session_timeout_ms)
+            self._add_pending_member_expiration(group, new_member_id, request.session_timeout_ms)
             respond(JoinGroupResult.failed(new_member_id, MemberIdRequiredError.code))
         else:
-            self._add_member_and_rebalance(group, new_member_id, None, client_id, client_host, rebalance_timeout_ms,
-                                           session_timeout_ms, protocol_type, protocols, respond, reason)
+            self._add_member_and_rebalance(group, new_member_id, request, respond)
 
-    def _join_current_member(self, group: GroupMetadata, member_id: str, group_instance_id: str | None,
-                             client_id: str, client_host: str, rebalance_timeout_ms: int, session_timeout_ms: int,
-                             protocol_type: str, protocols: list[tuple[str, bytes]], respond: JoinCallback,
-                             reason: str | None) -> None:
-        error = self._join_error(group, protocol_type, protocols)
+    def _join_current_member(self, group: GroupMetadata, request: JoinGroupRequest, respond: JoinCallback) -> None:
+        member_id = request.member_id
+        error = self._join_error(group, request)
         if error:
             respond(JoinGroupResult.failed(member_id, error))
             return
         if group.is_pending_member(member_id):
             # The second half of the MEMBER_ID_REQUIRED round trip.
-            if group_instance_id is not None:
-                raise AssertionError(f"group {group.group_id!r}: static member {group_instance_id} "
+            if request.group_instance_id is not None:
+                raise AssertionError(f"group {group.group_id!r}: static member {request.group_instance_id} "
                                      f"has a pending member id {member_id}")
-            self._add_member_and_rebalance(group, member_id, None, client_id, client_host, rebalance_timeout_ms,
-                                           session_timeout_ms, protocol_type, protocols, respond, reason)
+            self._add_member_and_rebalance(group, member_id, request, respond)
             return
-        error = self._validate_current_member(group, member_id, group_instance_id)
+        error = self._validate_current_member(group, member_id, request.group_instance_id)
         if error:
             respond(JoinGroupResult.failed(member_id, error))
             return
         member = group.get(member_id)
         state = group.state
         if state is _S.PREPARING_REBALANCE:
-            self._update_member_and_rebalance(group, member, protocols, rebalance_timeout_ms, session_timeout_ms,
-                                              respond, f"member {member_id} joined during {state}")
+            self._update_member_and_rebalance(group, member, request, respond,
+                                              f"member {member_id} joined during {state}")
         elif state is _S.COMPLETING_REBALANCE:
-            if member.matches(protocols):
+            if member.matches(request.protocols):
                 # The member lost its JoinGroup response: send the same generation again.
                 respond(self._join_result(group, member))
             else:
-                self._update_member_and_rebalance(group, member, protocols, rebalance_timeout_ms,
-                                                  session_timeout_ms, respond,
+                self._update_member_and_rebalance(group, member, request, respond,
                                                   f"member {member_id} changed its metadata during {state}")
         elif state is _S.STABLE:
             if group.is_leader(member_id):
                 # The leader rejoins to have the group reassigned for changes its
                 # metadata does not show (a consumer's topics gaining partitions).
-                self._update_member_and_rebalance(group, member, protocols, rebalance_timeout_ms,
-                                                  session_timeout_ms, respond, f"leader {member_id} rejoined")
-            elif not member.matches(protocols):
-                self._update_member_and_rebalance(group, member, protocols, rebalance_timeout_ms,
-                                                  session_timeout_ms, respond,
+                self._update_member_and_rebalance(group, member, request, respond, f"leader {member_id} rejoined")
+            elif not member.matches(request.protocols):
+                self._update_member_and_rebalance(group, member, request, respond,
                                                   f"member {member_id} changed its metadata")
             else:
                 # A follower with nothing new: the current generation lets it SyncGroup.
@@ -509,15 +430,13 @@ class GroupCoordinator:
             protocol_type=group.protocol_type, protocol_name=group.protocol_name, leader_id=group.leader_id,
             members=group.current_member_metadata() if is_leader and with_members else ())
 
-    def _add_member_and_rebalance(self, group: GroupMetadata, member_id: str, group_instance_id: str | None,
-                                  client_id: str, client_host: str, rebalance_timeout_ms: int,
-                                  session_timeout_ms: int, protocol_type: str, protocols: list[tuple[str, bytes]],
-                                  respond: JoinCallback, reason: str | None) -> None:
+    def _add_member_and_rebalance(self, group: GroupMetadata, member_id: str, request: JoinGroupRequest,
+                                  respond: JoinCallback) -> None:
         member = MemberMetadata(
-            member_id=member_id, group_id=group.group_id, group_instance_id=group_instance_id, client_id=client_id,
-            client_host=client_host, rebalance_timeout_ms=rebalance_timeout_ms,
-            session_timeout_ms=session_timeout_ms, protocol_type=protocol_type, supported_protocols=protocols,
-            is_new=True)
+            member_id=member_id, group_id=group.group_id, group_instance_id=request.group_instance_id,
+            client_id=request.client_id, client_host=request.client_host,
+            rebalance_timeout_ms=request.rebalance_timeout_ms, session_timeout_ms=request.session_timeout_ms,
+            protocol_type=request.protocol_type, supported_protocols=list(request.protocols), is_new=True)
         # During the first rebalance a new arrival extends the initial delay once more.
         if group.is_(_S.PREPARING_REBALANCE) and group.generation_id == 0:
             group.new_member_added = True
@@ -526,25 +445,30 @@ class GroupCoordinator:
         # parked JoinGroup is bounded by the new-member timeout instead.
         self._complete_and_schedule_next_expiration(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
         self._maybe_prepare_rebalance(group, f"new member {member_id} joined"
-                                             + (f" ({reason})" if reason else ""))
+                                             + (f" ({request.reason})" if request.reason else ""))
 
-    def _update_member_and_rebalance(self, group: GroupMetadata, member: MemberMetadata,
-                                     protocols: list[tuple[str, bytes]], rebalance_timeout_ms: int,
-                                     session_timeout_ms: int, respond: JoinCallback, reason: str) -> None:
-        group.update_member(member, protocols, rebalance_timeout_ms, session_timeout_ms, respond)
+    @staticmethod
+    def _update_member(group: GroupMetadata, member: MemberMetadata, request: JoinGroupRequest,
+                       respond: JoinCallback) -> None:
+        group.update_member(member, list(request.protocols), request.rebalance_timeout_ms,
+                            request.session_timeout_ms, respond)
+
+    def _update_member_and_rebalance(self, group: GroupMetadata, member: MemberMetadata, request: JoinGroupRequest,
+                                     respond: JoinCallback, reason: str) -> None:
+        self._update_member(group, member, request, respond)
         self._maybe_prepare_rebalance(group, reason)
 
-    def _update_static_member_and_rebalance(self, group: GroupMetadata, group_instance_id: str, old_member_id: str,
-                                            new_member_id: str, rebalance_timeout_ms: int, session_timeout_ms: int,
-                                            protocols: list[tuple[str, bytes]], respond: JoinCallback,
-                                            reason: str | None, supports_skip_assignment: bool) -> None:
+    def _update_static_member_and_rebalance(self, group: GroupMetadata, old_member_id: str, new_member_id: str,
+                                            request: JoinGroupRequest, respond: JoinCallback) -> None:
         """A known static member restarted (unknown member id, known group.instance.id)."""
+        group_instance_id = request.group_instance_id
+        assert group_instance_id is not None, request
         current_leader = group.leader_id
         member = group.replace_static_member(group_instance_id, old_member_id, new_member_id)
         # The old id's DelayedHeartbeat will find no such member and complete harmlessly.
         self._complete_and_schedule_next_heartbeat_expiration(group, member)
         old = (member.supported_protocols, member.rebalance_timeout_ms, member.session_timeout_ms)
-        group.update_member(member, protocols, rebalance_timeout_ms, session_timeout_ms, respond)
+        self._update_member(group, member, request, respond)
         state = group.state
         if state is _S.STABLE:
             if group.select_protocol() != group.protocol_name:
@@ -561,8 +485,8 @@ class GroupCoordinator:
                 respond(JoinGroupResult(member_id=UNKNOWN_MEMBER_ID, error_code=error,
                                         generation_id=group.generation_id, protocol_type=group.protocol_type,
                                         protocol_name=group.protocol_name, leader_id=current_leader))
-            elif supports_skip_assignment:
-                # JoinGroup v9: the leader learns it leads but must not reassign a Stable group.
+            elif request.supports_skip_assignment:
+                # The leader learns it leads but must not reassign a Stable group.
                 is_leader = group.is_leader(new_member_id)
                 group.maybe_invoke_join_callback(member, JoinGroupResult(
                     member_id=new_member_id, generation_id=group.generation_id, protocol_type=group.protocol_type,
@@ -605,7 +529,7 @@ class GroupCoordinator:
             delayed = DelayedJoin(self, group, group.rebalance_timeout_ms)
         group.transition_to(_S.PREPARING_REBALANCE)
         log.info("group %r: preparing to rebalance from generation %d (%s-%d): %s", group.group_id,
-                 group.generation_id, "__consumer_offsets", self.partition_for(group.group_id), reason)
+                 group.generation_id, OFFSETS_TOPIC, self.partition_for(group.group_id), reason)
         self.rebalance_purgatory.try_complete_else_watch(delayed, [GroupJoinKey(group.group_id)])
 
     def try_complete_join(self, group: GroupMetadata, force_complete: Callable[[], bool]) -> bool:
@@ -681,10 +605,17 @@ class GroupCoordinator:
     # SyncGroup
     # ==================================================================================
 
-    def sync_group(self, group_id: str, generation_id: int, member_id: str, *, group_instance_id: str | None,
-                   assignments: Mapping[str, bytes], respond: SyncCallback, protocol_type: str | None = None,
-                   protocol_name: str | None = None) -> None:
-        """A member asks for its assignment; the leader's request carries everyone's."""
+    def sync_group(self, request: SyncGroupRequest, respond: SyncCallback) -> None:
+        """A member asks for its assignment; the leader's request carries everyone's.
+
+        ``respond`` is called exactly once: at once, or when the leader's assignment has been stored.
+        """
+        if request.protocol_type_and_name_required and (request.protocol_type is None
+                                                        or request.protocol_name is None):
+            # Required so that a coordinator can check them (KIP-559).
+            respond(SyncGroupResult(InconsistentGroupProtocolError.code))
+            return
+        group_id, generation_id, member_id = request.group_id, request.generation_id, request.member_id
         error = self._validate_group_status(group_id, allow_empty_id=False)
         if error == CoordinatorLoadInProgressError.code:
             # The rebalance in progress was lost with the old coordinator; older
@@ -699,8 +630,7 @@ class GroupCoordinator:
             respond(SyncGroupResult(UnknownMemberIdError.code))
             return
         with group.lock:
-            error = self._validate_sync_group(group, generation_id, member_id, group_instance_id, protocol_type,
-                                              protocol_name)
+            error = self._validate_sync_group(group, request)
             if error:
                 respond(SyncGroupResult(error))
                 return
@@ -717,7 +647,7 @@ class GroupCoordinator:
                     previous(SyncGroupResult(RebalanceInProgressError.code))  # superseded by this request
                 self._remove_pending_sync_member(group, member_id)
                 if group.is_leader(member_id):
-                    self._complete_sync_from_leader(group, generation_id, member_id, assignments)
+                    self._complete_sync_from_leader(group, generation_id, member_id, request.assignments)
             elif state is _S.STABLE:
                 self._remove_pending_sync_member(group, member_id)
                 member = group.get(member_id)
@@ -727,19 +657,17 @@ class GroupCoordinator:
                 raise AssertionError(f"group {group_id!r}: SyncGroup reached state {state}")
             group.check_invariants()
 
-    def _validate_sync_group(self, group: GroupMetadata, generation_id: int, member_id: str,
-                             group_instance_id: str | None, protocol_type: str | None,
-                             protocol_name: str | None) -> int:
+    def _validate_sync_group(self, group: GroupMetadata, request: SyncGroupRequest) -> int:
         if group.is_(_S.DEAD):
             return CoordinatorNotAvailableError.code
-        error = self._validate_current_member(group, member_id, group_instance_id)
+        error = self._validate_current_member(group, request.member_id, request.group_instance_id)
         if error:
             return error
-        if generation_id != group.generation_id:
+        if request.generation_id != group.generation_id:
             return IllegalGenerationError.code
-        if protocol_type is not None and protocol_type != group.protocol_type:
+        if request.protocol_type is not None and request.protocol_type != group.protocol_type:
             return InconsistentGroupProtocolError.code
-        if protocol_name is not None and protocol_name != group.protocol_name:
+        if request.protocol_name is not None and request.protocol_name != group.protocol_name:
             return InconsistentGroupProtocolError.code
         return NONE
 
@@ -789,9 +717,9 @@ class GroupCoordinator:
     # Heartbeat and sessions
     # ==================================================================================
 
-    def heartbeat(self, group_id: str, member_id: str, generation_id: int, *,
-                  group_instance_id: str | None = None) -> int:
+    def heartbeat(self, request: HeartbeatRequest) -> int:
         """A member's sign of life; the error code tells it to rejoin (REBALANCE_IN_PROGRESS) or start over."""
+        group_id, member_id = request.group_id, request.member_id
         error = self._validate_group_status(group_id, allow_empty_id=False)
         if error == CoordinatorLoadInProgressError.code:
             return NONE  # the group is not known yet: nothing to tell the member
@@ -803,10 +731,10 @@ class GroupCoordinator:
         with group.lock:
             if group.is_(_S.DEAD):
                 return CoordinatorNotAvailableError.code
-            error = self._validate_current_member(group, member_id, group_instance_id)
+            error = self._validate_current_member(group, member_id, request.group_instance_id)
             if error:
                 return error
-            if generation_id != group.generation_id:
+            if request.generation_id != group.generation_id:
                 return IllegalGenerationError.code
             state = group.state
             if state is _S.EMPTY:
@@ -888,27 +816,27 @@ class GroupCoordinator:
     # LeaveGroup
     # ==================================================================================
 
-    def leave_group(self, group_id: str, members: Sequence[tuple[str, str | None, str | None]]) -> LeaveGroupResult:
-        """Members leave: each is (member_id, group_instance_id, reason); a static one may be named by instance id."""
-        error = self._validate_group_status(group_id, allow_empty_id=False)
+    def leave_group(self, request: LeaveGroupRequest) -> LeaveGroupResult:
+        """Members leave; a static one may be named by its group.instance.id alone."""
+        error = self._validate_group_status(request.group_id, allow_empty_id=False)
         if error:
             return LeaveGroupResult(error)
-        group = self.group(group_id)
+        group = self.group(request.group_id)
         if group is None:
-            return LeaveGroupResult(NONE, tuple(LeaveMemberResult(m, i, UnknownMemberIdError.code)
-                                                for m, i, _ in members))
+            return LeaveGroupResult(NONE, tuple(LeaveMemberResult(m.member_id, m.group_instance_id,
+                                                                  UnknownMemberIdError.code)
+                                                for m in request.members))
         with group.lock:
             if group.is_(_S.DEAD):
                 return LeaveGroupResult(CoordinatorNotAvailableError.code)
-            results = tuple(LeaveMemberResult(member_id, instance_id,
-                                              self._leave_one(group, member_id, instance_id, reason))
-                            for member_id, instance_id, reason in members)
+            results = tuple(LeaveMemberResult(m.member_id, m.group_instance_id, self._leave_one(group, m))
+                            for m in request.members)
             group.check_invariants()
             return LeaveGroupResult(NONE, results)
 
-    def _leave_one(self, group: GroupMetadata, member_id: str, group_instance_id: str | None,
-                   reason: str | None) -> int:
-        why = f"member {member_id or group_instance_id} left" + (f" ({reason})" if reason else "")
+    def _leave_one(self, group: GroupMetadata, leaving: LeavingMember) -> int:
+        member_id, group_instance_id = leaving.member_id, leaving.group_instance_id
+        why = f"member {member_id or group_instance_id} left" + (f" ({leaving.reason})" if leaving.reason else "")
         if member_id == UNKNOWN_MEMBER_ID:
             # An administrator removing a static member by its group.instance.id.
             current = group.current_static_member_id(group_instance_id) if group_instance_id is not None else None
@@ -935,37 +863,37 @@ class GroupCoordinator:
     # OffsetCommit and OffsetFetch
     # ==================================================================================
 
-    def commit_offsets(self, group_id: str, member_id: str, generation_id: int,
-                       offsets: Mapping[TopicPartition, OffsetAndMetadata], *,
-                       group_instance_id: str | None = None) -> dict[TopicPartition, int]:
-        """Store offsets; the error code of each partition.
+    def commit_offsets(self, request: OffsetCommitRequest) -> dict[TopicPartition, int]:
+        """Store offsets, stamped with the coordinator's clock; the error code of each partition.
 
         A group with members takes commits only from a member of the current
         generation; a group without members (or none at all) takes plain
         commits (generation -1, no member id) from anyone, as Kafka does for
         consumers that assign partitions themselves.
         """
+        group_id, offsets = request.group_id, request.offsets
         error = self._validate_group_status(group_id, allow_empty_id=True)
         if error:
             return {tp: error for tp in offsets}
         group = self.group(group_id)
         if group is None:
-            if generation_id >= 0:
+            if request.generation_id >= 0:
                 # A generation of a group this coordinator does not know: stale.
                 return {tp: IllegalGenerationError.code for tp in offsets}
             group = self._get_or_create_group(group_id)
         with group.lock:
-            error = self._validate_offset_commit(group, generation_id, member_id, group_instance_id)
+            error = self._validate_offset_commit(group, request.generation_id, request.member_id,
+                                                 request.group_instance_id)
             if error:
                 return {tp: error for tp in offsets}
             state = group.state
             if state is _S.EMPTY:
-                return self._store_offsets(group, offsets)
+                return self._store_offsets(group, request)
             if state in (_S.STABLE, _S.PREPARING_REBALANCE):
                 # A commit during PreparingRebalance is still taken: the member
                 # learns of the rebalance from its next heartbeat.
-                self._complete_and_schedule_next_heartbeat_expiration(group, group.get(member_id))
-                return self._store_offsets(group, offsets)
+                self._complete_and_schedule_next_heartbeat_expiration(group, group.get(request.member_id))
+                return self._store_offsets(group, request)
             if state is _S.COMPLETING_REBALANCE:
                 # The member knows the new generation but has no assignment yet.
                 return {tp: RebalanceInProgressError.code for tp in offsets}
@@ -985,12 +913,16 @@ class GroupCoordinator:
             return UnknownMemberIdError.code
         return NONE
 
-    def _store_offsets(self, group: GroupMetadata, offsets: Mapping[TopicPartition, OffsetAndMetadata]
-                       ) -> dict[TopicPartition, int]:
+    def _store_offsets(self, group: GroupMetadata, request: OffsetCommitRequest) -> dict[TopicPartition, int]:
         limit = self.config.offset_metadata_max_bytes
-        errors = {tp: OffsetMetadataTooLargeError.code for tp, o in offsets.items()
+        errors = {tp: OffsetMetadataTooLargeError.code for tp, o in request.offsets.items()
                   if len(o.metadata.encode("utf-8")) > limit}
-        valid = {tp: o for tp, o in offsets.items() if tp not in errors}
+        now = self.clock.milliseconds()
+        # A retention time of the request's own: the offset expires then, whatever the group does.
+        expire = None if request.retention_ms is None else now + request.retention_ms
+        valid = {tp: OffsetAndMetadata(offset=o.offset, metadata=o.metadata, commit_timestamp=now,
+                                       leader_epoch=o.leader_epoch, expire_timestamp=expire)
+                 for tp, o in request.offsets.items() if tp not in errors}
         if valid:
             try:
                 self.store.append_offsets(group.group_id, valid)
@@ -1004,14 +936,17 @@ class GroupCoordinator:
                 errors.update({tp: NONE for tp in valid})
         return errors
 
-    def fetch_offsets(self, group_id: str, partitions: Sequence[TopicPartition] | None, *,
-                      require_stable: bool = False) -> OffsetFetchResult:
-        """The group's committed offsets: of ``partitions``, or all of them when None.
+    def fetch_offsets(self, request: OffsetFetchRequest) -> list[OffsetFetchResult]:
+        """Each group's committed offsets, in the request's order.
 
         Whatever the group's state: a group may use the coordinator only to
         store offsets. ``require_stable`` matters only for pending
         transactional commits, which this coordinator does not take.
         """
+        return [self._fetch_group_offsets(group.group_id, group.partitions) for group in request.groups]
+
+    def _fetch_group_offsets(self, group_id: str, partitions: Sequence[TopicPartition] | None) -> OffsetFetchResult:
+        """Of ``partitions``, or all of the group's when None."""
         error = self._validate_group_status(group_id, allow_empty_id=True)
         if error:
             return OffsetFetchResult(error, {})
@@ -1027,6 +962,10 @@ class GroupCoordinator:
     # DescribeGroups, ListGroups, DeleteGroups
     # ==================================================================================
 
+    def describe_groups(self, request: DescribeGroupsRequest) -> list[tuple[int, GroupSummary]]:
+        """The error and summary of each group, in the request's order."""
+        return [self.describe_group(group_id) for group_id in request.group_ids]
+
     def describe_group(self, group_id: str) -> tuple[int, GroupSummary]:
         error = self._validate_group_status(group_id, allow_empty_id=True)
         if error:
@@ -1037,13 +976,12 @@ class GroupCoordinator:
         with group.lock:
             return NONE, group.summary()
 
-    def list_groups(self, states_filter: Iterable[str] = (), types_filter: Iterable[str] = ()
-                    ) -> tuple[int, list[GroupOverview]]:
-        """The groups, optionally only those in ``states_filter`` / of ``types_filter`` (case-insensitive)."""
+    def list_groups(self, request: ListGroupsRequest) -> tuple[int, list[GroupOverview]]:
+        """The groups, only those in the request's states and of its types when it names any."""
         if not self._active:
             return CoordinatorNotAvailableError.code, []
-        states = {s.lower() for s in states_filter}
-        types = {t.lower() for t in types_filter}
+        states = {s.lower() for s in request.states_filter}
+        types = {t.lower() for t in request.types_filter}
         if types and CLASSIC_GROUP_TYPE not in types:
             return self._loading_error(), []
         with self._lock:
@@ -1058,10 +996,10 @@ class GroupCoordinator:
     def _loading_error(self) -> int:
         return CoordinatorLoadInProgressError.code if self._loading else NONE
 
-    def delete_groups(self, group_ids: Iterable[str]) -> dict[str, int]:
+    def delete_groups(self, request: DeleteGroupsRequest) -> dict[str, int]:
         """Delete Empty groups with their offsets; the error code of each group."""
         results: dict[str, int] = {}
-        for group_id in group_ids:
+        for group_id in request.group_ids:
             error = self._validate_group_status(group_id, allow_empty_id=True)
             if error:
                 results[group_id] = error

@@ -2,30 +2,51 @@
 
 Body dicts are the protocol package's: snake_case keys of Kafka's message
 JSON, every declared key present after decoding (absent fields at their
-default). This module reads the fields each version carries into small typed
-requests and shapes the coordinator's results into response dicts that
-``broker_core.protocol`` encodes at the request's version — fields a version
+default). ``parse_*`` reads the fields each version carries into the typed
+requests of ``requests`` — what a version changes in the coordinator's
+behaviour becomes a field there, so the state machine never sees a version —
+and ``*_response`` shapes the coordinator's results into response dicts that
+``broker_core.protocol`` encodes at the request's version: fields a version
 does not have are skipped by the encoder, and fields only nullable in later
 versions get their non-null spelling here (``""``) for earlier ones.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from format.layout import TopicPartition
 
 from ..errors import ERRORS_BY_CODE
 from .offset_and_metadata import OffsetAndMetadata
+from .requests import (COORDINATOR_TYPE_GROUP, DeleteGroupsRequest, DescribeGroupsRequest, FindCoordinatorRequest,
+                       HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, LeavingMember, ListGroupsRequest,
+                       OffsetCommitPartition, OffsetCommitRequest, OffsetFetchGroup, OffsetFetchRequest,
+                       SyncGroupRequest)
 from .results import (CLASSIC_GROUP_TYPE, NONE, GroupOverview, GroupSummary, JoinGroupResult, LeaveGroupResult,
                       OffsetFetchResult, SyncGroupResult)
 
 __all__ = [
-    "JoinGroupRequest",
-    "SyncGroupRequest",
-    "OffsetCommitRequest",
-    "OffsetFetchGroupRequest",
+    "parse_find_coordinator",
+    "find_coordinator_response",
+    "parse_join_group",
+    "join_group_response",
+    "parse_sync_group",
+    "sync_group_response",
+    "parse_heartbeat",
+    "heartbeat_response",
+    "parse_leave_group",
+    "leave_group_response",
+    "parse_offset_commit",
+    "offset_commit_response",
+    "parse_offset_fetch",
+    "offset_fetch_response",
+    "parse_describe_groups",
+    "describe_groups_response",
+    "parse_list_groups",
+    "list_groups_response",
+    "parse_delete_groups",
+    "delete_groups_response",
     "GROUP_AUTHORIZED_OPERATIONS",
 ]
 
@@ -47,9 +68,11 @@ def _error_name(code: int) -> str | None:
 # --- FindCoordinator ------------------------------------------------------------------
 
 
-def find_coordinator_keys(body: Mapping[str, Any], version: int) -> list[str]:
-    """v0-3 ask for one key, v4+ for a batch."""
-    return list(body.get("coordinator_keys") or []) if version >= 4 else [body.get("key") or ""]
+def parse_find_coordinator(body: Mapping[str, Any], version: int) -> FindCoordinatorRequest:
+    """v0-3 ask for one key, v4+ for a batch; v0 only for groups."""
+    keys = tuple(body.get("coordinator_keys") or ()) if version >= 4 else (body.get("key") or "",)
+    # v0 has no key type: it asks for a group's coordinator.
+    return FindCoordinatorRequest(key_type=body.get("key_type", COORDINATOR_TYPE_GROUP), keys=keys)
 
 
 def find_coordinator_response(version: int, answers: Sequence[tuple[str, int]], node_id: int, host: str,
@@ -69,33 +92,24 @@ def find_coordinator_response(version: int, answers: Sequence[tuple[str, int]], 
 # --- JoinGroup ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class JoinGroupRequest:
-    group_id: str
-    member_id: str
-    group_instance_id: str | None
-    session_timeout_ms: int
-    rebalance_timeout_ms: int
-    protocol_type: str
-    protocols: list[tuple[str, bytes]]
-    reason: str | None
-    #: v4+: a member without an id is handed one first (MEMBER_ID_REQUIRED); static members are not.
-    require_known_member_id: bool
-
-
-def parse_join_group(body: Mapping[str, Any], version: int) -> JoinGroupRequest:
+def parse_join_group(body: Mapping[str, Any], version: int, *, client_id: str = "",
+                     client_host: str = "") -> JoinGroupRequest:
+    """``client_id`` is the request header's, ``client_host`` the peer address (both shown by DescribeGroups)."""
     session_timeout_ms = body["session_timeout_ms"]
     # v0 has no rebalance timeout: the session timeout served for both.
     rebalance_timeout_ms = body.get("rebalance_timeout_ms", -1) if version >= 1 else -1
     if rebalance_timeout_ms < 0:
         rebalance_timeout_ms = session_timeout_ms
-    group_instance_id = body.get("group_instance_id")
+    # Static membership (group.instance.id) from v5.
+    group_instance_id = body.get("group_instance_id") if version >= 5 else None
     return JoinGroupRequest(
         group_id=body["group_id"], member_id=body["member_id"] or "", group_instance_id=group_instance_id,
         session_timeout_ms=session_timeout_ms, rebalance_timeout_ms=rebalance_timeout_ms,
         protocol_type=body["protocol_type"] or "",
-        protocols=[(p["name"], bytes(p["metadata"] or b"")) for p in body["protocols"] or ()],
-        reason=body.get("reason"), require_known_member_id=version >= 4 and group_instance_id is None)
+        protocols=tuple((p["name"], bytes(p["metadata"] or b"")) for p in body["protocols"] or ()),
+        reason=body.get("reason") if version >= 8 else None, client_id=client_id, client_host=client_host,
+        require_known_member_id=version >= 4 and group_instance_id is None,
+        supports_skip_assignment=version >= 9)
 
 
 def join_group_response(result: JoinGroupResult, version: int) -> dict:
@@ -117,24 +131,14 @@ def join_group_response(result: JoinGroupResult, version: int) -> dict:
 # --- SyncGroup ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class SyncGroupRequest:
-    group_id: str
-    generation_id: int
-    member_id: str
-    group_instance_id: str | None
-    protocol_type: str | None
-    protocol_name: str | None
-    assignments: dict[str, bytes]
-
-
 def parse_sync_group(body: Mapping[str, Any], version: int) -> SyncGroupRequest:
     return SyncGroupRequest(
         group_id=body["group_id"], generation_id=body["generation_id"], member_id=body["member_id"] or "",
-        group_instance_id=body.get("group_instance_id"),
+        group_instance_id=body.get("group_instance_id") if version >= 3 else None,
         protocol_type=body.get("protocol_type") if version >= 5 else None,
         protocol_name=body.get("protocol_name") if version >= 5 else None,
-        assignments={a["member_id"]: bytes(a["assignment"] or b"") for a in body["assignments"] or ()})
+        assignments={a["member_id"]: bytes(a["assignment"] or b"") for a in body["assignments"] or ()},
+        protocol_type_and_name_required=version >= 5)
 
 
 def sync_group_response(result: SyncGroupResult, version: int) -> dict:
@@ -145,15 +149,24 @@ def sync_group_response(result: SyncGroupResult, version: int) -> dict:
 # --- Heartbeat and LeaveGroup ------------------------------------------------------------------
 
 
+def parse_heartbeat(body: Mapping[str, Any], version: int) -> HeartbeatRequest:
+    return HeartbeatRequest(group_id=body["group_id"], member_id=body["member_id"] or "",
+                            generation_id=body["generation_id"],
+                            group_instance_id=body.get("group_instance_id") if version >= 3 else None)
+
+
 def heartbeat_response(error_code: int) -> dict:
     return {"throttle_time_ms": 0, "error_code": error_code}
 
 
-def parse_leave_group(body: Mapping[str, Any], version: int) -> list[tuple[str, str | None, str | None]]:
-    """(member_id, group_instance_id, reason) of each leaving member: one in v0-2, a batch in v3+."""
+def parse_leave_group(body: Mapping[str, Any], version: int) -> LeaveGroupRequest:
+    """One leaving member in v0-2, a batch (static members by group.instance.id) in v3+."""
     if version < 3:
-        return [(body["member_id"] or "", None, None)]
-    return [(m["member_id"] or "", m.get("group_instance_id"), m.get("reason")) for m in body["members"] or ()]
+        members: tuple[LeavingMember, ...] = (LeavingMember(body["member_id"] or ""),)
+    else:
+        members = tuple(LeavingMember(m["member_id"] or "", m.get("group_instance_id"), m.get("reason"))
+                        for m in body["members"] or ())
+    return LeaveGroupRequest(group_id=body["group_id"], members=members)
 
 
 def leave_group_response(result: LeaveGroupResult, version: int) -> dict:
@@ -169,69 +182,49 @@ def leave_group_response(result: LeaveGroupResult, version: int) -> dict:
 # --- OffsetCommit ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class OffsetCommitRequest:
-    group_id: str
-    generation_id: int
-    member_id: str
-    group_instance_id: str | None
-    offsets: dict[TopicPartition, OffsetAndMetadata]
-    #: The partitions in request order, as the response lists them.
-    order: list[tuple[str, list[int]]]
-
-
-def parse_offset_commit(body: Mapping[str, Any], version: int, now_ms: int) -> OffsetCommitRequest:
-    retention_ms = body.get("retention_time_ms", -1) if 2 <= version <= 4 else -1
+def parse_offset_commit(body: Mapping[str, Any], version: int) -> OffsetCommitRequest:
     # v2-v4 may ask for a retention time of their own; the offset then expires at that time.
-    expire = None if retention_ms is None or retention_ms < 0 else now_ms + retention_ms
-    offsets: dict[TopicPartition, OffsetAndMetadata] = {}
-    order: list[tuple[str, list[int]]] = []
+    retention_ms = body.get("retention_time_ms", -1) if 2 <= version <= 4 else -1
+    offsets: dict[TopicPartition, OffsetCommitPartition] = {}
     for topic in body["topics"] or ():
-        partitions = []
         for p in topic["partitions"] or ():
-            epoch = p.get("committed_leader_epoch", -1)
-            offsets[TopicPartition(topic["name"], p["partition_index"])] = OffsetAndMetadata(
-                offset=p["committed_offset"], metadata=p.get("committed_metadata") or "", commit_timestamp=now_ms,
-                leader_epoch=None if epoch is None or epoch < 0 else epoch, expire_timestamp=expire)
-            partitions.append(p["partition_index"])
-        order.append((topic["name"], partitions))
+            epoch = p.get("committed_leader_epoch", -1) if version >= 6 else -1
+            offsets[TopicPartition(topic["name"], p["partition_index"])] = OffsetCommitPartition(
+                offset=p["committed_offset"], metadata=p.get("committed_metadata") or "",
+                leader_epoch=None if epoch is None or epoch < 0 else epoch)
     return OffsetCommitRequest(
         group_id=body["group_id"], generation_id=body.get("generation_id_or_member_epoch", -1),
-        member_id=body.get("member_id") or "", group_instance_id=body.get("group_instance_id"), offsets=offsets,
-        order=order)
+        member_id=body.get("member_id") or "",
+        group_instance_id=body.get("group_instance_id") if version >= 7 else None, offsets=offsets,
+        retention_ms=None if retention_ms is None or retention_ms < 0 else retention_ms)
 
 
-def offset_commit_response(order: Sequence[tuple[str, list[int]]], errors: Mapping[TopicPartition, int]) -> dict:
-    return {"throttle_time_ms": 0, "topics": [
-        {"name": name, "partitions": [{"partition_index": p, "error_code": errors[TopicPartition(name, p)]}
-                                      for p in partitions]}
-        for name, partitions in order]}
+def offset_commit_response(request: OffsetCommitRequest, errors: Mapping[TopicPartition, int]) -> dict:
+    """Every partition of ``request`` with its error, grouped by topic in request order (as Kafka's builder)."""
+    topics: dict[str, list[dict]] = {}
+    for tp in request.offsets:
+        topics.setdefault(tp.topic, []).append({"partition_index": tp.partition, "error_code": errors[tp]})
+    return {"throttle_time_ms": 0, "topics": [{"name": name, "partitions": partitions}
+                                              for name, partitions in topics.items()]}
 
 
 # --- OffsetFetch ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class OffsetFetchGroupRequest:
-    group_id: str
-    #: None asks for every committed offset of the group (v2+).
-    partitions: list[TopicPartition] | None
-    require_stable: bool
+def parse_offset_fetch(body: Mapping[str, Any], version: int) -> OffsetFetchRequest:
+    """v1-7 name one group, v8+ a batch of groups; v2+ may ask for all partitions (null topics)."""
 
-
-def parse_offset_fetch(body: Mapping[str, Any], version: int) -> list[OffsetFetchGroupRequest]:
-    """v1-7 name one group, v8+ a batch of groups."""
-    require_stable = bool(body.get("require_stable")) if version >= 7 else False
-
-    def partitions(topics: Iterable[Mapping[str, Any]] | None) -> list[TopicPartition] | None:
+    def partitions(topics: Iterable[Mapping[str, Any]] | None) -> tuple[TopicPartition, ...] | None:
         if topics is None:
             return None
-        return [TopicPartition(t["name"], p) for t in topics for p in t["partition_indexes"] or ()]
+        return tuple(TopicPartition(t["name"], p) for t in topics for p in t["partition_indexes"] or ())
 
     if version >= 8:
-        return [OffsetFetchGroupRequest(g["group_id"], partitions(g["topics"]), require_stable)
-                for g in body["groups"] or ()]
-    return [OffsetFetchGroupRequest(body["group_id"], partitions(body["topics"]), require_stable)]
+        groups = tuple(OffsetFetchGroup(g["group_id"], partitions(g["topics"])) for g in body["groups"] or ())
+    else:
+        groups = (OffsetFetchGroup(body["group_id"], partitions(body["topics"])),)
+    return OffsetFetchRequest(groups=groups,
+                              require_stable=bool(body.get("require_stable")) if version >= 7 else False)
 
 
 def _fetched_partition(tp: TopicPartition, offset: OffsetAndMetadata | None, error: int) -> dict:
@@ -243,48 +236,65 @@ def _fetched_partition(tp: TopicPartition, offset: OffsetAndMetadata | None, err
             else offset.leader_epoch, "metadata": offset.metadata, "error_code": error}
 
 
-def _fetched_topics(request: OffsetFetchGroupRequest, result: OffsetFetchResult, partition_error: int) -> list[dict]:
-    wanted = request.partitions if request.partitions is not None else list(result.offsets)
+def _fetched_topics(group: OffsetFetchGroup, result: OffsetFetchResult, partition_error: int) -> list[dict]:
+    wanted = group.partitions if group.partitions is not None else list(result.offsets)
     topics: dict[str, list[dict]] = {}
     for tp in wanted:
         topics.setdefault(tp.topic, []).append(_fetched_partition(tp, result.offsets.get(tp), partition_error))
     return [{"name": name, "partitions": partitions} for name, partitions in topics.items()]
 
 
-def offset_fetch_response(results: Sequence[tuple[OffsetFetchGroupRequest, OffsetFetchResult]],
-                          version: int) -> dict:
+def offset_fetch_response(request: OffsetFetchRequest, results: Sequence[OffsetFetchResult], version: int) -> dict:
+    """``results`` holds one result per group of ``request``, in its order."""
     if version >= 8:
         return {"throttle_time_ms": 0, "groups": [
-            {"group_id": request.group_id, "error_code": result.error_code,
-             "topics": _fetched_topics(request, result, NONE) if result.error_code == NONE else []}
-            for request, result in results]}
-    request, result = results[0]
+            {"group_id": group.group_id, "error_code": result.error_code,
+             "topics": _fetched_topics(group, result, NONE) if result.error_code == NONE else []}
+            for group, result in zip(request.groups, results, strict=True)]}
+    (group,), (result,) = request.groups, results
     if result.error_code != NONE and version < 2:
         # No top-level error before v2: every requested partition carries it.
-        return {"throttle_time_ms": 0, "topics": _fetched_topics(request, result, result.error_code)}
+        return {"throttle_time_ms": 0, "topics": _fetched_topics(group, result, result.error_code)}
     return {"throttle_time_ms": 0, "error_code": result.error_code,
-            "topics": _fetched_topics(request, result, NONE) if result.error_code == NONE else []}
+            "topics": _fetched_topics(group, result, NONE) if result.error_code == NONE else []}
 
 
 # --- DescribeGroups, ListGroups, DeleteGroups ----------------------------------------------------
 
 
-def describe_groups_response(described: Sequence[tuple[str, int, GroupSummary]], include_operations: bool) -> dict:
+def parse_describe_groups(body: Mapping[str, Any], version: int) -> DescribeGroupsRequest:
+    return DescribeGroupsRequest(
+        group_ids=tuple(body["groups"] or ()),
+        include_authorized_operations=bool(body.get("include_authorized_operations")) if version >= 3 else False)
+
+
+def describe_groups_response(request: DescribeGroupsRequest, described: Sequence[tuple[int, GroupSummary]]) -> dict:
+    """``described`` holds the error and summary of each group of ``request``, in its order."""
     return {"throttle_time_ms": 0, "groups": [
         {"error_code": error, "group_id": group_id, "group_state": summary.state,
          "protocol_type": summary.protocol_type, "protocol_data": summary.protocol,
          "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
                       "client_host": m.client_host, "member_metadata": m.metadata,
                       "member_assignment": m.assignment} for m in summary.members],
-         "authorized_operations": GROUP_AUTHORIZED_OPERATIONS if include_operations
+         "authorized_operations": GROUP_AUTHORIZED_OPERATIONS if request.include_authorized_operations
          else AUTHORIZED_OPERATIONS_OMITTED}
-        for group_id, error, summary in described]}
+        for group_id, (error, summary) in zip(request.group_ids, described, strict=True)]}
+
+
+def parse_list_groups(body: Mapping[str, Any], version: int) -> ListGroupsRequest:
+    """States filter from v4, types filter from v5."""
+    return ListGroupsRequest(states_filter=tuple(body.get("states_filter") or ()) if version >= 4 else (),
+                             types_filter=tuple(body.get("types_filter") or ()) if version >= 5 else ())
 
 
 def list_groups_response(error: int, groups: Sequence[GroupOverview]) -> dict:
     return {"throttle_time_ms": 0, "error_code": error, "groups": [
         {"group_id": g.group_id, "protocol_type": g.protocol_type, "group_state": g.state,
          "group_type": CLASSIC_GROUP_TYPE} for g in groups]}
+
+
+def parse_delete_groups(body: Mapping[str, Any], version: int) -> DeleteGroupsRequest:
+    return DeleteGroupsRequest(group_ids=tuple(body["groups_names"] or ()))
 
 
 def delete_groups_response(results: Mapping[str, int]) -> dict:

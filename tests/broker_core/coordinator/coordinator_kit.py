@@ -4,10 +4,12 @@
 ``InlineExecutor`` (expired operations run inside ``advance``) and an
 ``InMemoryGroupStore``, with no reaper threads: nothing moves unless a test
 sends a request or calls ``advance``. Requests are real body dicts: the
-helpers encode them with the protocol package and decode them back, so the
+helpers encode them with the protocol package and decode them back, turn them
+into the coordinator's typed requests with ``wire`` and its typed results
+back into response bodies, as the broker's request handlers do, so the
 coordinator sees exactly what a client's request would give it (every field
-of the version, defaults included), and every response it gives is encoded
-at the request's version, so a shape the wire would refuse fails the test.
+of the version, defaults included), and every response is encoded at the
+request's version, so a shape the wire would refuse fails the test.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from broker_core.clock import MockTime
-from broker_core.coordinator import GroupCoordinator, GroupCoordinatorConfig, GroupMetadata, InMemoryGroupStore
+from broker_core.coordinator import GroupCoordinator, GroupCoordinatorConfig, GroupMetadata, InMemoryGroupStore, wire
 from broker_core.coordinator.store import GroupStore
 from broker_core.protocol import ApiKey, encode_request, parse_request
 from broker_core.protocol.codec import encode
@@ -144,6 +146,13 @@ class Harness:
 
     # -- requests ----------------------------------------------------------------------
 
+    def find_coordinator(self, version: int, **fields: Any) -> dict:
+        """FindCoordinator answered for a listener at broker.local:9092."""
+        request = wire.parse_find_coordinator(request_body(ApiKey.FIND_COORDINATOR, version, **fields), version)
+        body = wire.find_coordinator_response(version, self.coordinator.find_coordinator(request),
+                                              self.coordinator.broker_id, "broker.local", 9092)
+        return check_response(ApiKey.FIND_COORDINATOR, version, body)
+
     def join(self, member: Member, *, protocols: list[tuple[str, bytes]] | None = None,
              protocol_type: str = "consumer", session_timeout_ms: int = SESSION_TIMEOUT_MS,
              rebalance_timeout_ms: int = REBALANCE_TIMEOUT_MS, version: int | None = None,
@@ -167,8 +176,9 @@ class Harness:
             if body["error_code"] == NONE:
                 member.generation_id = body["generation_id"]
 
-        self.coordinator.handle_join_group(request_body(ApiKey.JOIN_GROUP, version, **fields), version, respond,
-                                           client_id=client_id, client_host="/127.0.0.1")
+        request = wire.parse_join_group(request_body(ApiKey.JOIN_GROUP, version, **fields), version,
+                                        client_id=client_id, client_host="/127.0.0.1")
+        self.coordinator.join_group(request, lambda result: respond(wire.join_group_response(result, version)))
         return pending
 
     def join_new(self, member: Member, **kwargs: Any) -> Pending:
@@ -194,7 +204,8 @@ class Harness:
             fields["protocol_type"] = "consumer"
             fields["protocol_name"] = protocol_name
         pending = Pending(ApiKey.SYNC_GROUP, version)
-        self.coordinator.handle_sync_group(request_body(ApiKey.SYNC_GROUP, version, **fields), version, pending)
+        request = wire.parse_sync_group(request_body(ApiKey.SYNC_GROUP, version, **fields), version)
+        self.coordinator.sync_group(request, lambda result: pending(wire.sync_group_response(result, version)))
         return pending
 
     def heartbeat(self, member: Member, *, generation_id: int | None = None, version: int | None = None) -> int:
@@ -203,7 +214,8 @@ class Harness:
                                   "generation_id": member.generation_id if generation_id is None else generation_id}
         if version >= 3:
             fields["group_instance_id"] = member.group_instance_id
-        body = self.coordinator.handle_heartbeat(request_body(ApiKey.HEARTBEAT, version, **fields), version)
+        request = wire.parse_heartbeat(request_body(ApiKey.HEARTBEAT, version, **fields), version)
+        body = wire.heartbeat_response(self.coordinator.heartbeat(request))
         return check_response(ApiKey.HEARTBEAT, version, body)["error_code"]
 
     def leave(self, *members: Member, version: int | None = None) -> dict:
@@ -214,7 +226,8 @@ class Harness:
         else:
             (member,) = members
             fields = {"group_id": self.group_id, "member_id": member.member_id}
-        body = self.coordinator.handle_leave_group(request_body(ApiKey.LEAVE_GROUP, version, **fields), version)
+        request = wire.parse_leave_group(request_body(ApiKey.LEAVE_GROUP, version, **fields), version)
+        body = wire.leave_group_response(self.coordinator.leave_group(request), version)
         return check_response(ApiKey.LEAVE_GROUP, version, body)
 
     def commit(self, offsets: dict[tuple[str, int], int], member: Member | None = None, *,
@@ -236,7 +249,8 @@ class Harness:
             fields["retention_time_ms"] = retention_time_ms
         if version >= 7 and member is not None:
             fields["group_instance_id"] = member.group_instance_id
-        body = self.coordinator.handle_offset_commit(request_body(ApiKey.OFFSET_COMMIT, version, **fields), version)
+        request = wire.parse_offset_commit(request_body(ApiKey.OFFSET_COMMIT, version, **fields), version)
+        body = wire.offset_commit_response(request, self.coordinator.commit_offsets(request))
         check_response(ApiKey.OFFSET_COMMIT, version, body)
         return {(t["name"], p["partition_index"]): p["error_code"] for t in body["topics"] for p in t["partitions"]}
 
@@ -254,7 +268,8 @@ class Harness:
             fields: dict[str, Any] = {"groups": [{"group_id": group_id, "topics": topics}]}
         else:
             fields = {"group_id": group_id, "topics": topics}
-        body = self.coordinator.handle_offset_fetch(request_body(ApiKey.OFFSET_FETCH, version, **fields), version)
+        request = wire.parse_offset_fetch(request_body(ApiKey.OFFSET_FETCH, version, **fields), version)
+        body = wire.offset_fetch_response(request, self.coordinator.fetch_offsets(request), version)
         return check_response(ApiKey.OFFSET_FETCH, version, body)
 
     def committed(self, partitions: list[tuple[str, int]] | None = None) -> dict[tuple[str, int], int]:
@@ -266,9 +281,10 @@ class Harness:
 
     def describe(self, *group_ids: str, version: int | None = None) -> list[dict]:
         version = LATEST[ApiKey.DESCRIBE_GROUPS] if version is None else version
-        body = self.coordinator.handle_describe_groups(
+        request = wire.parse_describe_groups(
             request_body(ApiKey.DESCRIBE_GROUPS, version, groups=list(group_ids or [self.group_id]),
                          include_authorized_operations=True), version)
+        body = wire.describe_groups_response(request, self.coordinator.describe_groups(request))
         return check_response(ApiKey.DESCRIBE_GROUPS, version, body)["groups"]
 
     def list_groups(self, *, states: list[str] | None = None, types: list[str] | None = None,
@@ -279,13 +295,15 @@ class Harness:
             fields["states_filter"] = states or []
         if version >= 5:
             fields["types_filter"] = types or []
-        body = self.coordinator.handle_list_groups(request_body(ApiKey.LIST_GROUPS, version, **fields), version)
+        request = wire.parse_list_groups(request_body(ApiKey.LIST_GROUPS, version, **fields), version)
+        body = wire.list_groups_response(*self.coordinator.list_groups(request))
         return check_response(ApiKey.LIST_GROUPS, version, body)
 
     def delete(self, *group_ids: str, version: int | None = None) -> dict[str, int]:
         version = LATEST[ApiKey.DELETE_GROUPS] if version is None else version
-        body = self.coordinator.handle_delete_groups(
+        request = wire.parse_delete_groups(
             request_body(ApiKey.DELETE_GROUPS, version, groups_names=list(group_ids)), version)
+        body = wire.delete_groups_response(self.coordinator.delete_groups(request))
         check_response(ApiKey.DELETE_GROUPS, version, body)
         return {r["group_id"]: r["error_code"] for r in body["results"]}
 

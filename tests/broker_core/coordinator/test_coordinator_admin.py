@@ -8,10 +8,8 @@ import pytest
 
 from broker_core.coordinator import InMemoryGroupStore
 from broker_core.offsets_topic import GroupMetadataKey, OffsetCommitKey, decode_record
-from broker_core.protocol import ApiKey
 from coordinator_kit import (COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, GROUP_ID_NOT_FOUND,
-                             INITIAL_DELAY_MS, NON_EMPTY_GROUP, NONE, REBALANCE_IN_PROGRESS, Harness, Member,
-                             check_response, request_body)
+                             INITIAL_DELAY_MS, NON_EMPTY_GROUP, NONE, REBALANCE_IN_PROGRESS, Harness, Member)
 
 
 @pytest.fixture
@@ -26,24 +24,19 @@ def h() -> Iterator[Harness]:
 
 @pytest.mark.parametrize("version", range(0, 4))
 def test_find_coordinator_names_this_broker(h: Harness, version: int) -> None:
-    body = request_body(ApiKey.FIND_COORDINATOR, version, key="group", key_type=0)
-    response = check_response(ApiKey.FIND_COORDINATOR, version,
-                              h.coordinator.handle_find_coordinator(body, version, "broker.local", 9092))
+    response = h.find_coordinator(version, key="group", key_type=0)
     assert (response["error_code"], response["node_id"], response["host"], response["port"]) == (
         NONE, 0, "broker.local", 9092)
 
 
 def test_find_coordinator_v4_answers_each_key(h: Harness) -> None:
-    body = request_body(ApiKey.FIND_COORDINATOR, 6, key_type=0, coordinator_keys=["a", "b"])
-    response = check_response(ApiKey.FIND_COORDINATOR, 6,
-                              h.coordinator.handle_find_coordinator(body, 6, "broker.local", 9092))
+    response = h.find_coordinator(6, key_type=0, coordinator_keys=["a", "b"])
     assert [(c["key"], c["node_id"], c["error_code"]) for c in response["coordinators"]] == [
         ("a", 0, NONE), ("b", 0, NONE)]
 
 
 def test_find_coordinator_for_transactions_is_not_available_yet(h: Harness) -> None:
-    body = request_body(ApiKey.FIND_COORDINATOR, 3, key="txn", key_type=1)
-    response = h.coordinator.handle_find_coordinator(body, 3, "broker.local", 9092)
+    response = h.find_coordinator(3, key="txn", key_type=1)
     assert (response["error_code"], response["node_id"], response["error_message"]) == (
         COORDINATOR_NOT_AVAILABLE, -1, "COORDINATOR_NOT_AVAILABLE")
 

@@ -6,13 +6,14 @@ from typing import Iterator
 
 import pytest
 
-from broker_core.coordinator import GroupCoordinatorConfig, GroupState
+from broker_core.coordinator import (GroupCoordinatorConfig, GroupState, OffsetAndMetadata, OffsetCommitPartition,
+                                    OffsetCommitRequest, OffsetFetchGroup, OffsetFetchRequest)
 from broker_core.errors import RecordListTooLargeError, UnknownTopicOrPartitionError
 from broker_core.offsets_topic import GroupMetadataKey, OffsetCommitKey, decode_record
-from broker_core.protocol import ApiKey
 from coordinator_kit import (COORDINATOR_NOT_AVAILABLE, ILLEGAL_GENERATION, INITIAL_DELAY_MS, NONE,
-                             OFFSET_METADATA_TOO_LARGE, SESSION_TIMEOUT_MS, UNKNOWN_MEMBER_ID, Harness, Member,
-                             request_body)
+                             OFFSET_METADATA_TOO_LARGE, SESSION_TIMEOUT_MS, START_MS, UNKNOWN_MEMBER_ID, Harness,
+                             Member)
+from format.layout import TopicPartition
 
 S = GroupState
 RETENTION_MS = 60_000
@@ -99,12 +100,11 @@ def test_a_failed_append_answers_kafkas_error_and_changes_nothing(h: Harness, fa
 
 
 def test_commits_carry_leader_epoch_and_metadata_through_fetch(h: Harness) -> None:
-    body = request_body(ApiKey.OFFSET_COMMIT, 9, group_id="group", generation_id_or_member_epoch=-1, member_id="",
-                        topics=[{"name": "orders", "partitions": [
-                            {"partition_index": 3, "committed_offset": 42, "committed_leader_epoch": 7,
-                             "committed_metadata": "checkpoint-9"}]}])
-    assert h.coordinator.handle_offset_commit(body, 9) == {"throttle_time_ms": 0, "topics": [
-        {"name": "orders", "partitions": [{"partition_index": 3, "error_code": NONE}]}]}
+    commit = OffsetCommitRequest(group_id="group", generation_id=-1, member_id="", offsets={
+        TopicPartition("orders", 3): OffsetCommitPartition(42, "checkpoint-9", leader_epoch=7)})
+    assert h.coordinator.commit_offsets(commit) == {TopicPartition("orders", 3): NONE}
+    assert h.group.offsets[TopicPartition("orders", 3)] == OffsetAndMetadata(
+        offset=42, metadata="checkpoint-9", commit_timestamp=START_MS, leader_epoch=7)
     (partition,) = h.fetch([("orders", 3)])["groups"][0]["topics"][0]["partitions"]
     assert partition == {"partition_index": 3, "committed_offset": 42, "committed_leader_epoch": 7,
                          "metadata": "checkpoint-9", "error_code": NONE}
@@ -132,14 +132,13 @@ def test_fetch_for_an_unknown_group_is_not_an_error(h: Harness) -> None:
     assert h.fetch(None, group_id="nobody")["groups"][0]["topics"] == []
 
 
-def test_fetch_v8_answers_several_groups_at_once(h: Harness) -> None:
+def test_fetch_answers_several_groups_at_once_in_request_order(h: Harness) -> None:
     h.commit({("orders", 0): 1}, group_id="g1")
     h.commit({("orders", 0): 2}, group_id="g2")
-    body = request_body(ApiKey.OFFSET_FETCH, 8, groups=[{"group_id": "g1", "topics": None},
-                                                        {"group_id": "g2", "topics": None}])
-    response = h.coordinator.handle_offset_fetch(body, 8)
-    assert [(g["group_id"], g["topics"][0]["partitions"][0]["committed_offset"]) for g in response["groups"]] == [
-        ("g1", 1), ("g2", 2)]
+    results = h.coordinator.fetch_offsets(OffsetFetchRequest(groups=(
+        OffsetFetchGroup("g2", None), OffsetFetchGroup("g1", (TopicPartition("orders", 0),)))))
+    assert [(r.error_code, {tp: o.offset for tp, o in r.offsets.items()}) for r in results] == [
+        (NONE, {TopicPartition("orders", 0): 2}), (NONE, {TopicPartition("orders", 0): 1})]
 
 
 @pytest.mark.parametrize("version", range(1, 8))

@@ -13,42 +13,41 @@ import pytest
 
 from broker_core.broker import Broker
 from broker_core.clock import MockTime
-from broker_core.coordinator import GroupCoordinator, GroupCoordinatorConfig, InMemoryGroupStore
-from broker_core.protocol import ApiKey
-from coordinator_kit import START_MS, check_response, request_body
+from broker_core.coordinator import (GroupCoordinator, GroupCoordinatorConfig, InMemoryGroupStore, JoinGroupRequest,
+                                    JoinGroupResult)
+from coordinator_kit import START_MS
 
 pytestmark = pytest.mark.timeout(60)
 
 WAIT_S = 10.0
 
 
-def join_body(member_id: str = "") -> dict:
-    return request_body(ApiKey.JOIN_GROUP, 3, group_id="group", session_timeout_ms=10_000,
-                        rebalance_timeout_ms=30_000, member_id=member_id, protocol_type="consumer",
-                        protocols=[{"name": "range", "metadata": b"sub"}])
+# A new dynamic member that joins straight in (no MEMBER_ID_REQUIRED round trip, as before JoinGroup v4).
+JOIN = JoinGroupRequest(group_id="group", member_id="", group_instance_id=None, session_timeout_ms=10_000,
+                        rebalance_timeout_ms=30_000, protocol_type="consumer", protocols=(("range", b"sub"),),
+                        require_known_member_id=False, supports_skip_assignment=False)
 
 
 class Responses:
-    """Collects responses delivered on any thread; ``wait(n)`` until n have arrived."""
+    """Collects JoinGroup results delivered on any thread; ``wait(n)`` until n have arrived."""
 
     def __init__(self) -> None:
         self._condition = threading.Condition()
-        self.bodies: list[dict] = []
+        self.results: list[JoinGroupResult] = []
 
-    def __call__(self, body: dict) -> None:
-        check_response(ApiKey.JOIN_GROUP, 3, body)
+    def __call__(self, result: JoinGroupResult) -> None:
         with self._condition:
-            self.bodies.append(body)
+            self.results.append(result)
             self._condition.notify_all()
 
-    def wait(self, count: int, timeout_s: float = WAIT_S) -> list[dict]:
+    def wait(self, count: int, timeout_s: float = WAIT_S) -> list[JoinGroupResult]:
         with self._condition:
-            assert self._condition.wait_for(lambda: len(self.bodies) >= count, timeout_s), self.bodies
-            return list(self.bodies)
+            assert self._condition.wait_for(lambda: len(self.results) >= count, timeout_s), self.results
+            return list(self.results)
 
     def arrived(self, count: int, timeout_s: float) -> bool:
         with self._condition:
-            return self._condition.wait_for(lambda: len(self.bodies) >= count, timeout_s)
+            return self._condition.wait_for(lambda: len(self.results) >= count, timeout_s)
 
 
 def test_the_reaper_thread_completes_the_initial_delay() -> None:
@@ -57,10 +56,10 @@ def test_the_reaper_thread_completes_the_initial_delay() -> None:
                                    InMemoryGroupStore(), clock=clock)
     coordinator.startup()
     responses = Responses()
-    coordinator.handle_join_group(join_body(), 3, responses)
+    coordinator.join_group(JOIN, responses)
     clock.sleep(100)
-    (body,) = responses.wait(1)
-    assert (body["error_code"], body["generation_id"], body["leader"]) == (0, 1, body["member_id"])
+    (result,) = responses.wait(1)
+    assert (result.error_code, result.generation_id, result.leader_id) == (0, 1, result.member_id)
     coordinator.shutdown()
 
 
@@ -71,7 +70,7 @@ def test_members_joining_from_many_threads_form_one_generation_with_one_leader()
     coordinator.startup()
     responses = Responses()
     members = 16
-    threads = [threading.Thread(target=coordinator.handle_join_group, args=(join_body(), 3, responses))
+    threads = [threading.Thread(target=coordinator.join_group, args=(JOIN, responses))
                for _ in range(members)]
     for t in threads:
         t.start()
@@ -83,11 +82,11 @@ def test_members_joining_from_many_threads_form_one_generation_with_one_leader()
         clock.sleep(100)
         if responses.arrived(members, 0.05):
             break
-    bodies = responses.wait(members)
-    assert {b["generation_id"] for b in bodies} == {1}
-    assert len({b["leader"] for b in bodies}) == 1
-    assert len({b["member_id"] for b in bodies}) == members
-    assert sum(1 for b in bodies if b["members"]) == 1
+    results = responses.wait(members)
+    assert {r.generation_id for r in results} == {1}
+    assert len({r.leader_id for r in results}) == 1
+    assert len({r.member_id for r in results}) == members
+    assert sum(1 for r in results if r.members) == 1
     coordinator.shutdown()
 
 
@@ -96,10 +95,10 @@ def test_shutdown_answers_parked_joins_not_coordinator() -> None:
     coordinator = GroupCoordinator(0, GroupCoordinatorConfig(), InMemoryGroupStore(), clock=clock)
     coordinator.startup()
     responses = Responses()
-    coordinator.handle_join_group(join_body(), 3, responses)
+    coordinator.join_group(JOIN, responses)
     coordinator.shutdown()
-    (body,) = responses.wait(1)
-    assert body["error_code"] == 16  # NOT_COORDINATOR
+    (result,) = responses.wait(1)
+    assert result.error_code == 16  # NOT_COORDINATOR
 
 
 def test_for_broker_wires_the_coordinator_to_the_brokers_offsets_topic(tmp_path: Path) -> None:
@@ -109,8 +108,8 @@ def test_for_broker_wires_the_coordinator_to_the_brokers_offsets_topic(tmp_path:
         coordinator = GroupCoordinator.for_broker(broker)
         coordinator.startup()
         responses = Responses()
-        coordinator.handle_join_group(join_body(), 3, responses)
-        (body,) = responses.wait(1)
-        assert body["generation_id"] == 1
+        coordinator.join_group(JOIN, responses)
+        (result,) = responses.wait(1)
+        assert result.generation_id == 1
         assert coordinator.store.num_partitions == 2 and coordinator.clock is clock
         coordinator.shutdown()
