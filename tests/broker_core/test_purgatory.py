@@ -13,14 +13,9 @@ from typing import Callable
 import pytest
 
 from broker_core.clock import SYSTEM_CLOCK, MockTime
-from broker_core.delayed_ops import ByteCounters, DelayedWaitForBytes, WaitForBytesResult, wait_for_bytes
-from broker_core.purgatory import (
-    DelayedOperation,
-    DelayedOperationPurgatory,
-    LoopCompletion,
-    TopicPartitionOperationKey,
-)
+from broker_core.purgatory import DelayedOperation, DelayedOperationPurgatory, TopicPartitionOperationKey
 from broker_core.timer import InlineExecutor, SystemTimer
+from purgatory_kit import ByteCounters, DelayedWaitForBytes, LoopCompletion, WaitForBytesResult, wait_for_bytes
 
 pytestmark = pytest.mark.timeout(30)
 
