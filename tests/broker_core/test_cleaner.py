@@ -408,9 +408,8 @@ def test_any_history_of_writes_and_cleans_keeps_the_guarantees(tmp_path_factory,
     assert len(records) <= len(produced.final_values())
 
 
-def test_a_read_that_races_a_swap_reads_the_cleaned_segment(tmp_path, monkeypatch):
-    from format.segment import LogSegment
-
+def four_dirty_segments(tmp_path):
+    """A compacted log of four rolled segments of ten records over five keys, and its cleaner."""
     clock = MockTime(current_time_ms=T0)
     log = open_log(tmp_path, clock, compact_config(segment_bytes=1 << 20))
     produced = Produced()
@@ -418,7 +417,13 @@ def test_a_read_that_races_a_swap_reads_the_cleaned_segment(tmp_path, monkeypatc
         produce(log, produced, clock, [(b"k%d" % (i % 5), b"v%d" % i)])
         if i % 10 == 9:
             log.roll()
-    cleaner = cleaner_for(log, clock)
+    return clock, log, produced, cleaner_for(log, clock)
+
+
+def test_a_read_that_races_a_swap_reads_the_cleaned_segment(tmp_path, monkeypatch):
+    from format.segment import LogSegment
+
+    clock, log, produced, cleaner = four_dirty_segments(tmp_path)
     real = LogSegment.read
     raced = []
 
@@ -442,14 +447,7 @@ def test_a_read_the_cleaner_races_on_every_listing_answers_no_records_rather_tha
         tmp_path, monkeypatch):
     from format.segment import LogSegment
 
-    clock = MockTime(current_time_ms=T0)
-    log = open_log(tmp_path, clock, compact_config(segment_bytes=1 << 20))
-    produced = Produced()
-    for i in range(40):
-        produce(log, produced, clock, [(b"k%d" % (i % 5), b"v%d" % i)])
-        if i % 10 == 9:
-            log.roll()
-    cleaner = cleaner_for(log, clock)
+    clock, log, produced, cleaner = four_dirty_segments(tmp_path)
     real = LogSegment.read
     raced = []
 

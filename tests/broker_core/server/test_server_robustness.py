@@ -36,7 +36,7 @@ from broker_core.server.protocol_client import ProtocolClient
 from format.record import SimpleRecord
 from format.record_batch import build_batch
 
-from server_kit import read_frame, start_broker
+from server_kit import create_topic, read_frame, start_broker
 
 pytestmark = pytest.mark.slow
 
@@ -201,10 +201,8 @@ def wait_for_connections(server: BrokerServer, count: int) -> None:
 
 def create_topics(bootstrap: str, *names: str, partitions: int = 1) -> None:
     with ProtocolClient(bootstrap, timeout_s=TIMEOUT_S) as client:
-        response = client.send(ApiKey.CREATE_TOPICS, {"topics": [
-            {"name": name, "num_partitions": partitions, "replication_factor": 1, "assignments": [], "configs": []}
-            for name in names], "timeout_ms": 5000})
-    assert [t["error_code"] for t in response["topics"]] == [0] * len(names)
+        for name in names:
+            create_topic(client, name, partitions)
 
 
 def round_trip_with_a_fresh_client(bootstrap: str) -> None:
