@@ -145,18 +145,34 @@ def compact_in_process(log_dirs: list[str], topics: list[str] | None, broker_con
         return 1 if any(r.error for r in results) else 0
 
 
-def _project_root() -> str:
-    spec = importlib.util.find_spec("connector")  # found without importing it (nor Spark)
-    if spec is None or not spec.submodule_search_locations:
-        raise CommandError("the connector package (the Spark compaction job) is not installed")
-    return os.path.dirname(list(spec.submodule_search_locations)[0])
+#: The Spark compaction job, found by its module name: the connector sits above this package,
+#: so the job is located (not imported) when the command runs.
+COMPACTION_JOB_MODULE = "connector.compaction_job"
+
+
+def compaction_job_file() -> str:
+    """The file spark-submit runs for ``COMPACTION_JOB_MODULE``. Finding it runs the connector package's
+    ``__init__`` (a docstring) but imports neither the job nor Spark."""
+    try:
+        spec = importlib.util.find_spec(COMPACTION_JOB_MODULE)
+    except ModuleNotFoundError:
+        spec = None
+    if spec is None or not spec.origin or not os.path.isfile(spec.origin):
+        raise CommandError(f"the Spark compaction job ({COMPACTION_JOB_MODULE}) is not installed")
+    return spec.origin
+
+
+def _project_root(job_file: str) -> str:
+    # spark_conf/ sits beside the connector package; spark-submit runs from there.
+    return os.path.dirname(os.path.dirname(os.path.abspath(job_file)))
 
 
 def spark_submit_command(path: str, topics: list[str], *, master: str | None = None,
                          storage: Sequence[str] = (), broker_config: Sequence[str] = (),
                          conf: Sequence[str] = (), bootstrap: str | None = None) -> tuple[list[str], str]:
     """The spark-submit command running the compaction job, and the directory to run it from."""
-    root = _project_root()
+    job = compaction_job_file()
+    root = _project_root(job)
     submit = shutil.which("spark-submit") or os.path.join(os.path.dirname(sys.executable), "spark-submit")
     command = [submit, "--properties-file", os.path.join(root, "spark_conf", "spark-defaults.conf"),
                "--conf", f"spark.pyspark.python={sys.executable}",
@@ -165,7 +181,7 @@ def spark_submit_command(path: str, topics: list[str], *, master: str | None = N
         command += ["--master", master]
     for item in conf:
         command += ["--conf", item]
-    command += [os.path.join(root, "connector", "compaction_job.py"), "--path", path, "--topics", ",".join(topics)]
+    command += [job, "--path", path, "--topics", ",".join(topics)]
     for item in storage:
         command += ["--storage", item]
     for item in broker_config:

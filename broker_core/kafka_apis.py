@@ -56,7 +56,7 @@ from .coordinator import GroupCoordinator, wire
 from .coordinator.broker_store import ensure_offsets_topic
 from .delayed_fetch import (READ_COMMITTED, DelayedFetch, FetchParams, FetchPartition, FetchPartitionStatus,
                             LogReadResult, read_from_local_log)
-from .errors import (InvalidConfigurationError, InvalidPartitionsError, InvalidReplicaAssignmentError,
+from .errors import (NONE, InvalidConfigurationError, InvalidPartitionsError, InvalidReplicaAssignmentError,
                      InvalidReplicationFactorError, InvalidRequestError, InvalidRequiredAcksError, InvalidTopicError,
                      KafkaError, KafkaStorageError, TopicAlreadyExistsError, UnknownServerError, UnknownTopicIdError,
                      UnknownTopicOrPartitionError)
@@ -75,7 +75,6 @@ from .server.request_channel import CloseConnectionResponse, NoOpResponse, Reque
 
 log = logging.getLogger(__name__)
 
-NONE = 0
 # Error codes the broker's exception table does not carry because only the wire needs them here.
 FETCH_SESSION_ID_NOT_FOUND = 70
 INVALID_FETCH_SESSION_EPOCH = 71

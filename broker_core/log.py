@@ -49,6 +49,8 @@ MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
 
 LEADER_EPOCH = 0  # one broker, one leader, forever: epoch 0
+# A read lists the segments at most this often when the cleaner keeps replacing them under it.
+_READ_ATTEMPTS = 4
 
 
 @dataclass(frozen=True)
@@ -381,21 +383,40 @@ class Log:
                 f"{self}: offset {offset} is {'below the log start offset ' + str(self.log_start_offset) if below else 'beyond the log end offset ' + str(self._log_end_offset)}")
 
     def read(self, start_offset: int, max_bytes: int, min_one_message: bool = True,
-             max_offset: int | None = None, *, _retries: int = 3) -> FetchDataInfo:
+             max_offset: int | None = None) -> FetchDataInfo:
         """Complete batches from the one holding ``start_offset``, at most ``max_bytes``.
 
         Every batch served is checked against its CRC and its offsets against its
         neighbours and the index: a corrupt batch is never served, and if it is the
         first one the read fails naming file and position.
+
+        The segments are listed under the lock and read outside it. A segment the
+        cleaner replaced meanwhile holds offsets that live on in its cleaned
+        successor, so the read lists the segments again; when that keeps happening
+        it answers no records (the fetch is retried) rather than serve a later
+        segment and skip those offsets.
         """
+        for _ in range(_READ_ATTEMPTS):
+            with self._lock:
+                self._check_open()
+                self._check_offset(start_offset)
+                upper = self.high_watermark if max_offset is None else max_offset
+                if start_offset >= upper:
+                    return FetchDataInfo(start_offset, self.active_segment.base_offset, self.active_segment.size, b"")
+                i = bisect.bisect_right(self._bases, start_offset) - 1
+                segments = self._segments[max(i, 0):]
+            info = self._read_segments(segments, start_offset, max_bytes, min_one_message, upper)
+            if info is not None:
+                return info
+        log.warning("%s: segments were replaced under %d reads from offset %d in a row; answering no records",
+                    self, _READ_ATTEMPTS, start_offset)
         with self._lock:
-            self._check_open()
-            self._check_offset(start_offset)
-            upper = self.high_watermark if max_offset is None else max_offset
-            if start_offset >= upper:
-                return FetchDataInfo(start_offset, self.active_segment.base_offset, self.active_segment.size, b"")
-            i = bisect.bisect_right(self._bases, start_offset) - 1
-            segments = self._segments[max(i, 0):]
+            return FetchDataInfo(start_offset, self.active_segment.base_offset, self.active_segment.size, b"")
+
+    def _read_segments(self, segments: list[LogSegment], start_offset: int, max_bytes: int,
+                       min_one_message: bool, upper: int) -> FetchDataInfo | None:
+        """Read from the first of ``segments`` that has data; None when one was replaced under the read
+        (its offsets live on in a segment the listing does not have)."""
         for n, segment in enumerate(segments):
             next_base = segments[n + 1].base_offset if n + 1 < len(segments) else None
             try:
@@ -405,11 +426,12 @@ class Log:
                 log.error("%s: refusing to serve a corrupt batch: %s", self, error)
                 raise CorruptMessageError(f"{self}: {error}") from None
             except (ValueError, OSError) as exc:
-                if not self._closed and segment not in self._segments and start_offset >= self.log_start_offset \
-                        and _retries > 0:
-                    # Replaced by the cleaner, not deleted: its offsets live on in a cleaned segment.
-                    return self.read(start_offset, max_bytes, min_one_message, max_offset, _retries=_retries - 1)
-                if self._closed or segment not in self._segments:
+                with self._lock:
+                    gone = self._closed or segment not in self._segments
+                    replaced = gone and not self._closed and start_offset >= self.log_start_offset
+                if replaced:
+                    return None
+                if gone:
                     continue  # deleted under us by retention: move on
                 raise KafkaStorageError(f"{self}: cannot read {segment.log.path}: {exc}") from exc
             if info is None:

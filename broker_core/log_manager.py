@@ -42,8 +42,12 @@ from .scheduler import Scheduler
 log = logging.getLogger(__name__)
 
 
-class _DirLock:
-    """An exclusive ``flock`` on ``<dir>/.lock``, as Kafka holds one per log dir."""
+class LogDirLock:
+    """An exclusive ``flock`` on ``<dir>/.lock``, as Kafka holds one per log dir.
+
+    The broker holds one on each of its log dirs while it runs; the Spark compaction
+    job takes one on a log dir no broker serves. A second holder is refused with
+    ``LogDirInUseError``."""
 
     def __init__(self, directory: str):
         self.path = os.path.join(directory, layout.LOCK_FILE)
@@ -72,7 +76,7 @@ class LogManager:
         self._log_config_for = log_config_for or (lambda topic: config.log_config_defaults())
         self._logs: dict[TopicPartition, Log] = {}
         self._lock = threading.RLock()
-        self._locks: list[_DirLock] = []
+        self._locks: list[LogDirLock] = []
         self._closed = False
         self.read_only = read_only
         # The log dirs whose logs were all loaded: the only ones shutdown writes to.
@@ -92,7 +96,7 @@ class LogManager:
             try:
                 for d in self.log_dirs:
                     os.makedirs(d, exist_ok=True)
-                    self._locks.append(_DirLock(d))
+                    self._locks.append(LogDirLock(d))
             except BaseException:
                 self._release_locks()
                 raise

@@ -57,11 +57,12 @@ from broker_core.cleaner.transactions import (CleanedTransactionMetadata, LastRe
 from broker_core.config import BrokerConfig, LogConfig
 from broker_core.errors import LogDirInUseError
 from broker_core.log_loader import plan_swap_recovery
+from broker_core.log_manager import LogDirLock
 from broker_core.protocol.api_keys import SeglogApiKey
 from broker_core.protocol.messages.compaction import ACQUIRE, RELEASE, RENEW
 from broker_core.topic_store import STORE_FILE
 from format import layout
-from format.checkpoint import OffsetCheckpointFile
+from format.checkpoint import OffsetCheckpointFile, parse_offset_checkpoint, render_offset_checkpoint
 from format.file_records import FileRecords
 from format.fs import filesystem_for, is_local, join
 from format.index import OffsetIndex, TimeIndex
@@ -212,10 +213,8 @@ class LockFileLease:
 
     def __enter__(self) -> "LockFileLease":
         if is_local(self.fs):
-            from broker_core.log_manager import _DirLock
-
             try:
-                self._lock = _DirLock(self.root)
+                self._lock = LogDirLock(self.root)
             except LogDirInUseError as exc:
                 raise CompactionError(f"cannot compact {self.root}: {exc}; a running broker owns it: pass its "
                                       f"listener as bootstrap (--bootstrap HOST:PORT) to compact through it, "
@@ -404,7 +403,7 @@ def read_checkpoint(fs, path: str) -> dict[TopicPartition, int]:
         text = fs.cat_file(path).decode("utf-8")
     except FileNotFoundError:
         return {}
-    return OffsetCheckpointFile(path).parse(text)
+    return parse_offset_checkpoint(text, path)
 
 
 def write_checkpoint(fs, path: str, offsets: Mapping[TopicPartition, int]) -> None:
@@ -412,8 +411,7 @@ def write_checkpoint(fs, path: str, offsets: Mapping[TopicPartition, int]) -> No
     if is_local(fs):
         OffsetCheckpointFile(path).write(offsets)
         return
-    lines = ["0", str(len(offsets))] + [f"{tp.topic} {tp.partition} {o}" for tp, o in offsets.items()]
-    fs.pipe_file(path, ("\n".join(lines) + "\n").encode("utf-8"))
+    fs.pipe_file(path, render_offset_checkpoint(offsets, path).encode("utf-8"))
 
 
 @dataclass(frozen=True)

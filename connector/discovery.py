@@ -12,7 +12,7 @@ import logging
 from dataclasses import dataclass
 
 from format import layout, log_dir
-from format.checkpoint import OffsetCheckpointFile
+from format.checkpoint import parse_offset_checkpoint
 from format.fs import filesystem_for, join
 from format.log_dir import SegmentInfo
 from format.segment_reader import SegmentReader
@@ -72,7 +72,7 @@ class LogDirectory:
         except FileNotFoundError:
             return {}
         try:
-            return OffsetCheckpointFile(path).parse(text)
+            return parse_offset_checkpoint(text, path)
         except Exception as exc:  # a checkpoint half-written by its owner: fall back to the files
             log.warning("ignoring %s: %s", path, exc)
             return {}

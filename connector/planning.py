@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
+from broker_core.clock import SYSTEM_CLOCK, Clock
 from format.layout import TopicPartition
 
 from .discovery import LogDirectory, PartitionInfo
@@ -160,6 +161,34 @@ def rate_limit(start: Mapping[TopicPartition, int], latest: Mapping[TopicPartiti
         step = math.ceil(share) if share < 1 else math.floor(share)
         out[tp] = min(until, begin + step)
     return out
+
+
+class TriggerPacer:
+    """Where a streaming micro-batch ends, under the trigger options of Spark's Kafka source.
+
+    ``minOffsetsPerTrigger`` holds a trigger back (it ends where it begins) until that many
+    offsets wait across the partitions, or until ``maxTriggerDelay`` has passed since the
+    last micro-batch that read something; ``maxOffsetsPerTrigger`` caps what one reads
+    (``rate_limit``). Time comes from ``clock``, so the delay is tested without waiting.
+    """
+
+    def __init__(self, max_trigger_delay_ms: int, clock: Clock = SYSTEM_CLOCK):
+        self.max_trigger_delay_ms = max_trigger_delay_ms
+        self.clock = clock
+        self._last_trigger_ms = clock.hi_res_clock_ms()
+
+    def end_offsets(self, begin: Mapping[TopicPartition, int], latest: Mapping[TopicPartition, int], *,
+                    min_offsets: int | None = None, max_offsets: int | None = None) -> dict[TopicPartition, int]:
+        """The next micro-batch's end offsets from ``begin``, with ``latest`` available."""
+        now_ms = self.clock.hi_res_clock_ms()
+        backlog = sum(max(0, latest[tp] - begin.get(tp, latest[tp])) for tp in latest)
+        waited_ms = now_ms - self._last_trigger_ms
+        if min_offsets is not None and backlog < min_offsets and waited_ms < self.max_trigger_delay_ms:
+            return dict(begin)
+        end = rate_limit(begin, latest, max_offsets) if max_offsets is not None else dict(latest)
+        if end != dict(begin):
+            self._last_trigger_ms = now_ms
+        return end
 
 
 def split_ranges(ranges: list[OffsetRange], *, min_partitions: int | None,

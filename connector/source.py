@@ -9,7 +9,6 @@ connector's planning and reading functions.
 from __future__ import annotations
 
 import logging
-import time
 from typing import Iterator
 
 import pyarrow as pa
@@ -17,11 +16,12 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStrea
 from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows,
                                               SupportsTriggerAvailableNow)
 
+from broker_core.clock import SYSTEM_CLOCK, Clock
 from format.layout import TopicPartition
 
 from .discovery import LogDirectory, PartitionInfo
 from .options import SeglogOptionError, SourceOptions, parse_options
-from .planning import (OffsetRange, check_named_partitions, check_ranges, from_offsets_json, rate_limit, resolve,
+from .planning import (OffsetRange, TriggerPacer, check_named_partitions, check_ranges, from_offsets_json, resolve,
                        select_partitions, split_ranges, to_offsets_json)
 from .reading import data_loss, read_range
 from .remote import RemoteLog, fetch_range
@@ -189,12 +189,12 @@ class SeglogBatchReader(DataSourceReader):
 
 
 class SeglogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, options: SourceOptions):
+    def __init__(self, options: SourceOptions, clock: Clock = SYSTEM_CLOCK):
         self.options = options
         self._planner = _Planner(options)
         self._target: dict[TopicPartition, int] | None = None
         self._latest: dict[TopicPartition, int] | None = None
-        self._last_trigger_ms = time.monotonic() * 1000
+        self._pacer = TriggerPacer(options.max_trigger_delay_ms, clock)
         self._committed: dict | None = None
 
     def initialOffset(self) -> dict:
@@ -236,17 +236,11 @@ class SeglogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 latest[tp] = begin[tp]  # a partition that vanished makes no progress
         self._latest = latest
         if isinstance(limit, ReadAllAvailable):
-            end = latest
-        else:
-            backlog = sum(max(0, latest[tp] - begin[tp]) for tp in latest)
-            min_rows = limit.min_rows if isinstance(limit, ReadMinRows) else self.options.min_offsets_per_trigger
-            waited = time.monotonic() * 1000 - self._last_trigger_ms
-            if min_rows is not None and backlog < min_rows and waited < self.options.max_trigger_delay_ms:
-                return to_offsets_json(begin)
-            end = rate_limit(begin, latest, limit.max_rows) if isinstance(limit, ReadMaxRows) else latest
-        if end != begin:
-            self._last_trigger_ms = time.monotonic() * 1000
-        return to_offsets_json(end)
+            return to_offsets_json(self._pacer.end_offsets(begin, latest))
+        min_offsets = limit.min_rows if isinstance(limit, ReadMinRows) else self.options.min_offsets_per_trigger
+        max_offsets = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        return to_offsets_json(self._pacer.end_offsets(begin, latest, min_offsets=min_offsets,
+                                                       max_offsets=max_offsets))
 
     def reportLatestOffset(self):
         return None if self._latest is None else to_offsets_json(self._latest)

@@ -7,7 +7,10 @@ checkpoint file is UTF-8 text, each line ending in ``\\n``:
     <number of entries>
     <entry>            (one per line, fields separated by a space)
 
-``CheckpointFile[T]`` handles the framing for any entry type given a
+``render_checkpoint`` and ``parse_checkpoint`` turn entries into that text and
+back without touching a file (``render_offset_checkpoint`` and
+``parse_offset_checkpoint`` for offsets), for writers that go through fsspec.
+``CheckpointFile[T]`` handles a local file for any entry type given a
 formatter; ``OffsetCheckpointFile`` ("topic partition offset", used by
 ``recovery-point-offset-checkpoint``, ``log-start-offset-checkpoint``,
 ``replication-offset-checkpoint`` and ``cleaner-offset-checkpoint``) and
@@ -63,6 +66,52 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
+def render_checkpoint(version: int, formatter: EntryFormatter[T], entries: Iterable[T], source: str) -> str:
+    """The checkpoint text for ``entries``; ``source`` (the file's path or URL) names it in errors."""
+    lines = []
+    for entry in entries:
+        try:
+            line = formatter.to_line(entry)
+        except ValueError as e:
+            raise CheckpointError(f"{source}: cannot write entry {entry!r}: {e}") from None
+        if "\n" in line or "\r" in line:
+            raise CheckpointError(f"{source}: entry {entry!r} would span lines: {line!r}")
+        lines.append(line)
+    return "".join(f"{line}\n" for line in [str(version), str(len(lines)), *lines])
+
+
+def parse_checkpoint(text: str, version: int, formatter: EntryFormatter[T], source: str) -> list[T]:
+    """The entries of a checkpoint's text; ``source`` (the file's path or URL) names it in errors."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()  # the newline that ends the last line
+    # Kafka tolerates an empty file and a file holding only the version.
+    if not lines:
+        return []
+    found = _header(lines[0], 1, "version", source)
+    if found != version:
+        raise CheckpointError(f"{source}: line 1: unrecognized checkpoint version {found}, expected {version}")
+    if len(lines) == 1:
+        return []
+    expected = _header(lines[1], 2, "entry count", source)
+    entries = []
+    for number, line in enumerate(lines[2:], start=3):
+        try:
+            entries.append(formatter.from_line(line.removesuffix("\r")))
+        except ValueError as e:
+            raise CheckpointError(f"{source}: line {number}: malformed entry {line!r}: {e}") from None
+    if len(entries) != expected:
+        raise CheckpointError(f"{source}: line 2: count says {expected} entries but the file holds {len(entries)}")
+    return entries
+
+
+def _header(line: str, number: int, what: str, source: str) -> int:
+    try:
+        return _parse_int(line.removesuffix("\r"))
+    except ValueError:
+        raise CheckpointError(f"{source}: line {number}: malformed {what} {line!r}") from None
+
+
 class CheckpointFile(Generic[T]):
     """A versioned list of entries in Kafka's checkpoint text format."""
 
@@ -80,50 +129,11 @@ class CheckpointFile(Generic[T]):
 
     def render(self, entries: Iterable[T]) -> str:
         """The file content for ``entries``."""
-        lines = []
-        for entry in entries:
-            try:
-                line = self.formatter.to_line(entry)
-            except ValueError as e:
-                raise CheckpointError(f"{self._path}: cannot write entry {entry!r}: {e}") from None
-            if "\n" in line or "\r" in line:
-                raise CheckpointError(f"{self._path}: entry {entry!r} would span lines: {line!r}")
-            lines.append(line)
-        return "".join(f"{line}\n" for line in [str(self.version), str(len(lines)), *lines])
+        return render_checkpoint(self.version, self.formatter, entries, self._path)
 
     def parse(self, text: str) -> list[T]:
         """The entries in a checkpoint's content (as read from this file)."""
-        lines = text.split("\n")
-        if lines[-1] == "":
-            lines.pop()  # the newline that ends the last line
-        # Kafka tolerates an empty file and a file holding only the version.
-        if not lines:
-            return []
-        version = self._header(lines[0], 1, "version")
-        if version != self.version:
-            raise CheckpointError(
-                f"{self._path}: line 1: unrecognized checkpoint version {version}, expected {self.version}"
-            )
-        if len(lines) == 1:
-            return []
-        expected = self._header(lines[1], 2, "entry count")
-        entries = []
-        for number, line in enumerate(lines[2:], start=3):
-            try:
-                entries.append(self.formatter.from_line(line.removesuffix("\r")))
-            except ValueError as e:
-                raise CheckpointError(f"{self._path}: line {number}: malformed entry {line!r}: {e}") from None
-        if len(entries) != expected:
-            raise CheckpointError(
-                f"{self._path}: line 2: count says {expected} entries but the file holds {len(entries)}"
-            )
-        return entries
-
-    def _header(self, line: str, number: int, what: str) -> int:
-        try:
-            return _parse_int(line.removesuffix("\r"))
-        except ValueError:
-            raise CheckpointError(f"{self._path}: line {number}: malformed {what} {line!r}") from None
+        return parse_checkpoint(text, self.version, self.formatter, self._path)
 
     def read(self) -> list[T]:
         """The entries, or [] if the file does not exist."""
@@ -180,10 +190,25 @@ class _OffsetFormatter:
         return TopicPartition(topic, _parse_int(partition)), _parse_int(offset)
 
 
+OFFSET_CHECKPOINT_VERSION = 0
+
+
+def render_offset_checkpoint(offsets: Mapping[TopicPartition, int], source: str) -> str:
+    """The text of an offset checkpoint ("topic partition offset" lines), to write anywhere
+    (a local file through ``OffsetCheckpointFile``, an object store through fsspec)."""
+    return render_checkpoint(OFFSET_CHECKPOINT_VERSION, _OffsetFormatter(), offsets.items(), source)
+
+
+def parse_offset_checkpoint(text: str, source: str) -> dict[TopicPartition, int]:
+    """Offsets by partition from an offset checkpoint's text, however it was read; a repeated
+    partition keeps its last line."""
+    return dict(parse_checkpoint(text, OFFSET_CHECKPOINT_VERSION, _OffsetFormatter(), source))
+
+
 class OffsetCheckpointFile:
     """An offset per partition: "topic partition offset" lines, version 0."""
 
-    CURRENT_VERSION = 0
+    CURRENT_VERSION = OFFSET_CHECKPOINT_VERSION
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self._checkpoint: CheckpointFile[tuple[TopicPartition, int]] = CheckpointFile(
@@ -205,8 +230,12 @@ class OffsetCheckpointFile:
         return dict(self._checkpoint.read())
 
     def parse(self, text: str) -> dict[TopicPartition, int]:
-        """Offsets by partition from a checkpoint's text (read elsewhere, e.g. through fsspec)."""
-        return dict(self._checkpoint.parse(text))
+        """Offsets by partition from this file's text read elsewhere (e.g. through fsspec)."""
+        return parse_offset_checkpoint(text, self.path)
+
+    def render(self, offsets: Mapping[TopicPartition, int]) -> str:
+        """The text ``write`` would put in this file."""
+        return render_offset_checkpoint(offsets, self.path)
 
 
 @dataclass(frozen=True, slots=True)

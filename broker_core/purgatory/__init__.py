@@ -3,7 +3,6 @@
 ``DelayedOperation`` is a request waiting for a condition or a timeout;
 ``DelayedOperationPurgatory`` watches such operations by key, completes them
 when a key's state changes and expires them through a ``SystemTimer``.
-``LoopCompletion`` carries an outcome to an asyncio event loop.
 """
 
 from .delayed_operation import DelayedOperation, OperationLock
@@ -13,14 +12,12 @@ from .delayed_operation_purgatory import (
     DelayedOperationPurgatory,
 )
 from .keys import TopicPartitionOperationKey
-from .loop_completion import LoopCompletion
 from .watchers import Watchers
 
 __all__ = [
     "DEFAULT_PURGE_INTERVAL",
     "DelayedOperation",
     "DelayedOperationPurgatory",
-    "LoopCompletion",
     "OperationLock",
     "REAPER_WORK_TIMEOUT_MS",
     "TopicPartitionOperationKey",

@@ -28,6 +28,7 @@ def compact_config(**overrides) -> LogConfig:
 
 
 def open_log(root, clock: MockTime, config: LogConfig | None = None, tp: TopicPartition = TP, **kwargs) -> Log:
+    """The log of ``tp`` under ``root`` (compacted unless ``config`` says otherwise)."""
     directory = os.path.join(str(root), str(tp))
     return Log.open(directory, config or compact_config(), clock=clock, **kwargs)
 

@@ -408,9 +408,8 @@ def test_any_history_of_writes_and_cleans_keeps_the_guarantees(tmp_path_factory,
     assert len(records) <= len(produced.final_values())
 
 
-def test_a_read_that_races_a_swap_reads_the_cleaned_segment(tmp_path, monkeypatch):
-    from format.segment import LogSegment
-
+def four_dirty_segments(tmp_path):
+    """A compacted log of four rolled segments of ten records over five keys, and its cleaner."""
     clock = MockTime(current_time_ms=T0)
     log = open_log(tmp_path, clock, compact_config(segment_bytes=1 << 20))
     produced = Produced()
@@ -418,7 +417,13 @@ def test_a_read_that_races_a_swap_reads_the_cleaned_segment(tmp_path, monkeypatc
         produce(log, produced, clock, [(b"k%d" % (i % 5), b"v%d" % i)])
         if i % 10 == 9:
             log.roll()
-    cleaner = cleaner_for(log, clock)
+    return clock, log, produced, cleaner_for(log, clock)
+
+
+def test_a_read_that_races_a_swap_reads_the_cleaned_segment(tmp_path, monkeypatch):
+    from format.segment import LogSegment
+
+    clock, log, produced, cleaner = four_dirty_segments(tmp_path)
     real = LogSegment.read
     raced = []
 
@@ -435,6 +440,34 @@ def test_a_read_that_races_a_swap_reads_the_cleaned_segment(tmp_path, monkeypatc
     assert raced and not os.path.exists(raced[0].log.path)  # the segment it started on is gone
     monkeypatch.undo()
     assert first == log.read(0, 1 << 20).records  # the cleaned data, not a later segment's
+    check_guarantees(produced, log)
+
+
+def test_a_read_the_cleaner_races_on_every_listing_answers_no_records_rather_than_skip_offsets(
+        tmp_path, monkeypatch):
+    from format.segment import LogSegment
+
+    clock, log, produced, cleaner = four_dirty_segments(tmp_path)
+    real = LogSegment.read
+    raced = []
+
+    def read(self, *args, **kwargs):
+        if self is not log.active_segment:
+            # Every listing the read makes is out of date before it reads: new data is cleaned
+            # together with the segment the read picked, which is swapped out and deleted.
+            raced.append(self.base_offset)
+            produce(log, produced, clock, [(b"k0", b"again%d" % len(raced))])
+            log.roll()
+            cleaner.compact()
+            log.scheduler.run_all()
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(LogSegment, "read", read)
+    raced_read = log.read(0, 1 << 20)
+    monkeypatch.undo()
+    assert raced == [0, 0, 0, 0]  # listed four times, then it gives up
+    assert (raced_read.fetch_offset, raced_read.records) == (0, b"")
+    assert read_from(log, 0)[0].offset < 40  # the offsets are there for the next read
     check_guarantees(produced, log)
 
 

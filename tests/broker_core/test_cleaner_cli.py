@@ -53,7 +53,9 @@ def test_compact_with_spark_runs_the_job_through_spark_submit():
     assert os.path.basename(command[0]) == "spark-submit"
     assert command[command.index("--properties-file") + 1] == os.path.join(root, "spark_conf", "spark-defaults.conf")
     job = command[command.index("--master") + 2]
-    assert job == os.path.join(root, "connector", "compaction_job.py") and os.path.exists(job)
+    import connector.compaction_job
+
+    assert job == connector.compaction_job.__file__ and os.path.dirname(os.path.dirname(job)) == root
     assert command[-6:] == ["--path", "/data/logs", "--topics", "a,b", "--storage", "anon=true"]
 
 

@@ -11,7 +11,10 @@ from format import layout
 from format.compression import CompressionType
 from format.control import ControlRecordType, EndTransactionMarker
 from format.record import SimpleRecord
+from format.layout import TopicPartition
 from format.record_batch import RecordBatch, build_batch, build_end_txn_marker_batch, iter_batches
+
+from cleaner_kit import open_log as open_partition_log
 
 T0 = 1_800_000_000_000
 
@@ -21,9 +24,10 @@ def records(n, ts=T0, size=100, tag=b""):
 
 
 def open_log(tmp_path, clock=None, **overrides):
+    """topic-0 under ``tmp_path`` with Kafka's defaults but ``overrides``; the log and its clock."""
     config = LogConfig.from_props({k.replace("_", "."): v for k, v in overrides.items()})
     clock = clock or MockTime(current_time_ms=T0)
-    return Log.open(str(tmp_path / "topic-0"), config, clock=clock), clock
+    return open_partition_log(tmp_path, clock, config, TopicPartition("topic", 0)), clock
 
 
 def read_all(log, start=None):

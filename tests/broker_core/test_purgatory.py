@@ -13,14 +13,10 @@ from typing import Callable
 import pytest
 
 from broker_core.clock import SYSTEM_CLOCK, MockTime
-from broker_core.delayed_ops import ByteCounters, DelayedWaitForBytes, WaitForBytesResult, wait_for_bytes
-from broker_core.purgatory import (
-    DelayedOperation,
-    DelayedOperationPurgatory,
-    LoopCompletion,
-    TopicPartitionOperationKey,
-)
+from broker_core.purgatory import DelayedOperation, DelayedOperationPurgatory, TopicPartitionOperationKey
 from broker_core.timer import InlineExecutor, SystemTimer
+from purgatory_kit import ByteCounters, DelayedWaitForBytes, LoopCompletion, WaitForBytesResult, wait_for_bytes
+from wait_kit import wait_until
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -51,15 +47,6 @@ class CountingOperation(DelayedOperation):
     def on_expiration(self) -> None:
         self.expirations += 1
         self.events.append("expire")
-
-
-def wait_until(condition: Callable[[], bool], timeout_s: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.002)
-    return condition()
 
 
 @pytest.fixture

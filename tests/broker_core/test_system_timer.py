@@ -12,6 +12,7 @@ import pytest
 
 from broker_core.clock import SYSTEM_CLOCK, MockTime
 from broker_core.timer import CallbackTimerTask, InlineExecutor, SystemTimer, TimerTask
+from wait_kit import wait_until
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -370,7 +371,7 @@ def test_concurrent_adds_and_cancels_run_each_kept_task_once():
         for thread in workers:
             thread.join(10)
         try:
-            assert wait_for(lambda: timer.size() == 0 and all(runs[t] for t in groups["kept"]))
+            assert wait_until(lambda: timer.size() == 0 and all(runs[t] for t in groups["kept"]))
             time.sleep(0.1)  # room for a wrong second run to show up
         finally:
             stop.set()
@@ -380,12 +381,3 @@ def test_concurrent_adds_and_cancels_run_each_kept_task_once():
     assert all(runs[task_id] == 1 for task_id in groups["kept"])
     assert all(runs[task_id] == 0 for task_id in groups["cancelled"])
     assert all(runs[task_id] <= 1 for task_id in groups["racy"])
-
-
-def wait_for(condition, timeout_s: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.005)
-    return bool(condition())

@@ -2,6 +2,7 @@
 
 import json
 import os
+import time
 
 import pytest
 
@@ -72,6 +73,32 @@ def test_max_offsets_per_trigger_bounds_each_batch(spark, tmp_path):
     # Spark's rule: each partition gets floor(25 * its share of the backlog) = 12 per trigger.
     assert sizes == [24, 24, 24, 8]
     assert sorted(r for b in batches for r in b) == expected("events", (0, 1), 0, 40)
+
+
+def test_a_backlog_below_min_offsets_per_trigger_is_read_once_max_trigger_delay_has_passed(spark, tmp_path):
+    d = str(tmp_path / "logs")
+    produce_numbered(d, "events", 2, 10)
+    batches = []
+
+    def keep(batch_df, batch_id):
+        rows = batch_df.collect()
+        if rows:
+            batches.append((time.monotonic(), len(rows)))
+
+    started = time.monotonic()
+    query = (stream(spark, d, subscribe="events", startingOffsets="earliest", minOffsetsPerTrigger="1000",
+                    maxTriggerDelay="3s")
+             .writeStream.foreachBatch(keep).option("checkpointLocation", str(tmp_path / "ckpt"))
+             .trigger(processingTime="200 milliseconds").start())
+    try:
+        deadline = started + 120
+        while not batches and time.monotonic() < deadline and query.isActive:
+            time.sleep(0.2)
+    finally:
+        query.stop()
+    assert query.exception() is None
+    (at, rows), = batches
+    assert rows == 20 and at - started >= 3.0  # all 20 in one batch, not before the delay
 
 
 def test_a_partition_added_mid_query_starts_at_earliest(spark, tmp_path):

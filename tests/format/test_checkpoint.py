@@ -11,6 +11,8 @@ from format.checkpoint import (
     EpochEntry,
     LeaderEpochCheckpointFile,
     OffsetCheckpointFile,
+    parse_offset_checkpoint,
+    render_offset_checkpoint,
 )
 from format.errors import CheckpointError
 from format.layout import (
@@ -64,6 +66,22 @@ def test_offset_checkpoint_reads_a_file_written_by_kafka(offsets_path):
         TopicPartition("my-topic", 12): 345,
         TopicPartition("other.topic", 0): 7,
     }
+
+
+def test_offset_checkpoint_text_renders_and_parses_without_a_file(offsets_path):
+    text = render_offset_checkpoint(OFFSETS, "s3://bucket/logs/cleaner-offset-checkpoint")
+    assert text == "0\n3\norders 0 120\norders 1 0\n__consumer_offsets 37 9000000000\n"
+    assert parse_offset_checkpoint(text, "s3://bucket/logs/cleaner-offset-checkpoint") == OFFSETS
+    OffsetCheckpointFile(offsets_path).write(OFFSETS)
+    assert OffsetCheckpointFile(offsets_path).render(OFFSETS) == read_text(offsets_path) == text
+
+
+def test_offset_checkpoint_text_that_cannot_be_written_names_its_source():
+    with pytest.raises(CheckpointError, match=r"s3://bucket/logs/cleaner-offset-checkpoint: cannot write entry .*"
+                                              r"'my topic' is empty or contains whitespace"):
+        render_offset_checkpoint({TopicPartition("my topic", 0): 1}, "s3://bucket/logs/cleaner-offset-checkpoint")
+    with pytest.raises(CheckpointError, match=r"s3://bucket/x: line 2: count says 2 entries but the file holds 1"):
+        parse_offset_checkpoint("0\n2\norders 0 1\n", "s3://bucket/x")
 
 
 def test_missing_checkpoint_reads_empty(offsets_path, epochs_path):

@@ -100,16 +100,6 @@ class MemberProcess:
         self._reader.join(10)
 
 
-def wait_until(probe, timeout_s: float, interval_s: float = 0.05):
-    """Poll ``probe`` until it returns something truthy or ``timeout_s`` passes; returns its last value."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = probe()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(interval_s)
-
-
 @dataclass(frozen=True)
 class StoredGeneration:
     generation: int

@@ -1,17 +1,25 @@
 """Starting a real broker for tests on an ephemeral loopback port: a ``BrokerServer`` in this
-process, or ``seglog broker`` in its own (``BrokerProcess``)."""
+process, or ``seglog broker`` in its own (``BrokerProcess``); talking to it with the protocol
+package's client (``create_topic``, ``produce``) or on a raw socket (``read_frame``)."""
 
 from __future__ import annotations
 
 import os
 import re
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import threading
 import time
 
+from broker_core.errors import NONE
+from broker_core.protocol import ApiKey
 from broker_core.server.broker_server import BrokerServer
+from broker_core.server.protocol_client import ProtocolClient
+
+_SIZE = struct.Struct(">i")
 
 
 def start_broker(log_dir, **props) -> BrokerServer:
@@ -20,6 +28,42 @@ def start_broker(log_dir, **props) -> BrokerServer:
                 "num.io.threads": 4}
     settings.update(props)
     return BrokerServer(settings).startup()
+
+
+def create_topic(client: ProtocolClient, name: str, partitions: int = 1, configs: dict | None = None, *,
+                 expect_error: int = NONE) -> dict:
+    """CreateTopics for one topic; checks its error code (``expect_error``) and returns its result."""
+    response = client.send(ApiKey.CREATE_TOPICS, {"topics": [{
+        "name": name, "num_partitions": partitions, "replication_factor": 1, "assignments": [],
+        "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()]}], "timeout_ms": 5000})
+    (result,) = response["topics"]
+    assert result["error_code"] == expect_error, result
+    return result
+
+
+def produce(client: ProtocolClient, topic: str, partition: int, records: bytes, acks: int = -1) -> dict:
+    """Produce ``records`` (a RecordBatch) to one partition; its partition response ({} with acks=0)."""
+    body = {"transactional_id": None, "acks": acks, "timeout_ms": 5000,
+            "topic_data": [{"name": topic, "partition_data": [{"index": partition, "records": records}]}]}
+    if acks == 0:
+        client.send_no_response(ApiKey.PRODUCE, body)
+        return {}
+    return client.send(ApiKey.PRODUCE, body)["responses"][0]["partition_responses"][0]
+
+
+def read_exactly(sock: socket.socket, n: int) -> bytes:
+    out = bytearray()
+    while len(out) < n:
+        chunk = sock.recv(n - len(out))
+        if not chunk:
+            raise ConnectionError(f"closed after {len(out)} of {n} bytes")
+        out += chunk
+    return bytes(out)
+
+
+def read_frame(sock: socket.socket) -> bytes:
+    """One size-prefixed frame off a raw socket (a response, or an echo of the socket server)."""
+    return read_exactly(sock, _SIZE.unpack(read_exactly(sock, 4))[0])
 
 
 def committed_offsets(bootstrap: str, group: str, topic: str | None = None) -> dict[int, int]:

@@ -27,6 +27,8 @@ from format.layout import TopicPartition
 from format.record import SimpleRecord
 from format.record_batch import build_batch, iter_batches
 
+from server_kit import create_topic, produce
+
 
 UNKNOWN_TOPIC_OR_PARTITION = 3
 UNKNOWN_MEMBER_ID = 25
@@ -44,17 +46,9 @@ def client(broker_server):
         yield c
 
 
-def create_topic(client: ProtocolClient, name: str, partitions: int = 1, configs: dict | None = None) -> None:
-    response = client.send(ApiKey.CREATE_TOPICS, {"topics": [{
-        "name": name, "num_partitions": partitions, "replication_factor": 1, "assignments": [],
-        "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()]}], "timeout_ms": 5000})
-    assert response["topics"][0]["error_code"] == 0
-
-
-def produce(client: ProtocolClient, topic: str, partition: int, key: bytes, value: bytes) -> int:
-    body = {"transactional_id": None, "acks": -1, "timeout_ms": 5000, "topic_data": [{"name": topic, "partition_data": [
-        {"index": partition, "records": build_batch([SimpleRecord(value, key, 1_700_000_000_000)])}]}]}
-    result = client.send(ApiKey.PRODUCE, body)["responses"][0]["partition_responses"][0]
+def produce_keyed(client: ProtocolClient, key: bytes, value: bytes) -> int:
+    """One record to table-0; its offset."""
+    result = produce(client, "table", 0, build_batch([SimpleRecord(value, key, 1_700_000_000_000)]))
     assert result["error_code"] == 0
     return result["base_offset"]
 
@@ -65,7 +59,7 @@ def key_of(i: int) -> bytes:
 
 
 def fill(client: ProtocolClient, n: int = 60) -> list[tuple[int, bytes, bytes]]:
-    return [(produce(client, "table", 0, key_of(i), b"value-%d" % i), key_of(i), b"value-%d" % i) for i in range(n)]
+    return [(produce_keyed(client, key_of(i), b"value-%d" % i), key_of(i), b"value-%d" % i) for i in range(n)]
 
 
 def lease(client: ProtocolClient, lease_id: str, operation: int, topics: dict[str, list[int]] | None = None,
@@ -205,7 +199,7 @@ def test_a_job_swaps_its_cleaned_segments_into_a_running_broker_and_consumers_re
     assert checkpoint[TABLE0] == end
 
     # The log goes on: a new record lands after the last one and is read back with the rest.
-    offset = produce(client, "table", 0, b"after", b"the swap")
+    offset = produce_keyed(client, b"after", b"the swap")
     assert offset == records[-1][0] + 1
     assert consume(broker_server.bootstrap_servers, len(expected) + 1) == expected + [(offset, b"after", b"the swap")]
 

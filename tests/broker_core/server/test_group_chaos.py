@@ -27,8 +27,9 @@ from kafka import KafkaAdminClient, KafkaProducer
 from kafka.admin import NewTopic
 
 from format.layout import TopicPartition
-from group_kit import MemberProcess, stored_generations, wait_until
+from group_kit import MemberProcess, stored_generations
 from server_kit import start_broker
+from tests.broker_core.wait_kit import wait_until
 
 pytestmark = pytest.mark.slow
 

@@ -20,8 +20,9 @@ from kafka.admin import NewTopic
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
 from broker_core.consumer_protocol import decode_assignment
-from group_kit import MemberProcess, wait_until
+from group_kit import MemberProcess
 from server_kit import committed_offsets, start_broker
+from tests.broker_core.wait_kit import wait_until
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,8 @@ from broker_core.offsets_topic import OFFSETS_TOPIC
 from broker_core.protocol import ApiKey
 from broker_core.server.protocol_client import ProtocolClient
 
-from server_kit import start_broker
+from server_kit import create_topic, start_broker
+from tests.broker_core.wait_kit import wait_until
 
 NONE = 0
 UNKNOWN_TOPIC_OR_PARTITION = 3
@@ -20,13 +21,6 @@ COORDINATOR_LOAD_IN_PROGRESS = 14
 NOT_COORDINATOR = 16
 MEMBER_ID_REQUIRED = 79
 TIMEOUT_S = 10
-
-
-def create_topic(client: ProtocolClient, name: str, partitions: int) -> None:
-    response = client.send(ApiKey.CREATE_TOPICS, {"topics": [{
-        "name": name, "num_partitions": partitions, "replication_factor": 1, "assignments": [], "configs": []}],
-        "timeout_ms": 5000})
-    assert response["topics"][0]["error_code"] == NONE
 
 
 def commit(client: ProtocolClient, group: str, offsets: dict[tuple[str, int], int], *, version: int | None = None,
@@ -47,15 +41,6 @@ def fetch_offsets(client: ProtocolClient, group: str) -> tuple[int, dict[tuple[s
     (answer,) = response["groups"]
     return answer["error_code"], {(t["name"], p["partition_index"]): p["committed_offset"]
                                   for t in answer["topics"] for p in t["partitions"]}
-
-
-def eventually(probe, *, timeout_s: float = TIMEOUT_S):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = probe()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(0.05)
 
 
 @pytest.fixture()
@@ -118,7 +103,7 @@ def test_committed_offsets_are_loaded_again_after_a_restart(tmp_path, monkeypatc
         with ProtocolClient(server.bootstrap_servers) as c:
             assert fetch_offsets(c, "app") == (COORDINATOR_LOAD_IN_PROGRESS, {})
             release.set()
-            assert eventually(lambda: fetch_offsets(c, "app")[0] == NONE)
+            assert wait_until(lambda: fetch_offsets(c, "app")[0] == NONE)
             assert fetch_offsets(c, "app") == (NONE, {("orders", 0): 4, ("orders", 1): 9})
     finally:
         release.set()
@@ -134,7 +119,7 @@ def test_offsets_expire_on_the_coordinators_timer(tmp_path):
             assert commit(c, "short", {("orders", 0): 1}, version=2, retention_time_ms=200) == {("orders", 0): NONE}
             assert commit(c, "long", {("orders", 0): 2}) == {("orders", 0): NONE}
             assert fetch_offsets(c, "short") == (NONE, {("orders", 0): 1})
-            assert eventually(lambda: fetch_offsets(c, "short") == (NONE, {}))
+            assert wait_until(lambda: fetch_offsets(c, "short") == (NONE, {}))
             # An Empty group left without offsets is gone; the other keeps its offset.
             groups = c.send(ApiKey.LIST_GROUPS, {"states_filter": [], "types_filter": []})["groups"]
             assert [g["group_id"] for g in groups] == ["long"]
@@ -155,7 +140,7 @@ def test_shutdown_answers_a_parked_join_group_at_once(tmp_path):
         parked = threading.Thread(target=lambda: answers.append(
             c.send(ApiKey.JOIN_GROUP, {**join, "member_id": first["member_id"]})))
         parked.start()
-        assert eventually(lambda: server.group_coordinator.group("app").size == 1)
+        assert wait_until(lambda: server.group_coordinator.group("app").size == 1)
         started = time.monotonic()
         server.shutdown(timeout_ms=10_000)
         parked.join(TIMEOUT_S)

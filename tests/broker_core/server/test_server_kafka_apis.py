@@ -19,7 +19,7 @@ from format.compression import CompressionType
 from format.record import Header, SimpleRecord
 from format.record_batch import build_batch, iter_batches
 
-from server_kit import start_broker
+from server_kit import create_topic, produce, read_frame, start_broker
 
 UNKNOWN_TOPIC_OR_PARTITION = 3
 OFFSET_OUT_OF_RANGE = 1
@@ -38,22 +38,6 @@ KAFKA_STORAGE_ERROR = 56
 
 def batch(*values: bytes, key: bytes | None = None, timestamp: int = 1_700_000_000_000) -> bytes:
     return build_batch([SimpleRecord(v, key, timestamp + i) for i, v in enumerate(values)])
-
-
-def create_topic(client: ProtocolClient, name: str, partitions: int = 1, configs: dict | None = None) -> dict:
-    response = client.send(ApiKey.CREATE_TOPICS, {"topics": [{
-        "name": name, "num_partitions": partitions, "replication_factor": 1, "assignments": [],
-        "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()]}], "timeout_ms": 5000})
-    return response["topics"][0]
-
-
-def produce(client: ProtocolClient, topic: str, partition: int, records: bytes, acks: int = -1) -> dict:
-    body = {"transactional_id": None, "acks": acks, "timeout_ms": 5000,
-            "topic_data": [{"name": topic, "partition_data": [{"index": partition, "records": records}]}]}
-    if acks == 0:
-        client.send_no_response(ApiKey.PRODUCE, body)
-        return {}
-    return client.send(ApiKey.PRODUCE, body)["responses"][0]["partition_responses"][0]
 
 
 def fetch(client: ProtocolClient, partitions: list[tuple[str, int, int, int]], *, max_wait_ms: int = 0,
@@ -109,22 +93,10 @@ def _raw_header(api_key: int, version: int, correlation_id: int) -> bytes:
     return struct.pack(">i", len(payload)) + payload
 
 
-def _read_frame(sock: socket.socket) -> bytes:
-    def exactly(n: int) -> bytes:
-        out = b""
-        while len(out) < n:
-            chunk = sock.recv(n - len(out))
-            if not chunk:
-                raise ConnectionError("closed")
-            out += chunk
-        return out
-    return exactly(struct.unpack(">i", exactly(4))[0])
-
-
 def test_api_versions_of_a_newer_version_gets_the_v0_fallback(broker_server):
     with socket.create_connection(("127.0.0.1", broker_server.bound_port()), timeout=5) as sock:
         sock.sendall(_raw_header(ApiKey.API_VERSIONS, 99, 7))
-        correlation_id, body = parse_response(ApiKey.API_VERSIONS, 0, _read_frame(sock))
+        correlation_id, body = parse_response(ApiKey.API_VERSIONS, 0, read_frame(sock))
     assert correlation_id == 7
     assert body["error_code"] == UNSUPPORTED_VERSION
     assert any(e["api_key"] == ApiKey.API_VERSIONS for e in body["api_keys"])
@@ -143,7 +115,7 @@ def test_bytes_after_a_request_body_are_ignored_as_kafka_does(broker_server):
     frame = struct.pack(">i", len(frame) - 4) + frame[4:]
     with socket.create_connection(("127.0.0.1", broker_server.bound_port()), timeout=5) as sock:
         sock.sendall(frame)
-        correlation_id, body = parse_response(ApiKey.METADATA, 12, _read_frame(sock))
+        correlation_id, body = parse_response(ApiKey.METADATA, 12, read_frame(sock))
     assert correlation_id == 9 and body["brokers"][0]["node_id"] == 0
 
 
@@ -353,7 +325,7 @@ def test_create_topics_reports_configs_and_refuses_what_one_broker_cannot_do(cli
     assert (created["error_code"], created["num_partitions"], created["replication_factor"]) == (0, 2, 1)
     policy = next(c for c in created["configs"] if c["name"] == "cleanup.policy")
     assert (policy["value"], policy["config_source"]) == ("compact", 1)
-    assert create_topic(client, "t")["error_code"] == TOPIC_ALREADY_EXISTS
+    create_topic(client, "t", expect_error=TOPIC_ALREADY_EXISTS)
     response = client.send(ApiKey.CREATE_TOPICS, {"topics": [
         {"name": "r3", "num_partitions": 1, "replication_factor": 3, "assignments": [], "configs": []},
         {"name": "bad", "num_partitions": 1, "replication_factor": 1, "assignments": [],

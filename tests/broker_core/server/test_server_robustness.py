@@ -36,7 +36,7 @@ from broker_core.server.protocol_client import ProtocolClient
 from format.record import SimpleRecord
 from format.record_batch import build_batch
 
-from server_kit import start_broker
+from server_kit import create_topic, read_frame, start_broker
 
 pytestmark = pytest.mark.slow
 
@@ -201,10 +201,8 @@ def wait_for_connections(server: BrokerServer, count: int) -> None:
 
 def create_topics(bootstrap: str, *names: str, partitions: int = 1) -> None:
     with ProtocolClient(bootstrap, timeout_s=TIMEOUT_S) as client:
-        response = client.send(ApiKey.CREATE_TOPICS, {"topics": [
-            {"name": name, "num_partitions": partitions, "replication_factor": 1, "assignments": [], "configs": []}
-            for name in names], "timeout_ms": 5000})
-    assert [t["error_code"] for t in response["topics"]] == [0] * len(names)
+        for name in names:
+            create_topic(client, name, partitions)
 
 
 def round_trip_with_a_fresh_client(bootstrap: str) -> None:
@@ -270,18 +268,6 @@ def raw_request(api_key: int, version: int, correlation_id: int, body: bytes = b
     return frame(struct.pack(">hhih", api_key, version, correlation_id, 3) + b"raw" + body)
 
 
-def read_exactly(sock: socket.socket, n: int) -> bytes:
-    out = bytearray()
-    while len(out) < n:
-        chunk = sock.recv(n - len(out))
-        if not chunk:
-            raise ConnectionError(f"closed after {len(out)} of {n} bytes")
-        out += chunk
-    return bytes(out)
-
-
-def read_frame(sock: socket.socket) -> bytes:
-    return read_exactly(sock, _SIZE.unpack(read_exactly(sock, 4))[0])
 
 
 def correlation_id_of(response: bytes) -> int:

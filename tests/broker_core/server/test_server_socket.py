@@ -17,6 +17,8 @@ from broker_core.server.request_channel import (CloseConnectionResponse, NoOpRes
                                                 SendResponse)
 from broker_core.server.socket_server import SocketServer
 
+from server_kit import read_frame
+
 TIMEOUT_S = 5
 
 
@@ -85,19 +87,6 @@ class Server:
         return sock
 
 
-def read_frame(sock: socket.socket) -> bytes:
-    size = struct.unpack(">i", read_exactly(sock, 4))[0]
-    return read_exactly(sock, size)
-
-
-def read_exactly(sock: socket.socket, n: int) -> bytes:
-    out = bytearray()
-    while len(out) < n:
-        chunk = sock.recv(n - len(out))
-        if not chunk:
-            raise ConnectionError("closed")
-        out += chunk
-    return bytes(out)
 
 
 def is_closed(sock: socket.socket) -> bool:
