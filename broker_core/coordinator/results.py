@@ -12,6 +12,7 @@ from typing import Callable
 
 from format.layout import TopicPartition
 
+from ..errors import NONE  # noqa: F401  (re-exported: the coordinator's results speak of it)
 from .offset_and_metadata import OffsetAndMetadata
 
 __all__ = [
@@ -32,8 +33,6 @@ __all__ = [
     "SyncCallback",
 ]
 
-#: Kafka's error code for success.
-NONE = 0
 #: The member id of a member that has none yet (JoinGroupRequest.UNKNOWN_MEMBER_ID).
 UNKNOWN_MEMBER_ID = ""
 #: The generation of a response that carries none.

@@ -10,7 +10,6 @@ import time
 import pytest
 
 from broker_core import Broker
-from format import layout
 from format.file_records import FileRecords
 from format.layout import TopicPartition
 

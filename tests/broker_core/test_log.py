@@ -12,7 +12,7 @@ from format.compression import CompressionType
 from format.control import ControlRecordType, EndTransactionMarker
 from format.record import SimpleRecord
 from format.layout import TopicPartition
-from format.record_batch import RecordBatch, build_batch, build_end_txn_marker_batch, iter_batches
+from format.record_batch import build_batch, build_end_txn_marker_batch, iter_batches
 
 from cleaner_kit import open_log as open_partition_log
 

@@ -15,7 +15,6 @@ import pytest
 from broker_core import Broker
 from broker_core.errors import KafkaStorageError, PolicyViolationError
 from broker_core.topic_store import STORE_FILE, PendingChange, TopicStore
-from format import layout
 
 SEGLOG = os.path.join(os.path.dirname(sys.executable), "seglog")
 

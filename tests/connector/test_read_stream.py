@@ -8,7 +8,6 @@ import pytest
 
 from broker_core import Broker
 from format.layout import TopicPartition
-from format.record import SimpleRecord
 from tests.connector.conftest import T0, produce_numbered
 
 pytestmark = pytest.mark.slow
