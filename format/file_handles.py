@@ -18,7 +18,7 @@ still hits ``EMFILE`` closes idle descriptors and tries once more.
 The descriptor limit is the process's, so the budget is too: segment files
 that are not given a cache share ``default_cache()``, sized from the soft
 ``RLIMIT_NOFILE`` at its first use (half of it, leaving the rest to sockets,
-checkpoints and everything else the process opens).
+checkpoints and everything else the process opens, and never more than 512).
 """
 
 from __future__ import annotations
@@ -36,6 +36,10 @@ _SHARE_OF_LIMIT = 2
 _MIN_CAPACITY = 16
 # An unlimited RLIMIT_NOFILE still needs a bound for the cache.
 _MAX_CAPACITY = 1 << 20
+# The default cache stays below this however high the limit: descriptors numbered past 1023
+# break every select()-based library sharing the process (py4j's callback server in a Spark
+# driver, for one), and reopening an idle segment file costs only an open().
+_DEFAULT_CAPACITY_CAP = 512
 
 
 class CachedFile(Protocol):
@@ -182,5 +186,6 @@ def default_cache() -> FileHandleCache:
     global _default
     with _default_lock:
         if _default is None:
-            _default = FileHandleCache(max(_MIN_CAPACITY, descriptor_limit() // _SHARE_OF_LIMIT))
+            _default = FileHandleCache(max(_MIN_CAPACITY, min(_DEFAULT_CAPACITY_CAP,
+                                                              descriptor_limit() // _SHARE_OF_LIMIT)))
         return _default
