@@ -276,10 +276,7 @@ class Log:
                 raise self._storage_error(f"cannot append to {self.active_segment.log.path}", exc) from exc
             self._log_end_offset = next_offset
             if self.unflushed_messages >= self.config.flush_messages:
-                try:
-                    self.flush()
-                except OSError as exc:
-                    raise self._storage_error(f"cannot flush {self.dir}", exc) from exc
+                self.flush()
             return LogAppendInfo(first_offset, last_offset, max_ts[0], max_ts[1], lat, self.log_start_offset,
                                  len(batches), num_records, len(data))
 
@@ -467,9 +464,14 @@ class Log:
     # --- flushing -----------------------------------------------------------
 
     def flush(self, offset: int | None = None) -> None:
-        """Make everything below ``offset`` (default: the log end) durable; moves the recovery point."""
+        """Make everything below ``offset`` (default: the log end) durable; moves the recovery point.
+
+        A failing ``fsync`` takes the log dir offline and raises KafkaStorageError; a log in an
+        offline dir is not flushed (its recovery point stays: the next start recovers it)."""
         with self._lock:
             if self._closed:
+                return
+            if self.failure_channel is not None and self.failure_channel.offline(os.path.dirname(self.dir)):
                 return
             offset = self._log_end_offset if offset is None else min(offset, self._log_end_offset)
             if offset <= self.recovery_point:
@@ -480,7 +482,10 @@ class Log:
                     continue
                 if segment.base_offset >= offset:
                     break
-                segment.flush()
+                try:
+                    segment.flush()
+                except OSError as exc:
+                    raise self._storage_error(f"cannot flush {segment.log.path}", exc) from exc
             self.recovery_point = offset
             self.last_flush_time = self.clock.milliseconds()
 

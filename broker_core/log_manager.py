@@ -289,7 +289,10 @@ class LogManager:
         now = self.clock.milliseconds()
         for lg in self.all_logs().values():
             if lg.unflushed_messages > 0 and now - lg.last_flush_time >= lg.config.flush_ms:
-                lg.flush()
+                try:
+                    lg.flush()
+                except KafkaStorageError:
+                    continue  # its dir is offline now (logged once); the other logs go on
 
     def checkpoint_recovery_points(self) -> None:
         self._checkpoint(layout.RECOVERY_POINT_CHECKPOINT_FILE, lambda lg: lg.recovery_point)
@@ -366,7 +369,10 @@ class LogManager:
         try:
             if not self.read_only:
                 for lg in self.all_logs().values():
-                    lg.flush()
+                    try:
+                        lg.flush()
+                    except KafkaStorageError:
+                        continue  # its dir is offline: no clean-shutdown marker, recovered at the next start
                 self.checkpoint_recovery_points()
                 self.checkpoint_log_start_offsets()
                 self.scheduler.run_all()

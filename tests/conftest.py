@@ -173,6 +173,7 @@ class FaultLayerDisks:
                         f"{os.environ.get('LD_PRELOAD')!r})", pytrace=False)
         self.control = os.environ[FULL_DISKS_ENV] if self.inside else os.path.join(root, "full-disks")
         self.sizes: dict[str, int] = {}
+        self.failing_fsync: set[str] = set()
 
     def mount(self, size: str) -> str:
         """A fresh directory that fills up after ``size`` (``"4m"``) bytes of blocks."""
@@ -189,10 +190,17 @@ class FaultLayerDisks:
         self.sizes[os.path.realpath(path)] = filesystem_size(size)
         self._write_control()
 
+    def fail_fsync(self, path: str) -> None:
+        """From now on ``fsync`` of files on this disk fails with ``EIO`` (write-back failing),
+        which no tmpfs can do."""
+        self.failing_fsync.add(os.path.realpath(path))
+        self._write_control()
+
     def _write_control(self) -> None:
         temporary = self.control + ".tmp"
         with open(temporary, "w") as f:
-            f.writelines(f"{size} {path}\n" for path, size in self.sizes.items())
+            f.writelines(f"{size} {path}{' fsync-eio' if path in self.failing_fsync else ''}\n"
+                         for path, size in self.sizes.items())
         os.replace(temporary, self.control)
 
     def run_in_child(self, item: pytest.Item) -> None:

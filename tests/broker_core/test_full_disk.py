@@ -11,6 +11,7 @@ import pytest
 
 from broker_core import Broker
 from broker_core.errors import KafkaStorageError
+from format.layout import TopicPartition
 
 SEGLOG = os.path.join(os.path.dirname(sys.executable), "seglog")
 SMALL_SEGMENTS = {"log.segment.bytes": 262144}
@@ -68,3 +69,31 @@ def test_reading_commands_on_a_full_disk_read_as_usual(small_filesystem):
     segment = os.path.join(d, "filling-0", "00000000000000000000.log")
     dumped = subprocess.run([SEGLOG, "dump", segment], capture_output=True, text=True, timeout=120)
     assert dumped.returncode == 0, dumped.stderr
+
+
+def test_a_failing_fsync_takes_its_log_dir_offline_and_background_work_goes_on(tmp_path, small_filesystem):
+    from broker_core.clock import MockTime
+
+    if not hasattr(small_filesystem, "fail_fsync"):
+        pytest.skip("a tmpfs cannot fail fsync; the fault layer can")
+    failing = small_filesystem.mount("64m")
+    failing_dir, other_dir = os.path.join(failing, "logs"), str(tmp_path / "other")
+    clock = MockTime()
+    with Broker([failing_dir, other_dir], {"log.flush.interval.ms": 1000}, clock=clock,
+                background=False) as broker:
+        broker.create_topic("failing", 1)
+        broker.create_topic("healthy", 1)
+        assert os.path.dirname(broker.log_manager.get_log(TopicPartition("failing", 0)).dir) == failing_dir
+        broker.produce("failing", [b"a"], partition=0)
+        broker.produce("healthy", [b"b"], partition=0)
+        small_filesystem.fail_fsync(failing)
+        clock.sleep(2000)
+        broker.tick()  # the time-based flush meets the failing disk
+        assert broker.log_manager.dir_failures.offline(failing_dir) is not None
+        with pytest.raises(KafkaStorageError, match=f"log dir {failing_dir} is offline"):
+            broker.produce("failing", [b"c"], partition=0)
+        assert broker.log_manager.get_log(TopicPartition("healthy", 0)).recovery_point == 1  # flushed
+        assert broker.produce("healthy", [b"d"])[0].offset == 1
+        assert [r.value for r in broker.fetch("failing", 0, 0).decoded()] == [b"a"]
+    assert not os.path.exists(os.path.join(failing_dir, ".kafka_cleanshutdown"))
+    assert os.path.exists(os.path.join(other_dir, ".kafka_cleanshutdown"))

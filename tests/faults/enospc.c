@@ -54,6 +54,7 @@ struct disk {
     long long size;
     char dir[DIR_MAX];
     size_t len;
+    int fsync_fails;  /* a line "<size> <dir> fsync-eio": fsync and fdatasync fail with EIO there */
 };
 
 /* One writer at a time into watched files, so that two threads cannot both take the last page. */
@@ -96,6 +97,10 @@ static int load_disks(struct disk *disks) {
         if (dir == line || *dir != ' ' || dir[1] != '/' || strlen(dir + 1) >= sizeof d->dir) continue;
         strcpy(d->dir, dir + 1);
         d->len = strlen(d->dir);
+        static const char eio[] = " fsync-eio";
+        size_t flag = sizeof eio - 1;
+        d->fsync_fails = d->len > flag && strcmp(d->dir + d->len - flag, eio) == 0;
+        if (d->fsync_fails) d->dir[d->len -= flag] = '\0';
         n++;
     }
     return n;
@@ -454,3 +459,25 @@ STATVFS(statfs, statfs, const char *, where, -1)
 STATVFS(statfs64, statfs64, const char *, where, -1)
 STATVFS(fstatfs, statfs, int, NULL, where)
 STATVFS(fstatfs64, statfs64, int, NULL, where)
+
+/* A disk whose write-back fails (EIO) fails fsync and fdatasync of its regular files. */
+static int failing_sync(int fd) {
+    struct disk disks[MAX_DISKS];
+    struct stat st;
+    const struct disk *d = disk_of_fd(fd, disks, &st);
+    if (d != NULL && d->fsync_fails) {
+        errno = EIO;
+        return -1;
+    }
+    return 0;
+}
+
+int fsync(int fd) {
+    REAL(int, fsync, int);
+    return failing_sync(fd) ? -1 : real_fsync(fd);
+}
+
+int fdatasync(int fd) {
+    REAL(int, fdatasync, int);
+    return failing_sync(fd) ? -1 : real_fdatasync(fd);
+}
