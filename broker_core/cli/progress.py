@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from typing import Callable, TextIO
 
-from .clock import SYSTEM_CLOCK, Clock
+from ..clock import SYSTEM_CLOCK, Clock
 
 DEFAULT_REPORTING_INTERVAL_MS = 5000
 

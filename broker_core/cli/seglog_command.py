@@ -29,33 +29,11 @@ import traceback
 from contextlib import contextmanager
 from typing import Callable, Iterator, Sequence
 
-from .key_values import parse_key_values
+from ..key_values import parse_key_values
+from .arguments import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, CommandError, UsageError, non_negative
 from .progress import DEFAULT_REPORTING_INTERVAL_MS, ProgressLine, rate_text
 
-EXIT_ERROR = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
 DEBUG_ENV = "SEGLOG_DEBUG"
-
-
-class UsageError(Exception):
-    """Options that cannot work together: exit 2, as for any other bad command line."""
-
-
-class CommandError(Exception):
-    """A failure whose message is already written for people (the cause is chained)."""
-
-    def __init__(self, message: str, exit_code: int = EXIT_ERROR):
-        super().__init__(message)
-        self.exit_code = exit_code
-
-
-def non_negative(text: str) -> int:
-    """An argparse type: a count of milliseconds or records, 0 or more."""
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
 
 
 def error_message(exc: BaseException) -> str:
@@ -83,11 +61,11 @@ def _failure_text(args: argparse.Namespace, exc: BaseException) -> str:
 
 
 def _open_broker(args: argparse.Namespace, read_only: bool = False):
-    from .broker import Broker
+    from ..broker import Broker
 
     if getattr(args, "bootstrap", None):
         # A running broker holds the log dir's lock: talk to it instead.
-        from .server.remote_broker import RemoteBroker
+        from ..server.remote_broker import RemoteBroker
 
         return RemoteBroker(args.bootstrap)
     props = parse_key_values(getattr(args, "broker_config", None), "--broker-config")
@@ -200,7 +178,7 @@ def _stopping_on_signals(stop: Callable[[], None]) -> Iterator[None]:
 
 def _consume(args: argparse.Namespace) -> int:
     from .console_consumer import ConsoleConsumer
-    from .errors import OffsetOutOfRangeError
+    from ..errors import OffsetOutOfRangeError
 
     if args.offset is not None and args.partition is None:
         raise UsageError("--offset needs --partition")
@@ -344,7 +322,7 @@ def _print_group(description, args: argparse.Namespace) -> None:
 
 
 def _groups(args: argparse.Namespace) -> int:
-    from . import group_offsets
+    from .. import group_offsets
 
     if args.action != "list" and not args.group:
         raise UsageError(f"groups {args.action} needs --group")
@@ -483,7 +461,7 @@ def report_error(command: str, exc: BaseException) -> int:
     return the exit code: 2 for a command line that cannot work, else 1."""
     from format.errors import FormatError
 
-    from .errors import KafkaError
+    from ..errors import KafkaError
 
     if os.environ.get(DEBUG_ENV):
         traceback.print_exception(exc)
@@ -522,7 +500,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         return report_error(args.command, exc)
     except Exception as exc:  # one line for people; the traceback only when asked for
         return report_error(args.command, exc)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -18,7 +18,7 @@ import signal
 import sys
 import threading
 
-from .key_values import parse_key_values
+from ..key_values import parse_key_values
 
 DEFAULT_LISTENERS = "PLAINTEXT://127.0.0.1:9092"
 
@@ -37,8 +37,8 @@ def broker_props(args: argparse.Namespace) -> dict[str, str]:
 
 
 def run_broker(args: argparse.Namespace) -> int:
-    from .config import BrokerConfig
-    from .server.broker_server import SERVER_CONFIG_NAMES, BrokerServer
+    from ..config import BrokerConfig
+    from ..server.broker_server import SERVER_CONFIG_NAMES, BrokerServer
 
     logging.basicConfig(level=getattr(logging, args.log_level), stream=sys.stderr,
                         format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")

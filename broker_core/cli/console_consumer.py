@@ -20,8 +20,8 @@ from typing import Callable, Sequence
 from format.record import Record
 from format.record_batch import iter_batches
 
-from .clock import SYSTEM_CLOCK, Clock
-from .errors import OffsetOutOfRangeError
+from ..clock import SYSTEM_CLOCK, Clock
+from ..errors import OffsetOutOfRangeError
 from .progress import ProgressLine
 
 IDLE_POLL_MS = 100  # the longest sleep between polls that found nothing
