@@ -30,17 +30,17 @@ from format.record_batch import build_batch, iter_batches
 
 from . import group_offsets
 from .clock import SYSTEM_CLOCK, Clock
-from .compaction_leases import CompactionLeases
 from .config import BrokerConfig, LogConfig
-from .coordinator.offset_and_metadata import OffsetAndMetadata
+from .coordinator.group.offset_and_metadata import OffsetAndMetadata
 from .errors import (InvalidPartitionsError, InvalidRequestError, InvalidTopicError, KafkaStorageError,
                      LogDirReadOnlyError, PolicyViolationError, TopicAlreadyExistsError,
                      UnknownTopicOrPartitionError)
-from .log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, Log, LogAppendInfo
-from .log_loader import UnreadableBytes
-from .log_manager import LogManager
+from .log.compaction_leases import CompactionLeases
+from .log.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, Log, LogAppendInfo
+from .log.log_loader import UnreadableBytes
+from .log.log_manager import LogManager
+from .log.topic_store import PendingChange, TopicMetadata, TopicStore, new_topic_id
 from .partitioner import StickyPartitioner, assign_partitions
-from .topic_store import PendingChange, TopicMetadata, TopicStore, new_topic_id
 
 log = logging.getLogger(__name__)
 

@@ -24,8 +24,8 @@ import sys
 import time
 from typing import Sequence, TextIO
 
-from .arguments import CommandError, UsageError, non_negative
 from ..key_values import parse_key_values
+from .arguments import CommandError, UsageError, non_negative
 from .progress import DEFAULT_REPORTING_INTERVAL_MS, ProgressLine
 
 
@@ -100,8 +100,8 @@ def compact_in_process(log_dirs: list[str], topics: list[str] | None, broker_con
                        stream: TextIO | None = None,
                        reporting_interval_ms: int = DEFAULT_REPORTING_INTERVAL_MS) -> int:
     from ..broker import Broker
-    from ..cleaner import LogCleaner
     from ..errors import InvalidRequestError, UnknownTopicOrPartitionError
+    from ..log.cleaner import LogCleaner
 
     with Broker(log_dirs, broker_config, background=False) as broker:
         names = topics or [t for t in broker.list_topics() if broker.log_config(t).compact]
@@ -202,7 +202,7 @@ def compact_with_spark(args: argparse.Namespace) -> int:
         if "://" in path and not path.startswith("file://"):
             raise UsageError("--spark on object storage needs --topic")
         from ..config import BrokerConfig
-        from ..topic_store import TopicStore
+        from ..log.topic_store import TopicStore
 
         props = {"log.dirs": path, **parse_key_values(args.broker_config, "--broker-config")}
         defaults = BrokerConfig.from_props(props).log_config_defaults()

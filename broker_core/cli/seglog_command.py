@@ -65,7 +65,7 @@ def _open_broker(args: argparse.Namespace, read_only: bool = False):
 
     if getattr(args, "bootstrap", None):
         # A running broker holds the log dir's lock: talk to it instead.
-        from ..server.remote_broker import RemoteBroker
+        from ..client.remote_broker import RemoteBroker
 
         return RemoteBroker(args.bootstrap)
     props = parse_key_values(getattr(args, "broker_config", None), "--broker-config")
@@ -177,8 +177,8 @@ def _stopping_on_signals(stop: Callable[[], None]) -> Iterator[None]:
 
 
 def _consume(args: argparse.Namespace) -> int:
-    from .console_consumer import ConsoleConsumer
     from ..errors import OffsetOutOfRangeError
+    from .console_consumer import ConsoleConsumer
 
     if args.offset is not None and args.partition is None:
         raise UsageError("--offset needs --partition")

@@ -12,7 +12,7 @@ from typing import Callable
 
 from format.layout import TopicPartition
 
-from ..errors import NONE  # noqa: F401  (re-exported: the coordinator's results speak of it)
+from ...errors import NONE  # noqa: F401  (re-exported: the coordinator's results speak of it)
 from .offset_and_metadata import OffsetAndMetadata
 
 __all__ = [

@@ -33,10 +33,10 @@ from format.record_batch import (
     set_log_append_time, set_partition_leader_epoch)
 from format.segment import FetchDataInfo, LogSegment, RollParams
 
-from .clock import SYSTEM_CLOCK, Clock
-from .config import LogConfig
-from .errors import (CorruptMessageError, InvalidRecordError, InvalidTimestampError, KafkaStorageError,
-                     LogDirReadOnlyError, MessageTooLargeError, OffsetOutOfRangeError)
+from ..clock import SYSTEM_CLOCK, Clock
+from ..config import LogConfig
+from ..errors import (CorruptMessageError, InvalidRecordError, InvalidTimestampError, KafkaStorageError,
+                      LogDirReadOnlyError, MessageTooLargeError, OffsetOutOfRangeError)
 from .log_dir_failure import LogDirFailureChannel
 from .log_loader import UnreadableBytes, load_segments, open_segment
 from .scheduler import Scheduler

@@ -25,9 +25,9 @@ from typing import Callable, Protocol, Sequence
 
 from format.layout import TopicPartition
 
-from .errors import KafkaError, UnknownServerError, UnknownTopicOrPartitionError
-from .log import Log
-from .purgatory.delayed_operation import DelayedOperation
+from ..errors import KafkaError, UnknownServerError, UnknownTopicOrPartitionError
+from ..log.log import Log
+from ..purgatory.delayed_operation import DelayedOperation
 
 log = logging.getLogger(__name__)
 

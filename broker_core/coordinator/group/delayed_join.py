@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..purgatory import DelayedOperation, DelayedOperationPurgatory
+from ...purgatory import DelayedOperation, DelayedOperationPurgatory
 from .group_metadata import GroupMetadata
 from .keys import GroupJoinKey
 

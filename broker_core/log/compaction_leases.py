@@ -31,10 +31,10 @@ from format.errors import FormatError
 from format.layout import TopicPartition
 from format.segment import LogSegment
 
+from ..clock import SYSTEM_CLOCK, Clock
+from ..errors import (ConcurrentTransactionsError, InvalidRequestError, KafkaError, KafkaStorageError,
+                      UnknownMemberIdError, UnknownTopicOrPartitionError)
 from .cleaner.log_cleaner_manager import LogCleanerManager
-from .clock import SYSTEM_CLOCK, Clock
-from .errors import (ConcurrentTransactionsError, InvalidRequestError, KafkaError, KafkaStorageError,
-                     UnknownMemberIdError, UnknownTopicOrPartitionError)
 from .log import Log
 from .log_loader import open_segment
 from .scheduler import Scheduler

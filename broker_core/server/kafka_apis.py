@@ -37,7 +37,6 @@ free session slots does.
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import logging
 import os
@@ -48,30 +47,31 @@ from format import layout
 from format.errors import InvalidTopicError as FormatInvalidTopicError
 from format.layout import TopicPartition
 
-from .broker import Broker
-from .compaction_leases import CleanedSegment, LeasedPartition
-from .config import (BROKER_CONFIG_NAMES, CONFIG_SOURCE_IDS, DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG, LONG_MAX,
-                     STATIC_BROKER_CONFIG, TOPIC_CONFIG_SYNONYMS, BrokerConfig, ConfigEntry, LogConfig)
-from .coordinator import GroupCoordinator, wire
-from .coordinator.broker_store import ensure_offsets_topic
+from ..broker import Broker
+from ..config import (BROKER_CONFIG_NAMES, CONFIG_SOURCE_IDS, DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG, LONG_MAX,
+                      STATIC_BROKER_CONFIG, TOPIC_CONFIG_SYNONYMS, BrokerConfig, ConfigEntry, LogConfig)
+from ..coordinator.group import GroupCoordinator, wire
+from ..coordinator.group.broker_store import ensure_offsets_topic
+from ..errors import (NONE, InvalidConfigurationError, InvalidPartitionsError, InvalidReplicaAssignmentError,
+                      InvalidReplicationFactorError, InvalidRequestError, InvalidRequiredAcksError, InvalidTopicError,
+                      KafkaError, KafkaStorageError, TopicAlreadyExistsError, UnknownServerError, UnknownTopicIdError,
+                      UnknownTopicOrPartitionError)
+from ..log.compaction_leases import CleanedSegment, LeasedPartition
+from ..log.log import EARLIEST_LOCAL_TIMESTAMP, LEADER_EPOCH, MAX_TIMESTAMP, Log
+from ..network.endpoint import EndPoint
+from ..network.request_channel import CloseConnectionResponse, NoOpResponse, Request, RequestChannel, SendResponse
+from ..offsets_topic import OFFSETS_TOPIC
+from ..protocol import Request as KafkaRequest
+from ..protocol import (ApiKey, ProtocolError, SeglogApiKey, UnsupportedVersionError, api_versions_fallback_response,
+                        encode_response, parse_request, supported_apis)
+from ..protocol.config_resources import RESOURCE_BROKER, RESOURCE_TOPIC
+from ..protocol.messages.compaction import ACQUIRE, RELEASE, RENEW
+from ..protocol.types import topic_id_bytes, topic_id_text
+from ..purgatory import DelayedOperationPurgatory, TopicPartitionOperationKey
+from .config_admin_manager import AlterableConfig, AlterConfigsResource, ConfigAdminManager
 from .delayed_fetch import (READ_COMMITTED, DelayedFetch, FetchParams, FetchPartition, FetchPartitionStatus,
                             LogReadResult, read_from_local_log)
-from .errors import (NONE, InvalidConfigurationError, InvalidPartitionsError, InvalidReplicaAssignmentError,
-                     InvalidReplicationFactorError, InvalidRequestError, InvalidRequiredAcksError, InvalidTopicError,
-                     KafkaError, KafkaStorageError, TopicAlreadyExistsError, UnknownServerError, UnknownTopicIdError,
-                     UnknownTopicOrPartitionError)
-from .log import EARLIEST_LOCAL_TIMESTAMP, LEADER_EPOCH, MAX_TIMESTAMP, Log
-from .offsets_topic import OFFSETS_TOPIC
-from .protocol import Request as KafkaRequest
-from .protocol import (ApiKey, ProtocolError, SeglogApiKey, UnsupportedVersionError, api_versions_fallback_response,
-                       encode_response, parse_request, supported_apis)
-from .protocol.messages.compaction import ACQUIRE, RELEASE, RENEW
-from .purgatory import DelayedOperationPurgatory, TopicPartitionOperationKey
-from .server.config_admin_manager import (RESOURCE_BROKER, RESOURCE_TOPIC, AlterableConfig, AlterConfigsResource,
-                                          ConfigAdminManager)
-from .server.endpoint import EndPoint
-from .server.producer_id_manager import ProducerIdManager
-from .server.request_channel import CloseConnectionResponse, NoOpResponse, Request, RequestChannel, SendResponse
+from .producer_id_manager import ProducerIdManager
 
 log = logging.getLogger(__name__)
 
@@ -92,14 +92,6 @@ _TOPIC_OPERATIONS = (3, 4, 5, 6, 7, 8, 10, 11)  # READ WRITE CREATE DELETE ALTER
 TOPIC_AUTHORIZED_OPERATIONS = sum(1 << op for op in _TOPIC_OPERATIONS)
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
-
-def topic_id_bytes(topic_id: str) -> bytes:
-    """A stored topic id (URL-safe base64 text) as the 16 bytes the wire carries."""
-    return base64.urlsafe_b64decode(topic_id + "==")
-
-
-def topic_id_text(raw: bytes) -> str:
-    return base64.urlsafe_b64encode(bytes(raw)).decode("ascii").rstrip("=")
 
 
 
@@ -926,4 +918,4 @@ class KafkaApis:
         return self._handlers.keys()
 
 
-__all__ = ["KafkaApis", "MIN_VERSIONS", "topic_id_bytes", "topic_id_text"]
+__all__ = ["KafkaApis", "MIN_VERSIONS"]

@@ -14,7 +14,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .clock import SYSTEM_CLOCK, Clock
+from ..clock import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger(__name__)
 

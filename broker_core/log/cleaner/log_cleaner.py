@@ -23,7 +23,7 @@ from typing import Callable, Iterable
 
 from format.layout import TopicPartition
 
-from ..errors import KafkaStorageError
+from ...errors import KafkaStorageError
 from .cleaner import Cleaner, CleanerStats, LogCleaningAbortedError, LogToClean, Throttler
 from .log_cleaner_manager import LogCleanerManager
 from .offset_map import OffsetMap

@@ -16,7 +16,7 @@ import logging
 import threading
 from dataclasses import dataclass
 
-from .errors import KafkaStorageError
+from ..errors import KafkaStorageError
 
 log = logging.getLogger(__name__)
 

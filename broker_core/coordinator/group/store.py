@@ -28,11 +28,11 @@ from format.control import ControlRecordType
 from format.layout import TopicPartition
 from format.record_batch import RecordBatch
 
-from ..offsets_topic import (DEFAULT_OFFSETS_TOPIC_PARTITIONS, NO_LEADER_EPOCH, OFFSETS_TOPIC, GroupMetadataKey,
-                             GroupMetadataValue, InvalidOffsetsRecordError, OffsetCommitKey, OffsetCommitValue,
-                             UnknownRecordTypeError, decode_group_metadata_value, decode_key,
-                             decode_offset_commit_value, encode_group_metadata, encode_offset_commit,
-                             partition_for_group)
+from ...offsets_topic import (DEFAULT_OFFSETS_TOPIC_PARTITIONS, NO_LEADER_EPOCH, OFFSETS_TOPIC, GroupMetadataKey,
+                              GroupMetadataValue, InvalidOffsetsRecordError, OffsetCommitKey, OffsetCommitValue,
+                              UnknownRecordTypeError, decode_group_metadata_value, decode_key,
+                              decode_offset_commit_value, encode_group_metadata, encode_offset_commit,
+                              partition_for_group)
 from .offset_and_metadata import OffsetAndMetadata
 
 __all__ = [

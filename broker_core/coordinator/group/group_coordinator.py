@@ -45,20 +45,20 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from format.layout import TopicPartition
 
-from ..clock import SYSTEM_CLOCK, Clock
-from ..errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, FencedInstanceIdError,
-                      GroupIdNotFoundError, GroupMaxSizeReachedError, IllegalGenerationError,
-                      InconsistentGroupProtocolError, InvalidCommitOffsetSizeError, InvalidFetchSizeError,
-                      InvalidGroupIdError, InvalidRequestError, InvalidSessionTimeoutError, KafkaError,
-                      KafkaStorageError, MemberIdRequiredError, MessageTooLargeError, NonEmptyGroupError,
-                      NotCoordinatorError, NotEnoughReplicasAfterAppendError, NotEnoughReplicasError,
-                      NotLeaderOrFollowerError, OffsetMetadataTooLargeError, RebalanceInProgressError,
-                      RecordListTooLargeError, RequestTimedOutError, UnknownMemberIdError, UnknownServerError,
-                      UnknownTopicOrPartitionError)
-from ..offsets_topic import OFFSETS_TOPIC, partition_for_group
-from ..purgatory import DelayedOperationPurgatory
-from ..timer import SystemTimer
-from ..timer.timer_task import TimerTask
+from ...clock import SYSTEM_CLOCK, Clock
+from ...errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, FencedInstanceIdError,
+                       GroupIdNotFoundError, GroupMaxSizeReachedError, IllegalGenerationError,
+                       InconsistentGroupProtocolError, InvalidCommitOffsetSizeError, InvalidFetchSizeError,
+                       InvalidGroupIdError, InvalidRequestError, InvalidSessionTimeoutError, KafkaError,
+                       KafkaStorageError, MemberIdRequiredError, MessageTooLargeError, NonEmptyGroupError,
+                       NotCoordinatorError, NotEnoughReplicasAfterAppendError, NotEnoughReplicasError,
+                       NotLeaderOrFollowerError, OffsetMetadataTooLargeError, RebalanceInProgressError,
+                       RecordListTooLargeError, RequestTimedOutError, UnknownMemberIdError, UnknownServerError,
+                       UnknownTopicOrPartitionError)
+from ...offsets_topic import OFFSETS_TOPIC, partition_for_group
+from ...purgatory import DelayedOperationPurgatory
+from ...timer import SystemTimer
+from ...timer.timer_task import TimerTask
 from .broker_store import BrokerGroupStore
 from .config import NEW_MEMBER_JOIN_TIMEOUT_MS, GroupCoordinatorConfig
 from .delayed_heartbeat import DelayedHeartbeat
@@ -79,7 +79,7 @@ from .results import (CLASSIC_GROUP_TYPE, NONE, UNKNOWN_MEMBER_ID, GroupOverview
 from .store import GroupStore
 
 if TYPE_CHECKING:
-    from ..broker import Broker
+    from ...broker import Broker
 
 __all__ = ["GroupCoordinator", "COORDINATOR_TYPE_GROUP", "COORDINATOR_TYPE_TRANSACTION"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..config import BrokerConfig
-from ..offsets_topic import DEFAULT_OFFSETS_TOPIC_PARTITIONS
+from ...config import BrokerConfig
+from ...offsets_topic import DEFAULT_OFFSETS_TOPIC_PARTITIONS
 
 __all__ = ["GroupCoordinatorConfig", "NEW_MEMBER_JOIN_TIMEOUT_MS", "OFFSET_METADATA_MAX_BYTES"]
 

@@ -30,9 +30,9 @@ from format import layout
 from format.checkpoint import OffsetCheckpointFile
 from format.layout import TopicPartition
 
-from .clock import SYSTEM_CLOCK, Clock
-from .config import BrokerConfig, LogConfig
-from .errors import KafkaStorageError, LogDirInUseError, LogDirNotFoundError, UnknownTopicOrPartitionError
+from ..clock import SYSTEM_CLOCK, Clock
+from ..config import BrokerConfig, LogConfig
+from ..errors import KafkaStorageError, LogDirInUseError, LogDirNotFoundError, UnknownTopicOrPartitionError
 from .log import Log
 from .log_dir_capacity import check_room_for_partitions
 from .log_dir_failure import LogDirFailureChannel

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..purgatory import DelayedOperation
+from ...purgatory import DelayedOperation
 from .group_metadata import GroupMetadata
 
 if TYPE_CHECKING:

@@ -17,12 +17,12 @@ from format.layout import TopicPartition
 from format.record import SimpleRecord
 from format.record_batch import build_batch, iter_batches
 
-from ..errors import TopicAlreadyExistsError
-from ..offsets_topic import OFFSETS_TOPIC, partition_for_group
+from ...errors import TopicAlreadyExistsError
+from ...offsets_topic import OFFSETS_TOPIC, partition_for_group
 from .store import GroupRecordWriter, LoadedGroups, OffsetsTopicReplay
 
 if TYPE_CHECKING:
-    from ..broker import Broker
+    from ...broker import Broker
 
 __all__ = ["BrokerGroupStore", "ensure_offsets_topic"]
 

@@ -32,14 +32,14 @@ from format.record_batch import build_batch
 
 from ..broker import (DEFAULT_FETCH_MAX_BYTES, FetchResult, OffsetAndTimestamp, PartitionDescription,
                       RecordMetadata, TopicDescription)
+from ..coordinator.group.offset_and_metadata import OffsetAndMetadata
 from ..errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, GroupIdNotFoundError,
                       NonEmptyGroupError, UnknownTopicOrPartitionError, error_for_code)
-from ..coordinator.offset_and_metadata import OffsetAndMetadata
 from ..group_offsets import GroupDescription, GroupMember, PartitionLag
-from ..kafka_apis import topic_id_text
 from ..partitioner import StickyPartitioner, assign_partitions
 from ..protocol import ApiKey
-from .config_admin_manager import DELETE, RESOURCE_TOPIC, SET
+from ..protocol.config_resources import DELETE, RESOURCE_TOPIC, SET
+from ..protocol.types import topic_id_text
 from .protocol_client import ProtocolClient
 
 _SPECS = {"earliest": -2, "latest": -1, "max_timestamp": -3}

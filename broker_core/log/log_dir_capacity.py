@@ -15,7 +15,7 @@ from typing import Iterable
 
 from format.file_handles import FileHandleCache, default_cache, descriptor_limit, open_descriptors
 
-from .errors import KafkaStorageError
+from ..errors import KafkaStorageError
 
 INODES_PER_PARTITION = 5
 BYTES_PER_PARTITION = 8 * 1024

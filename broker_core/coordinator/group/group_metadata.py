@@ -26,10 +26,10 @@ from typing import Iterable
 
 from format.layout import TopicPartition
 
-from ..clock import Clock
-from ..errors import FencedInstanceIdError, RebalanceInProgressError
-from ..offsets_topic import NO_TIMESTAMP, GroupMetadataValue
-from ..offsets_topic import MemberMetadata as StoredMember
+from ...clock import Clock
+from ...errors import FencedInstanceIdError, RebalanceInProgressError
+from ...offsets_topic import NO_TIMESTAMP, GroupMetadataValue
+from ...offsets_topic import MemberMetadata as StoredMember
 from .group_state import VALID_PREVIOUS_STATES, GroupState, IllegalGroupStateTransitionError, check_transition
 from .member_metadata import MemberMetadata
 from .offset_and_metadata import OffsetAndMetadata

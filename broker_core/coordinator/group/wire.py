@@ -17,7 +17,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from format.layout import TopicPartition
 
-from ..errors import ERRORS_BY_CODE
+from ...errors import ERRORS_BY_CODE
 from .offset_and_metadata import OffsetAndMetadata
 from .requests import (COORDINATOR_TYPE_GROUP, DeleteGroupsRequest, DescribeGroupsRequest, FindCoordinatorRequest,
                        HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, LeavingMember, ListGroupsRequest,

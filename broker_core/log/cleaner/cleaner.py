@@ -358,7 +358,7 @@ class LogToClean:
     """A log chosen for cleaning and its cleanable range (Kafka's LogToClean)."""
 
     topic_partition: layout.TopicPartition
-    log: object  # broker_core.log.Log
+    log: object  # broker_core.log.log.Log
     first_dirty_offset: int
     first_uncleanable_offset: int
     clean_bytes: int
