@@ -427,8 +427,18 @@ class Broker:
     def committed_offsets(self, group_id: str) -> dict[TopicPartition, OffsetAndMetadata]:
         return group_offsets.committed_offsets(self, group_id)
 
+    def reset_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
+        """Move the group to ``offsets``, each within its partition's log, as ``kafka-consumer-groups.sh
+        --reset-offsets --execute`` does (the embedded broker runs no coordinator, so no member can object)."""
+        self._check_writable(f"reset offsets of group {group_id!r}")
+        group_offsets.reset_offsets(self, group_id, offsets)
+
     def list_groups(self) -> list[str]:
         return group_offsets.list_groups(self.log_manager.log_dirs)
+
+    def describe_group(self, group_id: str) -> group_offsets.GroupDescription:
+        """The group as its last stored generation left it, with offsets and lag."""
+        return group_offsets.describe_consumer_group(self.log_manager.log_dirs, group_id)
 
     def delete_group(self, group_id: str) -> None:
         self._check_writable(f"delete group {group_id!r}")

@@ -27,11 +27,14 @@ import signal
 import sys
 import traceback
 from contextlib import contextmanager
-from typing import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from ..key_values import parse_key_values
 from .arguments import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, CommandError, UsageError, non_negative
 from .progress import DEFAULT_REPORTING_INTERVAL_MS, ProgressLine, rate_text
+
+if TYPE_CHECKING:
+    from ..broker_api import BrokerApi
 
 DEBUG_ENV = "SEGLOG_DEBUG"
 
@@ -60,7 +63,8 @@ def _failure_text(args: argparse.Namespace, exc: BaseException) -> str:
     return error_message(exc)
 
 
-def _open_broker(args: argparse.Namespace, read_only: bool = False):
+def _open_broker(args: argparse.Namespace, read_only: bool = False) -> BrokerApi:
+    """The broker of ``--bootstrap``, else the log dirs opened as an embedded broker."""
     from ..broker import Broker
 
     if getattr(args, "bootstrap", None):
@@ -348,10 +352,8 @@ def _groups(args: argparse.Namespace) -> int:
             raise UsageError("--execute and --dry-run exclude each other")
         with _open_broker(args, read_only=not args.execute) as broker:
             plan = _reset_plan(args, broker)
-            if args.execute and args.bootstrap:
-                broker.reset_offsets(args.group, plan)  # refused while the group has members, as in Kafka
-            elif args.execute:
-                group_offsets.reset_offsets(broker, args.group, plan)
+            if args.execute:
+                broker.reset_offsets(args.group, plan)  # a running broker refuses while the group has members
             elif not args.dry_run:
                 print("WARN: No action will be performed as the --execute option is missing.", file=sys.stderr)
         print("\n".join(_table([("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")]
