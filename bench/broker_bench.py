@@ -60,7 +60,7 @@ import confluent_kafka
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from broker_core.server.protocol_client import ProtocolClient
+from broker_core.client.protocol_client import ProtocolClient
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_common import (Environment, Target, Timing, argument_parser, date_and_command,  # noqa: E402

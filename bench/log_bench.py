@@ -3,7 +3,7 @@
 Figures, each against plain Python file I/O in the same run on the same bytes
 (absolute rates drift on shared machines; ratios hold better):
 
-* append (``broker_core.log.Log.append``, one batch per call as a produce
+* append (``broker_core.log.log.Log.append``, one batch per call as a produce
   request brings it) in MB/s and records/s, up to one full segment
   (``segment.bytes`` default, 1 GiB) so no roll falls inside the figure; the
   peer is ``open(path, "wb")`` and ``f.write(batch)`` of the same batches.
@@ -42,7 +42,7 @@ from typing import Iterator, Sequence
 import crc32c
 
 from broker_core.config import LogConfig
-from broker_core.log import Log
+from broker_core.log.log import Log
 from format import layout
 from format.record_batch import LENGTH_OFFSET, LOG_OVERHEAD, BatchHeader, build_batch
 

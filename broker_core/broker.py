@@ -30,17 +30,17 @@ from format.record_batch import build_batch, iter_batches
 
 from . import group_offsets
 from .clock import SYSTEM_CLOCK, Clock
-from .compaction_leases import CompactionLeases
 from .config import BrokerConfig, LogConfig
-from .coordinator.offset_and_metadata import OffsetAndMetadata
+from .coordinator.group.offset_and_metadata import OffsetAndMetadata
 from .errors import (InvalidPartitionsError, InvalidRequestError, InvalidTopicError, KafkaStorageError,
                      LogDirReadOnlyError, PolicyViolationError, TopicAlreadyExistsError,
                      UnknownTopicOrPartitionError)
-from .log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, Log, LogAppendInfo
-from .log_loader import UnreadableBytes
-from .log_manager import LogManager
+from .log.compaction_leases import CompactionLeases
+from .log.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, Log, LogAppendInfo
+from .log.log_loader import UnreadableBytes
+from .log.log_manager import LogManager
+from .log.topic_store import PendingChange, TopicMetadata, TopicStore, new_topic_id
 from .partitioner import StickyPartitioner, assign_partitions
-from .topic_store import PendingChange, TopicMetadata, TopicStore, new_topic_id
 
 log = logging.getLogger(__name__)
 
@@ -427,8 +427,18 @@ class Broker:
     def committed_offsets(self, group_id: str) -> dict[TopicPartition, OffsetAndMetadata]:
         return group_offsets.committed_offsets(self, group_id)
 
+    def reset_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
+        """Move the group to ``offsets``, each within its partition's log, as ``kafka-consumer-groups.sh
+        --reset-offsets --execute`` does (the embedded broker runs no coordinator, so no member can object)."""
+        self._check_writable(f"reset offsets of group {group_id!r}")
+        group_offsets.reset_offsets(self, group_id, offsets)
+
     def list_groups(self) -> list[str]:
         return group_offsets.list_groups(self.log_manager.log_dirs)
+
+    def describe_group(self, group_id: str) -> group_offsets.GroupDescription:
+        """The group as its last stored generation left it, with offsets and lag."""
+        return group_offsets.describe_consumer_group(self.log_manager.log_dirs, group_id)
 
     def delete_group(self, group_id: str) -> None:
         self._check_writable(f"delete group {group_id!r}")

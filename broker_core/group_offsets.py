@@ -25,14 +25,14 @@ from format.fs import filesystem_for, join
 from format.layout import TopicPartition
 
 from .consumer_protocol import CONSUMER_PROTOCOL_TYPE, decode_assignment
-from .coordinator.broker_store import BrokerGroupStore
-from .coordinator.config import GroupCoordinatorConfig
-from .coordinator.offset_and_metadata import OffsetAndMetadata
-from .coordinator.store import LoadedGroups, OffsetsTopicReplay
+from .coordinator.group.broker_store import BrokerGroupStore
+from .coordinator.group.config import GroupCoordinatorConfig
+from .coordinator.group.offset_and_metadata import OffsetAndMetadata
+from .coordinator.group.store import LoadedGroups, OffsetsTopicReplay
 from .errors import GroupIdNotFoundError, InvalidRequestError, OffsetMetadataTooLargeError, OffsetOutOfRangeError
+from .log.topic_store import STORE_FILE
 from .offsets_topic import DEFAULT_OFFSETS_TOPIC_PARTITIONS, OFFSETS_TOPIC, GroupMetadataValue, partition_for_group
 from .protocol import ProtocolError
-from .topic_store import STORE_FILE
 
 if TYPE_CHECKING:
     from .broker import Broker

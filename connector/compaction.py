@@ -13,7 +13,7 @@ the keys of the cleanable segments are hashed; those of the dirty section are
 reduced to their latest offset, the others kept as candidates; every segment
 also reports the headers of its producers' batches. Pieces of one partition
 merge (``merge_pieces``), and ``clean_inputs`` turns the partition's result
-into the offsets that survive (``broker_core.cleaner.survivors``), cut by the
+into the offsets that survive (``broker_core.log.cleaner.survivors``), cut by the
 offset ranges of its stage-2 tasks.
 
 Stage 2 (``run_clean_task``, a task per ~256 MiB of segment groups, or one per
@@ -44,23 +44,23 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from broker_core.cleaner.cleaner import (DEFAULT_CHUNK_BYTES, DEFAULT_PRODUCER_ID_EXPIRATION_MS, CleanerStats,
-                                         SegmentSizes, SourceSegment, aborted_intervals, clean_group,
-                                         group_segments_by_size, header_events,
-                                         is_aborted, new_cleaned_segment, read_chunks, segments_overlapping)
-from broker_core.cleaner.filter import FilterContext
-from broker_core.cleaner.survivors import (BatchIndex, KeyMapBuilder, KeyOffsets, SurvivorOffsets, map_chunk,
-                                          survivor_offsets)
-from broker_core.cleaner.log_cleaner_manager import calculate_cleanable_bytes, cleanable_offsets
-from broker_core.cleaner.transactions import (CleanedTransactionMetadata, LastRecord, ProducerEvent,
-                                              ProducerStateBuilder, collect_aborted_transactions)
 from broker_core.config import BrokerConfig, LogConfig
 from broker_core.errors import LogDirInUseError
-from broker_core.log_loader import plan_swap_recovery
-from broker_core.log_manager import LogDirLock
+from broker_core.log.cleaner.cleaner import (DEFAULT_CHUNK_BYTES, DEFAULT_PRODUCER_ID_EXPIRATION_MS, CleanerStats,
+                                             SegmentSizes, SourceSegment, aborted_intervals, clean_group,
+                                             group_segments_by_size, header_events,
+                                             is_aborted, new_cleaned_segment, read_chunks, segments_overlapping)
+from broker_core.log.cleaner.filter import FilterContext
+from broker_core.log.cleaner.log_cleaner_manager import calculate_cleanable_bytes, cleanable_offsets
+from broker_core.log.cleaner.survivors import (BatchIndex, KeyMapBuilder, KeyOffsets, SurvivorOffsets, map_chunk,
+                                               survivor_offsets)
+from broker_core.log.cleaner.transactions import (CleanedTransactionMetadata, LastRecord, ProducerEvent,
+                                                  ProducerStateBuilder, collect_aborted_transactions)
+from broker_core.log.log_loader import plan_swap_recovery
+from broker_core.log.log_manager import LogDirLock
+from broker_core.log.topic_store import STORE_FILE
 from broker_core.protocol.api_keys import SeglogApiKey
 from broker_core.protocol.messages.compaction import ACQUIRE, RELEASE, RENEW
-from broker_core.topic_store import STORE_FILE
 from format import layout
 from format.checkpoint import OffsetCheckpointFile, parse_offset_checkpoint, render_offset_checkpoint
 from format.file_records import FileRecords
@@ -242,7 +242,7 @@ class BrokerLease:
 
     def __init__(self, bootstrap: str, partitions: Sequence[TopicPartition], lease_ms: int = DEFAULT_LEASE_MS,
                  client_factory: Callable[[str], object] | None = None):
-        from broker_core.server.protocol_client import ProtocolClient
+        from broker_core.client.protocol_client import ProtocolClient
 
         self.bootstrap = bootstrap
         self.partitions = list(partitions)
@@ -537,7 +537,7 @@ class MapTask:
 @dataclass
 class MapPiece:
     """Part of a partition's stage-1 result: the latest offset of each dirty key, every other keyed
-    record (the candidates of ``broker_core.cleaner.survivors``), where each batch lies, and the
+    record (the candidates of ``broker_core.log.cleaner.survivors``), where each batch lies, and the
     producer batches seen."""
 
     mapped: KeyOffsets

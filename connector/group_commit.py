@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 def commit_group_offsets(options: SourceOptions, offsets: Mapping[TopicPartition, int]) -> None:
     """Store ``offsets`` as the committed position of ``options.group_id``."""
     if options.bootstrap:
-        from broker_core.server.remote_broker import RemoteBroker
+        from broker_core.client.remote_broker import RemoteBroker
 
         with RemoteBroker(options.bootstrap) as broker:
             broker.commit_offsets(options.group_id, dict(offsets))

@@ -29,7 +29,7 @@ class RemoteLog:
         self.bootstrap = bootstrap
 
     def _broker(self):
-        from broker_core.server.remote_broker import RemoteBroker
+        from broker_core.client.remote_broker import RemoteBroker
 
         return RemoteBroker(self.bootstrap)
 
@@ -60,8 +60,8 @@ class RemoteLog:
 def fetch_range(bootstrap: str, r: OffsetRange, *, include_headers: bool, fail_on_data_loss: bool,
                 max_bytes: int) -> Iterator[pa.RecordBatch]:
     """Arrow record batches of ``r`` fetched over the protocol, in offset order."""
+    from broker_core.client.remote_broker import RemoteBroker
     from broker_core.errors import OffsetOutOfRangeError
-    from broker_core.server.remote_broker import RemoteBroker
 
     from .reading import data_loss
 

@@ -91,7 +91,7 @@ class _Planner:
 
         if self.options.bootstrap:
             # The running broker's coordinator knows the group's offsets (OffsetFetch).
-            from broker_core.server.remote_broker import RemoteBroker
+            from broker_core.client.remote_broker import RemoteBroker
 
             with RemoteBroker(self.options.bootstrap) as broker:
                 return {tp: c.offset for tp, c in broker.committed_offsets(self.options.group_id).items()}

@@ -20,6 +20,7 @@ reader and writer for a type name, encoding and nullability.
 
 from __future__ import annotations
 
+import base64
 import struct
 import uuid as _uuid
 from typing import Any, Callable, NamedTuple
@@ -32,6 +33,8 @@ __all__ = [
     "PRIMITIVE_TYPES",
     "FIXED_SIZE",
     "ZERO_UUID",
+    "topic_id_bytes",
+    "topic_id_text",
     "Malformed",
     "read_uvarint",
     "uvarint",
@@ -45,6 +48,16 @@ Writer = Callable[[Any, list], None]
 
 #: The all-zero uuid: Kafka's null / unset topic id.
 ZERO_UUID = bytes(16)
+
+
+def topic_id_bytes(topic_id: str) -> bytes:
+    """A stored topic id (URL-safe base64 text) as the 16 bytes the wire carries."""
+    return base64.urlsafe_b64decode(topic_id + "==")
+
+
+def topic_id_text(raw: bytes) -> str:
+    """The 16 bytes of a topic id on the wire as its stored text (Kafka's ``Uuid.toString``)."""
+    return base64.urlsafe_b64encode(bytes(raw)).decode("ascii").rstrip("=")
 
 
 class Malformed(ProtocolError):

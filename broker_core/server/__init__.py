@@ -1,37 +1,9 @@
-"""The socket server: Kafka's network model, and the broker served through it.
+"""The broker server: what runs the requests the network layer brings in.
 
-An ``Acceptor`` per listener accepts connections and deals them to
-``Processor`` threads (``num.network.threads``), which read size-prefixed
-frames and put them on the ``RequestChannel``; ``num.io.threads`` handler
-threads (``KafkaRequestHandlerPool``) run each request through the request
-handler (``broker_core.kafka_apis.KafkaApis``) and send the response back
-through the channel to the processor that owns the connection. Threads, not
-asyncio: the storage layer blocks on files and the handlers may block on
-locks, and Kafka's model maps onto threads one to one.
-
-``BrokerServer`` (``broker_core.server.broker_server``) assembles all of it
-around an embedded ``Broker``.
+``BrokerServer`` (``broker_server``) assembles the socket server
+(``broker_core.network``) around an embedded ``Broker``; ``kafka_apis`` is the
+request handler (Kafka's ``KafkaApis``), run by the ``handler_pool`` threads;
+``delayed_fetch`` parks fetches in purgatory until data arrives;
+``producer_id_manager`` hands out producer ids and ``config_admin_manager``
+applies config changes. Replica and transaction managers belong here.
 """
-
-from .connection_quotas import ConnectionQuotas
-from .endpoint import EndPoint, advertised_endpoints, parse_listeners
-from .handler_pool import KafkaRequestHandlerPool
-from .network_receive import InvalidReceiveError, NetworkReceive
-from .request_channel import CloseConnectionResponse, NoOpResponse, Request, RequestChannel, SendResponse
-from .socket_server import SocketServer
-
-__all__ = [
-    "CloseConnectionResponse",
-    "ConnectionQuotas",
-    "EndPoint",
-    "InvalidReceiveError",
-    "KafkaRequestHandlerPool",
-    "NetworkReceive",
-    "NoOpResponse",
-    "Request",
-    "RequestChannel",
-    "SendResponse",
-    "SocketServer",
-    "advertised_endpoints",
-    "parse_listeners",
-]

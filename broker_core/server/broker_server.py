@@ -27,16 +27,16 @@ from typing import Mapping
 from ..broker import Broker
 from ..clock import SYSTEM_CLOCK, Clock
 from ..config import BrokerConfig
-from ..coordinator import GroupCoordinator
-from ..delayed_fetch import DelayedFetch
-from ..kafka_apis import KafkaApis
+from ..coordinator.group import GroupCoordinator
 from ..meta_properties import ensure_meta_properties
+from ..network.endpoint import EndPoint, advertised_endpoints
+from ..network.request_channel import DEFAULT_QUEUED_MAX_REQUESTS, RequestChannel
+from ..network.socket_server import SocketServer
 from ..purgatory import DelayedOperationPurgatory
-from .endpoint import EndPoint, advertised_endpoints
+from .delayed_fetch import DelayedFetch
 from .handler_pool import KafkaRequestHandlerPool
+from .kafka_apis import KafkaApis
 from .producer_id_manager import ProducerIdManager
-from .request_channel import DEFAULT_QUEUED_MAX_REQUESTS, RequestChannel
-from .socket_server import SocketServer
 
 log = logging.getLogger(__name__)
 

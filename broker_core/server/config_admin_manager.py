@@ -35,19 +35,11 @@ from ..broker import Broker
 from ..config import TOPIC_LIST_CONFIG_NAMES
 from ..errors import (InvalidConfigurationError, InvalidRequestError, InvalidTopicError, KafkaError,
                       UnknownTopicOrPartitionError)
+from ..protocol.config_resources import (APPEND, DELETE, OPERATION_NAMES, RESOURCE_BROKER, RESOURCE_TOPIC, SET,
+                                         SUBTRACT)
 
-__all__ = ["SET", "DELETE", "APPEND", "SUBTRACT", "RESOURCE_TOPIC", "RESOURCE_BROKER", "AlterableConfig",
-           "AlterConfigsResource", "ConfigAdminManager"]
+__all__ = ["AlterableConfig", "AlterConfigsResource", "ConfigAdminManager"]
 
-# AlterConfigOp.OpType on the wire.
-SET = 0
-DELETE = 1
-APPEND = 2
-SUBTRACT = 3
-_OPERATION_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
-# ConfigResource.Type on the wire.
-RESOURCE_TOPIC = 2
-RESOURCE_BROKER = 4
 
 
 @dataclass(frozen=True)
@@ -114,7 +106,7 @@ class ConfigAdminManager:
             raise InvalidRequestError("Null value not supported for : " + ", ".join(nulls))
         if incremental:
             for c in resource.configs:
-                if c.operation not in _OPERATION_NAMES:
+                if c.operation not in OPERATION_NAMES:
                     raise InvalidRequestError(f"Unknown operations type {c.operation} for config {c.name} "
                                               f"(0 SET, 1 DELETE, 2 APPEND, 3 SUBTRACT)")
 
@@ -151,7 +143,7 @@ class ConfigAdminManager:
             elif c.operation == DELETE:
                 wanted.pop(c.name, None)
             else:
-                operation = _OPERATION_NAMES[c.operation]
+                operation = OPERATION_NAMES[c.operation]
                 if c.name not in TOPIC_LIST_CONFIG_NAMES:
                     raise InvalidConfigurationError(f"Can't {operation} to key {c.name} because its type is not "
                                                     f"LIST.", config_name=c.name, value=c.value)

@@ -14,7 +14,7 @@ import logging
 import threading
 from typing import Protocol
 
-from .request_channel import SHUTDOWN, CloseConnectionResponse, Request, RequestChannel
+from ..network.request_channel import SHUTDOWN, CloseConnectionResponse, Request, RequestChannel
 
 log = logging.getLogger(__name__)
 

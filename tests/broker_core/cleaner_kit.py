@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from broker_core.cleaner import LogCleaner
 from broker_core.clock import MockTime
 from broker_core.config import BrokerConfig, LogConfig
-from broker_core.log import Log
+from broker_core.log.cleaner import LogCleaner
+from broker_core.log.log import Log
 from format.control import ControlRecordType, EndTransactionMarker
 from format.file_records import FileRecords
 from format.layout import TopicPartition

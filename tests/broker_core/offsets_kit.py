@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import Mapping
 
 from broker_core.broker import Broker
-from broker_core.coordinator import OffsetAndMetadata
-from broker_core.coordinator.broker_store import ensure_offsets_topic
-from broker_core.coordinator.store import offset_commit_record
-from broker_core.log import Log
+from broker_core.coordinator.group import OffsetAndMetadata
+from broker_core.coordinator.group.broker_store import ensure_offsets_topic
+from broker_core.coordinator.group.store import offset_commit_record
+from broker_core.log.log import Log
 from broker_core.offsets_topic import OFFSETS_TOPIC, partition_for_group
 from format.control import ControlRecordType, EndTransactionMarker
 from format.layout import TopicPartition

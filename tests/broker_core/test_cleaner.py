@@ -8,14 +8,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from broker_core import Broker
-from broker_core.cleaner.cleaner import SegmentSizes, Throttler, group_segments_by_size
 from broker_core.clock import MockTime
+from broker_core.log.cleaner.cleaner import SegmentSizes, Throttler, group_segments_by_size
 from format import layout
 from format.checkpoint import OffsetCheckpointFile
 from format.layout import TopicPartition
 
 from cleaner_kit import (T0, TP, Produced, all_batches, check_guarantees, cleaner_for, compact_config,
-                          end_transaction, open_log, produce, read_from)
+                         end_transaction, open_log, produce, read_from)
 
 
 def keyed(n: int, keys: int, rng: random.Random, tombstones: float = 0.0, tag: str = "v"):
@@ -492,7 +492,7 @@ def test_an_idempotent_producers_last_batch_goes_once_the_producer_id_has_expire
 
 
 def test_a_producer_with_a_transaction_open_does_not_expire():
-    from broker_core.cleaner.transactions import ProducerEvent, ProducerStateBuilder
+    from broker_core.log.cleaner.transactions import ProducerEvent, ProducerStateBuilder
 
     events = [ProducerEvent(4, 7, 0, False, True, T0), ProducerEvent(9, 8, 0, False, False, T0),
               ProducerEvent(12, 8, 0, True, False, T0 + 5)]

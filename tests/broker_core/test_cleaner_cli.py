@@ -8,7 +8,7 @@ import pytest
 
 from broker_core import Broker
 from broker_core.cli import main
-from broker_core.compact_command import spark_submit_command
+from broker_core.cli.compact_command import spark_submit_command
 from format.layout import TopicPartition
 
 from cleaner_kit import read_from

@@ -5,8 +5,8 @@ import random
 
 import pytest
 
-from broker_core.log import Log
-from broker_core.log_loader import plan_swap_recovery
+from broker_core.log.log import Log
+from broker_core.log.log_loader import plan_swap_recovery
 from format import layout
 from format.index import OffsetIndex
 from format.segment import LogSegment

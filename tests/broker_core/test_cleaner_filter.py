@@ -4,10 +4,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker_core.cleaner.filter import FilterContext, MapLatest, empty_batch, filter_chunk
-from broker_core.cleaner.offset_map import OffsetMap
-from broker_core.cleaner.records import hash_keys
-from broker_core.cleaner.transactions import CleanedTransactionMetadata, LastRecord
+from broker_core.log.cleaner.filter import FilterContext, MapLatest, empty_batch, filter_chunk
+from broker_core.log.cleaner.offset_map import OffsetMap
+from broker_core.log.cleaner.records import hash_keys
+from broker_core.log.cleaner.transactions import CleanedTransactionMetadata, LastRecord
 from format.compression import CompressionType
 from format.record import Header, SimpleRecord
 from format.record_batch import BatchHeader, TimestampType, build_batch, iter_batches

@@ -4,8 +4,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker_core.cleaner.offset_map import BYTES_PER_ENTRY, OffsetMap
-from broker_core.cleaner.records import hash_keys
+from broker_core.log.cleaner.offset_map import BYTES_PER_ENTRY, OffsetMap
+from broker_core.log.cleaner.records import hash_keys
 
 
 def test_a_key_maps_to_the_last_offset_put_for_it():

@@ -5,12 +5,12 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker_core.cleaner.filter import FilterContext, MapLatest, filter_chunk
-from broker_core.cleaner.key_runs import key_runs, latest_per_key
-from broker_core.cleaner.offset_map import OffsetMap
-from broker_core.cleaner.records import hash_keys
-from broker_core.cleaner.survivors import BatchIndex, KeyMapBuilder, KeyOffsets, SurvivorOffsets, survivor_offsets
-from broker_core.cleaner.transactions import CleanedTransactionMetadata
+from broker_core.log.cleaner.filter import FilterContext, MapLatest, filter_chunk
+from broker_core.log.cleaner.key_runs import key_runs, latest_per_key
+from broker_core.log.cleaner.offset_map import OffsetMap
+from broker_core.log.cleaner.records import hash_keys
+from broker_core.log.cleaner.survivors import BatchIndex, KeyMapBuilder, KeyOffsets, SurvivorOffsets, survivor_offsets
+from broker_core.log.cleaner.transactions import CleanedTransactionMetadata
 from format.record import SimpleRecord
 from format.record_batch import build_batch, iter_batches
 

@@ -8,12 +8,12 @@ import os
 import pytest
 
 from broker_core.broker import Broker
-from broker_core.cleaner.cleaner import new_cleaned_segment
-from broker_core.cleaner.log_cleaner_manager import Paused
 from broker_core.clock import MockTime
-from broker_core.compaction_leases import LEASE_EXPIRATION_CHECK_INTERVAL_MS, CleanedSegment, CompactionLeases
 from broker_core.errors import (ConcurrentTransactionsError, InvalidRequestError, KafkaStorageError,
                                 UnknownMemberIdError, UnknownTopicOrPartitionError)
+from broker_core.log.cleaner.cleaner import new_cleaned_segment
+from broker_core.log.cleaner.log_cleaner_manager import Paused
+from broker_core.log.compaction_leases import LEASE_EXPIRATION_CHECK_INTERVAL_MS, CleanedSegment, CompactionLeases
 from format import layout
 from format.checkpoint import OffsetCheckpointFile
 from format.layout import TopicPartition

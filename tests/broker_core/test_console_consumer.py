@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from broker_core import Broker
 from broker_core.clock import MockTime
-from broker_core.console_consumer import IDLE_POLL_MS, ConsoleConsumer
+from broker_core.cli.console_consumer import IDLE_POLL_MS, ConsoleConsumer
 from format.layout import TopicPartition
 
 

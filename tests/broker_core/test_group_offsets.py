@@ -8,10 +8,10 @@ import pytest
 from broker_core import Broker
 from broker_core.cli import main as seglog
 from broker_core.clock import MockTime
+from broker_core.coordinator.group import OffsetAndMetadata
+from broker_core.coordinator.group.broker_store import ensure_offsets_topic
 from broker_core.errors import (GroupIdNotFoundError, InvalidRequestError, LogDirInUseError,
                                 OffsetMetadataTooLargeError, OffsetOutOfRangeError, UnknownTopicOrPartitionError)
-from broker_core.coordinator import OffsetAndMetadata
-from broker_core.coordinator.broker_store import ensure_offsets_topic
 from broker_core.group_offsets import (commit_offsets, delete_group, describe_consumer_group, list_groups,
                                        read_committed_offsets, read_offsets_topic, reset_offsets)
 from broker_core.offsets_topic import (OFFSETS_TOPIC, GroupMetadataKey, GroupMetadataValue, encode_group_metadata,

@@ -6,7 +6,7 @@ from broker_core.clock import MockTime
 from broker_core.config import LogConfig
 from broker_core.errors import (CorruptMessageError, InvalidRecordError, MessageTooLargeError,
                                 OffsetOutOfRangeError)
-from broker_core.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, Log
+from broker_core.log.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, Log
 from format import layout
 from format.compression import CompressionType
 from format.control import ControlRecordType, EndTransactionMarker

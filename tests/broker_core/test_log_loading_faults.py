@@ -136,7 +136,7 @@ def test_a_reading_command_after_an_unclean_shutdown_cuts_nothing_and_the_owner_
     assert "LogEndOffset: " in out
 
     caplog.clear()
-    with caplog.at_level(logging.ERROR, logger="broker_core.log_loader"):
+    with caplog.at_level(logging.ERROR, logger="broker_core.log.log_loader"):
         with Broker(d, {"log.segment.bytes": "20000"}, background=False) as broker:
             log = broker.log_manager.get_log(TP)
             end = log.log_end_offset
@@ -208,7 +208,7 @@ def test_reads_past_a_corrupted_base_offset_fail_rather_than_skip(tmp_path):
 
 
 def test_swap_recovery_never_touches_set_aside_files():
-    from broker_core.log_loader import plan_swap_recovery
+    from broker_core.log.log_loader import plan_swap_recovery
 
     names = ["00000000000000000000.log.swap", "00000000000000000000.log", "00000000000000000010.log.0.corrupt",
              "00000000000000000005.log.120.corrupt"]

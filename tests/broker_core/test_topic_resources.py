@@ -14,7 +14,7 @@ import pytest
 
 from broker_core import Broker
 from broker_core.errors import KafkaStorageError, PolicyViolationError
-from broker_core.topic_store import STORE_FILE, PendingChange, TopicStore
+from broker_core.log.topic_store import STORE_FILE, PendingChange, TopicStore
 
 SEGLOG = os.path.join(os.path.dirname(sys.executable), "seglog")
 

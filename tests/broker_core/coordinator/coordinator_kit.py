@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from broker_core.clock import MockTime
-from broker_core.coordinator import GroupCoordinator, GroupCoordinatorConfig, GroupMetadata, InMemoryGroupStore, wire
-from broker_core.coordinator.store import GroupStore
+from broker_core.coordinator.group import (GroupCoordinator, GroupCoordinatorConfig, GroupMetadata, InMemoryGroupStore,
+                                           wire)
+from broker_core.coordinator.group.store import GroupStore
 from broker_core.protocol import ApiKey, encode_request, parse_request
 from broker_core.protocol.codec import encode
 from broker_core.protocol.messages import APIS

@@ -6,7 +6,7 @@ from typing import Iterator
 
 import pytest
 
-from broker_core.coordinator import InMemoryGroupStore
+from broker_core.coordinator.group import InMemoryGroupStore
 from broker_core.offsets_topic import GroupMetadataKey, OffsetCommitKey, decode_record
 from coordinator_kit import (COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, GROUP_ID_NOT_FOUND,
                              INITIAL_DELAY_MS, NON_EMPTY_GROUP, NONE, REBALANCE_IN_PROGRESS, Harness, Member)

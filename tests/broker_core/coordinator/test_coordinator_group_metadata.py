@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from broker_core.clock import MockTime
-from broker_core.coordinator import GroupMetadata, GroupState, MemberMetadata, OffsetAndMetadata
+from broker_core.coordinator.group import GroupMetadata, GroupState, MemberMetadata, OffsetAndMetadata
 from format.layout import TopicPartition
 
 S = GroupState

@@ -7,9 +7,9 @@ import itertools
 import pytest
 
 from broker_core.clock import MockTime
-from broker_core.coordinator import (VALID_PREVIOUS_STATES, GroupMetadata, GroupState,
-                                     IllegalGroupStateTransitionError)
-from broker_core.coordinator.group_state import check_transition
+from broker_core.coordinator.group import (VALID_PREVIOUS_STATES, GroupMetadata, GroupState,
+                                           IllegalGroupStateTransitionError)
+from broker_core.coordinator.group.group_state import check_transition
 
 S = GroupState
 

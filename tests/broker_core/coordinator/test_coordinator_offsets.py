@@ -6,8 +6,8 @@ from typing import Iterator
 
 import pytest
 
-from broker_core.coordinator import (GroupCoordinatorConfig, GroupState, OffsetAndMetadata, OffsetCommitPartition,
-                                    OffsetCommitRequest, OffsetFetchGroup, OffsetFetchRequest)
+from broker_core.coordinator.group import (GroupCoordinatorConfig, GroupState, OffsetAndMetadata, OffsetCommitPartition,
+                                           OffsetCommitRequest, OffsetFetchGroup, OffsetFetchRequest)
 from broker_core.errors import RecordListTooLargeError, UnknownTopicOrPartitionError
 from broker_core.offsets_topic import GroupMetadataKey, OffsetCommitKey, decode_record
 from coordinator_kit import (COORDINATOR_NOT_AVAILABLE, ILLEGAL_GENERATION, INITIAL_DELAY_MS, NONE,

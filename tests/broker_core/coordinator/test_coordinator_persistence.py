@@ -9,8 +9,8 @@ import pytest
 
 from broker_core.broker import Broker
 from broker_core.clock import MockTime
-from broker_core.coordinator import (BrokerGroupStore, GroupCoordinatorConfig, GroupState, InMemoryGroupStore,
-                                     OffsetAndMetadata)
+from broker_core.coordinator.group import (BrokerGroupStore, GroupCoordinatorConfig, GroupState, InMemoryGroupStore,
+                                           OffsetAndMetadata)
 from broker_core.group_offsets import commit_offsets, committed_offsets, read_offsets_topic
 from broker_core.offsets_topic import OFFSETS_TOPIC, partition_for_group
 from coordinator_kit import (INITIAL_DELAY_MS, NONE, REBALANCE_IN_PROGRESS, SESSION_TIMEOUT_MS, START_MS,

@@ -6,7 +6,7 @@ from typing import Iterator
 
 import pytest
 
-from broker_core.coordinator import GroupCoordinatorConfig, GroupState
+from broker_core.coordinator.group import GroupCoordinatorConfig, GroupState
 from broker_core.errors import KafkaStorageError
 from broker_core.offsets_topic import GroupMetadataKey, decode_record
 from coordinator_kit import (COORDINATOR_NOT_AVAILABLE, FENCED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED,

@@ -13,8 +13,8 @@ import pytest
 
 from broker_core.broker import Broker
 from broker_core.clock import MockTime
-from broker_core.coordinator import (GroupCoordinator, GroupCoordinatorConfig, InMemoryGroupStore, JoinGroupRequest,
-                                    JoinGroupResult)
+from broker_core.coordinator.group import (GroupCoordinator, GroupCoordinatorConfig, InMemoryGroupStore,
+                                           JoinGroupRequest, JoinGroupResult)
 from coordinator_kit import START_MS
 
 pytestmark = pytest.mark.timeout(60)

@@ -8,9 +8,9 @@ from typing import Iterator
 
 import pytest
 
-from broker_core.coordinator import (FindCoordinatorRequest, JoinGroupRequest, JoinGroupResult, LeaveGroupRequest,
-                                    LeavingMember, ListGroupsRequest, OffsetCommitPartition, OffsetFetchGroup,
-                                    OffsetFetchRequest, wire)
+from broker_core.coordinator.group import (FindCoordinatorRequest, JoinGroupRequest, JoinGroupResult, LeaveGroupRequest,
+                                           LeavingMember, ListGroupsRequest, OffsetCommitPartition, OffsetFetchGroup,
+                                           OffsetFetchRequest, wire)
 from broker_core.protocol import ApiKey
 from coordinator_kit import (INCONSISTENT_GROUP_PROTOCOL, INITIAL_DELAY_MS, LATEST, MEMBER_ID_REQUIRED, NONE,
                              SESSION_TIMEOUT_MS, Harness, Member, request_body)

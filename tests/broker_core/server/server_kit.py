@@ -14,10 +14,10 @@ import sys
 import threading
 import time
 
+from broker_core.client.protocol_client import ProtocolClient
 from broker_core.errors import NONE
 from broker_core.protocol import ApiKey
 from broker_core.server.broker_server import BrokerServer
-from broker_core.server.protocol_client import ProtocolClient
 
 _SIZE = struct.Struct(">i")
 

@@ -14,12 +14,12 @@ import pytest
 from kafka import KafkaConsumer
 from kafka import TopicPartition as KafkaTopicPartition
 
-from broker_core.cleaner.cleaner import new_cleaned_segment
-from broker_core.cleaner.log_cleaner_manager import Paused
+from broker_core.client.protocol_client import ProtocolClient
 from broker_core.config import LogConfig
+from broker_core.log.cleaner.cleaner import new_cleaned_segment
+from broker_core.log.cleaner.log_cleaner_manager import Paused
 from broker_core.protocol import ApiKey, SeglogApiKey, encode_request
 from broker_core.protocol.messages.compaction import ACQUIRE, RELEASE, RENEW
-from broker_core.server.protocol_client import ProtocolClient
 from format import layout
 from format.checkpoint import OffsetCheckpointFile
 from format.file_records import FileRecords

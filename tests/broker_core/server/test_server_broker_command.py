@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
+from broker_core.client.protocol_client import ProtocolClient
 from broker_core.meta_properties import read_meta_properties
 from broker_core.protocol import ApiKey
-from broker_core.server.protocol_client import ProtocolClient
 from format import layout
 
 pytestmark = pytest.mark.slow

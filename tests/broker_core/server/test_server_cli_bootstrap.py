@@ -146,7 +146,7 @@ def test_describe_from_the_log_dir_shows_the_last_stored_generation(tmp_path, ca
 
 
 def overrides_of(bootstrap: str, topic: str) -> dict[str, str]:
-    from broker_core.server.remote_broker import RemoteBroker
+    from broker_core.client.remote_broker import RemoteBroker
 
     with RemoteBroker(bootstrap) as remote:
         return remote.describe_topic(topic).config
@@ -187,8 +187,8 @@ def test_topics_alter_through_bootstrap_of_an_unknown_topic_fails_naming_it(boot
 
 
 def test_topic_configs_change_through_alter_configs_on_a_broker_without_incremental_alter_configs(bootstrap):
+    from broker_core.client.remote_broker import RemoteBroker
     from broker_core.protocol import ApiKey
-    from broker_core.server.remote_broker import RemoteBroker
 
     with RemoteBroker(bootstrap) as remote:
         remote.create_topic("t", 1, {"retention.ms": 60000, "segment.bytes": 4096})

@@ -6,10 +6,10 @@ import pytest
 
 from broker_core.broker import Broker
 from broker_core.clock import MockTime
-from broker_core.delayed_fetch import (DelayedFetch, FetchParams, FetchPartition, FetchPartitionStatus,
-                                       read_from_local_log)
 from broker_core.errors import OffsetOutOfRangeError, UnknownTopicOrPartitionError
 from broker_core.purgatory import DelayedOperationPurgatory, TopicPartitionOperationKey
+from broker_core.server.delayed_fetch import (DelayedFetch, FetchParams, FetchPartition, FetchPartitionStatus,
+                                              read_from_local_log)
 from broker_core.timer import InlineExecutor, SystemTimer
 from format.layout import TopicPartition
 from format.record import SimpleRecord

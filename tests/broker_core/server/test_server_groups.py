@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from broker_core.coordinator import GroupCoordinator
+from broker_core.client.protocol_client import ProtocolClient
+from broker_core.coordinator.group import GroupCoordinator
 from broker_core.offsets_topic import OFFSETS_TOPIC
 from broker_core.protocol import ApiKey
-from broker_core.server.protocol_client import ProtocolClient
 
 from server_kit import create_topic, start_broker
 from tests.broker_core.wait_kit import wait_until

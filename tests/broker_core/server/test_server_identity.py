@@ -7,7 +7,7 @@ import pytest
 from broker_core.errors import InvalidConfigurationError
 from broker_core.meta_properties import (MetaProperties, ensure_meta_properties, read_meta_properties,
                                          write_meta_properties)
-from broker_core.server.endpoint import EndPoint, advertised_endpoints, parse_listeners
+from broker_core.network.endpoint import EndPoint, advertised_endpoints, parse_listeners
 from broker_core.server.producer_id_manager import ProducerIdManager
 
 

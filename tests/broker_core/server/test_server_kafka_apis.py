@@ -10,10 +10,10 @@ import time
 
 import pytest
 
-from broker_core.kafka_apis import MIN_VERSIONS
+from broker_core.client.protocol_client import ProtocolClient
 from broker_core.meta_properties import read_meta_properties
 from broker_core.protocol import ApiKey, encode_request, parse_response
-from broker_core.server.protocol_client import ProtocolClient
+from broker_core.server.kafka_apis import MIN_VERSIONS
 from format import layout
 from format.compression import CompressionType
 from format.record import Header, SimpleRecord

@@ -30,8 +30,8 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as ConfluentTopicPartition
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
+from broker_core.client.protocol_client import ProtocolClient
 from broker_core.protocol import ApiKey
-from broker_core.server.protocol_client import ProtocolClient
 
 LOAD_SECONDS = float(os.environ.get("SEGLOG_LOAD_SECONDS", "60"))
 TOPIC = "load"

@@ -11,9 +11,9 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 from kafka.errors import KafkaStorageError
 
+from broker_core.client.protocol_client import ProtocolClient
 from broker_core.errors import PolicyViolationError
 from broker_core.protocol import ApiKey
-from broker_core.server.protocol_client import ProtocolClient
 from server_kit import BrokerProcess, start_broker
 
 pytestmark = pytest.mark.slow

@@ -30,9 +30,9 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as ConfluentTopicPartition
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
+from broker_core.client.protocol_client import ProtocolClient
 from broker_core.protocol import SUPPORTED_VERSIONS, ApiKey, encode_request, parse_response
 from broker_core.server.broker_server import BrokerServer
-from broker_core.server.protocol_client import ProtocolClient
 from format.record import SimpleRecord
 from format.record_batch import build_batch
 

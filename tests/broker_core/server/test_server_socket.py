@@ -11,11 +11,11 @@ import pytest
 
 from broker_core.clock import MockTime
 from broker_core.config import BrokerConfig
+from broker_core.network.network_receive import InvalidReceiveError, NetworkReceive
+from broker_core.network.request_channel import (CloseConnectionResponse, NoOpResponse, Request, RequestChannel,
+                                                 SendResponse)
+from broker_core.network.socket_server import SocketServer
 from broker_core.server.handler_pool import KafkaRequestHandlerPool
-from broker_core.server.network_receive import InvalidReceiveError, NetworkReceive
-from broker_core.server.request_channel import (CloseConnectionResponse, NoOpResponse, Request, RequestChannel,
-                                                SendResponse)
-from broker_core.server.socket_server import SocketServer
 
 from server_kit import read_frame
 

@@ -1,0 +1,335 @@
+"""The ``Broker`` facade's topic, produce and read methods, spoken to a running broker over the protocol.
+
+What ``seglog topics|produce|consume --bootstrap HOST:PORT`` use instead of
+opening the log directory (which the running broker has locked). Same method
+names, arguments and results as ``Broker``, so the commands do not care which
+one they hold; errors come back as the same ``KafkaError`` classes, built
+from the response's error code. Records are partitioned exactly as the
+embedded broker (and the Java producer) partitions them.
+
+Consumer groups go to the broker's group coordinator (ListGroups,
+DescribeGroups, OffsetFetch, OffsetCommit, DeleteGroups), with the answers
+``seglog groups`` prints for a log dir: ``GroupDescription`` and
+``OffsetAndMetadata`` records. A coordinator still loading
+``__consumer_offsets`` is waited for, as clients retry it.
+
+Topic configs change through IncrementalAlterConfigs (AlterConfigs, which
+replaces every override, for a broker without it). ``describe_topic`` takes
+partition sizes from DescribeLogDirs; no Kafka API tells a partition's
+segment count, so a remote description leaves ``segments`` unknown (None),
+and sizes too from a broker without DescribeLogDirs.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Iterable, Mapping
+
+from format.compression import CompressionType
+from format.layout import TopicPartition
+from format.record import SimpleRecord
+from format.record_batch import build_batch
+
+from ..broker import (DEFAULT_FETCH_MAX_BYTES, FetchResult, OffsetAndTimestamp, PartitionDescription,
+                      RecordMetadata, TopicDescription)
+from ..coordinator.group.offset_and_metadata import OffsetAndMetadata
+from ..errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, GroupIdNotFoundError,
+                      NonEmptyGroupError, UnknownTopicOrPartitionError, error_for_code)
+from ..group_offsets import GroupDescription, GroupMember, PartitionLag
+from ..partitioner import StickyPartitioner, assign_partitions
+from ..protocol import ApiKey
+from ..protocol.config_resources import DELETE, RESOURCE_TOPIC, SET
+from ..protocol.types import topic_id_text
+from .protocol_client import ProtocolClient
+
+_SPECS = {"earliest": -2, "latest": -1, "max_timestamp": -3}
+_DYNAMIC_TOPIC_CONFIG = 1
+_TIMEOUT_MS = 30_000
+# How long a group request waits for a coordinator that is loading or starting.
+_COORDINATOR_WAIT_S = 30.0
+_RETRIABLE_GROUP_ERRORS = frozenset({CoordinatorLoadInProgressError.code, CoordinatorNotAvailableError.code})
+
+
+def _raise_for(code: int, message: str | None, what: str) -> None:
+    if code != 0:
+        raise error_for_code(code)(message or f"{what}: {error_for_code(code).kafka_error_name}")
+
+
+class RemoteBroker:
+    """A broker at ``bootstrap`` (``host:port``), used like an embedded ``Broker``."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.client = ProtocolClient(bootstrap, client_id="seglog-cli")
+        self._partitioner = StickyPartitioner()
+
+    def __enter__(self) -> RemoteBroker:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.client.close()
+
+    # --- topics -----------------------------------------------------------
+
+    def _metadata(self, topics: list[str] | None) -> list[dict]:
+        body = {"topics": None if topics is None else [{"name": t} for t in topics],
+                "allow_auto_topic_creation": False}
+        return self.client.send(ApiKey.METADATA, body)["topics"]
+
+    def list_topics(self) -> list[str]:
+        return sorted(t["name"] for t in self._metadata(None))
+
+    def partitions_for(self, topic: str) -> int:
+        (meta,) = self._metadata([topic])
+        _raise_for(meta["error_code"], f"topic {topic!r} does not exist", topic)
+        return len(meta["partitions"])
+
+    def create_topic(self, name: str, partitions: int | None = None,
+                     config: Mapping[str, object] | None = None) -> TopicDescription:
+        response = self.client.send(ApiKey.CREATE_TOPICS, {"topics": [{
+            "name": name, "num_partitions": -1 if partitions is None else partitions, "replication_factor": -1,
+            "assignments": [], "configs": [{"name": k, "value": str(v)} for k, v in (config or {}).items()]}],
+            "timeout_ms": _TIMEOUT_MS})
+        (result,) = response["topics"]
+        _raise_for(result["error_code"], result["error_message"], name)
+        return self.describe_topic(name)
+
+    def create_partitions(self, name: str, total: int) -> TopicDescription:
+        response = self.client.send(ApiKey.CREATE_PARTITIONS, {
+            "topics": [{"name": name, "count": total, "assignments": None}], "timeout_ms": _TIMEOUT_MS,
+            "validate_only": False})
+        (result,) = response["results"]
+        _raise_for(result["error_code"], result["error_message"], name)
+        return self.describe_topic(name)
+
+    def delete_topic(self, name: str) -> None:
+        response = self.client.send(ApiKey.DELETE_TOPICS, {"topic_names": [name], "topics": [{"name": name}],
+                                                            "timeout_ms": _TIMEOUT_MS})
+        (result,) = response["responses"]
+        _raise_for(result["error_code"], result["error_message"], name)
+
+    def alter_topic_config(self, name: str, set_configs: Mapping[str, object] | None = None,
+                           delete_configs: Iterable[str] = ()) -> dict[str, str]:
+        """Set and remove per-topic overrides; returns the topic's overrides afterwards."""
+        sets = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (set_configs or {}).items()}
+        deletes = [k for k in dict.fromkeys(delete_configs) if k not in sets]  # a key set again is kept
+        if self.client.serves(ApiKey.INCREMENTAL_ALTER_CONFIGS):
+            configs = ([{"name": k, "config_operation": DELETE, "value": None} for k in deletes]
+                       + [{"name": k, "config_operation": SET, "value": v} for k, v in sets.items()])
+            api_key = ApiKey.INCREMENTAL_ALTER_CONFIGS
+        else:
+            # AlterConfigs replaces every override of the topic: the ones kept go along.
+            wanted = {k: v for k, v in self._overrides(name).items() if k not in deletes}
+            wanted.update(sets)
+            configs = [{"name": k, "value": v} for k, v in wanted.items()]
+            api_key = ApiKey.ALTER_CONFIGS
+        response = self.client.send(api_key, {"resources": [
+            {"resource_type": RESOURCE_TOPIC, "resource_name": name, "configs": configs}], "validate_only": False})
+        (result,) = response["responses"]
+        _raise_for(result["error_code"], result["error_message"], name)
+        return self._overrides(name)
+
+    def describe_topic(self, name: str) -> TopicDescription:
+        (meta,) = self._metadata([name])
+        _raise_for(meta["error_code"], f"topic {name!r} does not exist", name)
+        sizes = self._partition_sizes(name, [p["partition_index"] for p in meta["partitions"]])
+        partitions = []
+        for p in sorted(meta["partitions"], key=lambda p: p["partition_index"]):
+            index = p["partition_index"]
+            start = self._offset(name, index, _SPECS["earliest"])
+            end = self._offset(name, index, _SPECS["latest"])
+            size = None if sizes is None else sizes.get(index)
+            partitions.append(PartitionDescription(index, p["leader_id"], start.offset, end.offset, end.offset,
+                                                   size, None))
+        return TopicDescription(name, topic_id_text(meta["topic_id"]), partitions, self._overrides(name))
+
+    def _partition_sizes(self, name: str, partitions: list[int]) -> dict[int, int] | None:
+        """Bytes of each of ``partitions`` of topic ``name``, from whichever log dir holds it (DescribeLogDirs);
+        None from a broker that does not serve it."""
+        if not self.client.serves(ApiKey.DESCRIBE_LOG_DIRS):
+            return None
+        response = self.client.send(ApiKey.DESCRIBE_LOG_DIRS,
+                                    {"topics": [{"topic": name, "partitions": partitions}]})
+        _raise_for(response["error_code"], None, "DescribeLogDirs")
+        sizes: dict[int, int] = {}
+        for result in response["results"]:
+            # An offline log dir holds no readable partition: its partitions stay unknown.
+            if result["error_code"] != 0:
+                continue
+            for topic in result["topics"]:
+                if topic["name"] == name:
+                    for p in topic["partitions"]:
+                        if not p["is_future_key"]:
+                            sizes[p["partition_index"]] = p["partition_size"]
+        return sizes
+
+    def _overrides(self, name: str) -> dict[str, str]:
+        response = self.client.send(ApiKey.DESCRIBE_CONFIGS, {"resources": [
+            {"resource_type": RESOURCE_TOPIC, "resource_name": name, "configuration_keys": None}]})
+        (result,) = response["results"]
+        _raise_for(result["error_code"], result["error_message"], name)
+        return {c["name"]: c["value"] for c in result["configs"] if c["config_source"] == _DYNAMIC_TOPIC_CONFIG}
+
+    # --- produce and read ---------------------------------------------------
+
+    def produce(self, topic: str, records: Iterable[SimpleRecord], partition: int | None = None,
+                compression: CompressionType | str = CompressionType.NONE) -> list[RecordMetadata]:
+        items = list(records)
+        if not items:
+            return []
+        codec = CompressionType.from_name(compression) if isinstance(compression, str) else compression
+        count = self.partitions_for(topic)
+        now = int(time.time() * 1000)
+        groups = assign_partitions(topic, ((r.key, len(r.value or b"")) for r in items), count, partition,
+                                   self._partitioner)
+        out: list[RecordMetadata | None] = [None] * len(items)
+        for p, indexes in groups.items():
+            batch = build_batch([items[i] for i in indexes], compression=codec, default_timestamp=now)
+            response = self.client.send(ApiKey.PRODUCE, {"transactional_id": None, "acks": -1,
+                                                         "timeout_ms": _TIMEOUT_MS, "topic_data": [{
+                                                             "name": topic, "partition_data": [
+                                                                 {"index": p, "records": batch}]}]})
+            (result,) = response["responses"][0]["partition_responses"]
+            _raise_for(result["error_code"], result["error_message"], f"{topic}-{p}")
+            for n, i in enumerate(indexes):
+                r = items[i]
+                ts = result["log_append_time_ms"] if result["log_append_time_ms"] >= 0 else (
+                    now if r.timestamp is None else r.timestamp)
+                out[i] = RecordMetadata(topic, p, result["base_offset"] + n, ts)
+        return out  # type: ignore[return-value]
+
+    def fetch(self, topic: str, partition: int, offset: int, max_bytes: int = DEFAULT_FETCH_MAX_BYTES
+              ) -> FetchResult:
+        response = self.client.send(ApiKey.FETCH, {
+            "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": max_bytes, "isolation_level": 0,
+            "topics": [{"topic": topic, "partitions": [{"partition": partition, "fetch_offset": offset,
+                                                         "partition_max_bytes": max_bytes}]}],
+            "forgotten_topics_data": []})
+        _raise_for(response["error_code"], None, f"{topic}-{partition}")
+        (data,) = response["responses"][0]["partitions"]
+        _raise_for(data["error_code"], f"{topic}-{partition} at offset {offset}", f"{topic}-{partition}")
+        return FetchResult(topic, partition, bytes(data["records"] or b""), data["high_watermark"],
+                           data["log_start_offset"], data["last_stable_offset"])
+
+    def list_offsets(self, topic: str, partition: int, spec: str | int) -> OffsetAndTimestamp | None:
+        if isinstance(spec, str):
+            if spec not in _SPECS:
+                raise ValueError(f"unknown offset spec {spec!r}: use earliest, latest, max_timestamp or a "
+                                 f"timestamp in milliseconds")
+            spec = _SPECS[spec]
+        found = self._offset(topic, partition, spec)
+        return None if found.offset < 0 else found
+
+    def _offset(self, topic: str, partition: int, timestamp: int) -> OffsetAndTimestamp:
+        response = self.client.send(ApiKey.LIST_OFFSETS, {"replica_id": -1, "isolation_level": 0, "topics": [
+            {"name": topic, "partitions": [{"partition_index": partition, "timestamp": timestamp}]}]})
+        (result,) = response["topics"][0]["partitions"]
+        _raise_for(result["error_code"], f"{topic}-{partition}", f"{topic}-{partition}")
+        return OffsetAndTimestamp(result["offset"], result["timestamp"])
+
+    # --- consumer groups (the group coordinator) ---------------------------------
+
+    def _group_request(self, api_key: ApiKey, body: Mapping[str, Any], error_of: Callable[[dict], int]) -> dict:
+        """Send a group request, again while the coordinator loads the offsets topic or is not up yet."""
+        deadline = time.monotonic() + _COORDINATOR_WAIT_S
+        while True:
+            response = self.client.send(api_key, body)
+            if error_of(response) not in _RETRIABLE_GROUP_ERRORS or time.monotonic() >= deadline:
+                return response
+            time.sleep(0.1)
+
+    def list_groups(self) -> list[str]:
+        response = self._group_request(ApiKey.LIST_GROUPS, {"states_filter": [], "types_filter": []},
+                                       lambda r: r["error_code"])
+        _raise_for(response["error_code"], None, "ListGroups")
+        return sorted(g["group_id"] for g in response["groups"])
+
+    def committed_offsets(self, group_id: str) -> dict[TopicPartition, OffsetAndMetadata]:
+        """Every offset the group committed (OffsetFetch for all partitions)."""
+        def error_of(r: dict) -> int:
+            return r["groups"][0]["error_code"] if r.get("groups") else r.get("error_code", 0)
+
+        response = self._group_request(ApiKey.OFFSET_FETCH, {
+            "group_id": group_id, "topics": None, "groups": [{"group_id": group_id, "topics": None}],
+            "require_stable": True}, error_of)
+        topics = response["groups"][0]["topics"] if response.get("groups") else response["topics"]
+        _raise_for(error_of(response), None, f"group {group_id!r}")
+        out = {}
+        for topic in topics:
+            for p in topic["partitions"]:
+                _raise_for(p["error_code"], None, f"group {group_id!r} {topic['name']}-{p['partition_index']}")
+                if p["committed_offset"] >= 0:
+                    epoch = p["committed_leader_epoch"]
+                    # The commit time is not on the wire: -1 says unknown.
+                    out[TopicPartition(topic["name"], p["partition_index"])] = OffsetAndMetadata(
+                        p["committed_offset"], p["metadata"] or "", -1, None if epoch < 0 else epoch)
+        return dict(sorted(out.items()))
+
+    def commit_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int], metadata: str = "") -> None:
+        """Store ``offsets`` for the group as a consumer outside any generation does (OffsetCommit)."""
+        if not offsets:
+            return
+        topics: dict[str, list[dict]] = {}
+        for tp, offset in sorted(offsets.items()):
+            topics.setdefault(tp.topic, []).append({"partition_index": tp.partition, "committed_offset": offset,
+                                                    "committed_metadata": metadata})
+
+        def first_error(r: dict) -> int:
+            return next((p["error_code"] for t in r["topics"] for p in t["partitions"] if p["error_code"]), 0)
+
+        response = self._group_request(ApiKey.OFFSET_COMMIT, {
+            "group_id": group_id, "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
+            "retention_time_ms": -1,
+            "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()]}, first_error)
+        for topic in response["topics"]:
+            for p in topic["partitions"]:
+                _raise_for(p["error_code"], None, f"group {group_id!r}: committing {topic['name']}-"
+                                                  f"{p['partition_index']}")
+
+    def reset_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
+        """Move an inactive group to ``offsets``, as ``kafka-consumer-groups.sh --reset-offsets`` does."""
+        state = self._describe(group_id)["group_state"]
+        if state not in ("Empty", "Dead"):
+            raise NonEmptyGroupError(f"Assignments can only be reset if the group '{group_id}' is inactive, but "
+                                     f"the current state is {state}.")
+        self.commit_offsets(group_id, offsets)
+
+    def delete_group(self, group_id: str) -> None:
+        response = self._group_request(ApiKey.DELETE_GROUPS, {"groups_names": [group_id]},
+                                       lambda r: r["results"][0]["error_code"])
+        (result,) = response["results"]
+        _raise_for(result["error_code"], None, f"group {group_id!r}")
+
+    def _describe(self, group_id: str) -> dict:
+        response = self._group_request(ApiKey.DESCRIBE_GROUPS, {"groups": [group_id],
+                                                                "include_authorized_operations": False},
+                                       lambda r: r["groups"][0]["error_code"])
+        (group,) = response["groups"]
+        _raise_for(group["error_code"], None, f"group {group_id!r}")
+        return group
+
+    def describe_group(self, group_id: str) -> GroupDescription:
+        """The live group: state, members with their assignments, committed offsets, log end offsets and lag."""
+        from ..consumer_protocol import CONSUMER_PROTOCOL_TYPE, decode_assignment
+
+        group = self._describe(group_id)
+        committed = self.committed_offsets(group_id)
+        if group["group_state"] == "Dead" and not committed:
+            raise GroupIdNotFoundError(f"consumer group {group_id!r} does not exist")
+        members = tuple(GroupMember(
+            m["member_id"], m["client_id"], m["client_host"], m.get("group_instance_id"),
+            tuple(decode_assignment(m["member_assignment"])) if group["protocol_type"] == CONSUMER_PROTOCOL_TYPE
+            else ()) for m in group["members"])
+        rows = []
+        for tp in sorted(set(committed) | {tp for m in members for tp in m.assignment}):
+            try:
+                end: int | None = self._offset(tp.topic, tp.partition, _SPECS["latest"]).offset
+            except UnknownTopicOrPartitionError:
+                end = None
+            current = committed.get(tp)
+            rows.append(PartitionLag(group_id, tp.topic, tp.partition, None if current is None else current.offset,
+                                     end))
+        return GroupDescription(group_id, group["group_state"], group["protocol_type"],
+                                group["protocol_data"] or None, members, tuple(rows))

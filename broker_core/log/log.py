@@ -1,0 +1,664 @@
+"""The log of one partition: its ordered segments (Kafka's UnifiedLog and LocalLog).
+
+The log validates and appends whole batches (offsets assigned by rewriting each
+batch's baseOffset), rolls segments, serves reads by offset and by timestamp,
+flushes, truncates, and deletes old segments for a predicate it is given. It
+never decodes records unless the topic's configuration requires it
+(re-compression); it never reaches into another partition.
+
+A log opened read-only (``Log.open(..., read_only=True)``) writes nothing and
+refuses every write; ``refresh()`` takes in what the directory's owner
+appended, rolled or deleted since.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+import random
+import shutil
+import threading
+from dataclasses import dataclass
+from typing import Callable
+
+from format import layout
+from format.checkpoint import fsync_dir
+from format.compression import CompressionType
+from format.errors import CorruptRecordError
+from format.file_records import TimestampAndOffset
+from format.record import SimpleRecord
+from format.record_batch import (
+    NO_TIMESTAMP, RecordBatch, build_batch, iter_batches, set_base_offset,
+    set_log_append_time, set_partition_leader_epoch)
+from format.segment import FetchDataInfo, LogSegment, RollParams
+
+from ..clock import SYSTEM_CLOCK, Clock
+from ..config import LogConfig
+from ..errors import (CorruptMessageError, InvalidRecordError, InvalidTimestampError, KafkaStorageError,
+                      LogDirReadOnlyError, MessageTooLargeError, OffsetOutOfRangeError)
+from .log_dir_failure import LogDirFailureChannel
+from .log_loader import UnreadableBytes, load_segments, open_segment
+from .scheduler import Scheduler
+
+log = logging.getLogger(__name__)
+
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+
+LEADER_EPOCH = 0  # one broker, one leader, forever: epoch 0
+# A read lists the segments at most this often when the cleaner keeps replacing them under it.
+_READ_ATTEMPTS = 4
+
+
+@dataclass(frozen=True)
+class LogAppendInfo:
+    """What an append did (Kafka's LogAppendInfo)."""
+
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    log_append_time: int  # -1 unless the topic uses LogAppendTime
+    log_start_offset: int
+    num_batches: int
+    num_records: int
+    valid_bytes: int
+
+
+def _codec_for(config: LogConfig) -> CompressionType | None:
+    """The codec the topic forces, or None for ``compression.type=producer``."""
+    name = config.compression_type
+    if name == "producer":
+        return None
+    return CompressionType.NONE if name == "uncompressed" else CompressionType.from_name(name)
+
+
+class Log:
+    """One partition's log in ``directory``; use ``Log.open``."""
+
+    def __init__(self, directory: str, topic_partition: layout.TopicPartition, config: LogConfig,
+                 segments: list[LogSegment], *, recovery_point: int, log_start_offset: int, next_offset: int,
+                 clock: Clock, scheduler: Scheduler, read_only: bool = False,
+                 unreadable: UnreadableBytes | None = None):
+        self.dir = directory
+        self.topic_partition = topic_partition
+        self.config = config
+        self.clock = clock
+        self.scheduler = scheduler
+        self._segments = segments
+        self._bases = [s.base_offset for s in segments]
+        for segment in segments:
+            if segment.created_ms is None:
+                segment.created_ms = clock.milliseconds()
+        self._lock = threading.RLock()
+        self._log_end_offset = next_offset
+        self.recovery_point = recovery_point
+        self.log_start_offset = max(log_start_offset, segments[0].base_offset)
+        self.last_flush_time = clock.milliseconds()
+        self._closed = False
+        self.read_only = read_only
+        # Read-only: what the load could not read (the view ends before it).
+        self.unreadable = unreadable
+        # Where an I/O error on append takes the log dir offline (the log manager's).
+        self.failure_channel: LogDirFailureChannel | None = None
+
+    @classmethod
+    def open(cls, directory: str, config: LogConfig, *, recovery_point: int = 0, log_start_offset: int = 0,
+             had_clean_shutdown: bool = False, clock: Clock = SYSTEM_CLOCK,
+             scheduler: Scheduler | None = None, read_only: bool = False) -> "Log":
+        if not read_only:
+            os.makedirs(directory, exist_ok=True)
+        tp = layout.parse_partition_dir(os.path.basename(directory.rstrip(os.sep)))
+        loaded = load_segments(directory, config, recovery_point=recovery_point,
+                               had_clean_shutdown=had_clean_shutdown, log_start_offset=log_start_offset,
+                               read_only=read_only)
+        if not loaded.segments:
+            raise FileNotFoundError(f"{directory}: the partition directory holds no segment yet")
+        return cls(directory, tp, config, loaded.segments, recovery_point=loaded.recovery_point,
+                   log_start_offset=min(log_start_offset, loaded.next_offset), next_offset=loaded.next_offset,
+                   clock=clock, scheduler=scheduler or Scheduler(clock), read_only=read_only,
+                   unreadable=loaded.unreadable)
+
+    def __repr__(self) -> str:
+        return f"Log({self.topic_partition})"
+
+    # --- offsets and sizes ---------------------------------------------------
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._log_end_offset
+
+    @property
+    def high_watermark(self) -> int:
+        """One replica: everything appended is committed."""
+        return self._log_end_offset
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        with self._lock:
+            return list(self._segments)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    @property
+    def size(self) -> int:
+        with self._lock:
+            return sum(s.size for s in self._segments)
+
+    @property
+    def unflushed_messages(self) -> int:
+        return self._log_end_offset - self.recovery_point
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise KafkaStorageError(f"{self}: the log is closed")
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise LogDirReadOnlyError(f"{self}: {self.dir} is open read-only; only its owner writes to it")
+
+    # --- read-only views -------------------------------------------------------
+
+    def refresh(self) -> None:
+        """A read-only log takes in what the directory's owner wrote since the last look: the
+        batches appended to the active segment, new segments (rolls) and segments gone
+        (retention). Every batch taken in is checked as a load checks it; the view ends at
+        the first unsound one and stays there."""
+        if not self.read_only or self.unreadable is not None:
+            return
+        with self._lock:
+            self._check_open()
+            self._drop_vanished_segments()
+            while True:
+                active = self._segments[-1]
+                # Listed first: once a newer segment exists, the active one is sealed and read whole.
+                newer = self._next_segment_on_disk(active.base_offset)
+                found = active.refresh(self._log_end_offset, self.config.max_message_bytes)
+                if found.next_offset is not None:
+                    self._log_end_offset = found.next_offset
+                if found.error is not None and (newer is not None or not found.torn):
+                    self.unreadable = UnreadableBytes(active.log.path, found.end, 0, 0, 0, found.error.reason)
+                    log.warning("%s: %s", self, self.unreadable)
+                    if newer is not None:
+                        newer.close()
+                    return
+                if newer is None:
+                    return
+                newer.limit_to(0)  # taken in batch by batch, checked, in the next round
+                self._segments.append(newer)
+                self._bases.append(newer.base_offset)
+
+    def _next_segment_on_disk(self, after: int) -> LogSegment | None:
+        try:
+            bases = sorted(layout.offset_from_file_name(n) for n in os.listdir(self.dir)
+                           if n.endswith(layout.LOG_FILE_SUFFIX))
+        except FileNotFoundError:
+            return None
+        for base in bases:
+            if base > after:
+                try:
+                    return open_segment(self.dir, base, self.config, writable=False)
+                except FileNotFoundError:
+                    continue
+        return None
+
+    def _drop_vanished_segments(self) -> None:
+        while len(self._segments) > 1 and not os.path.exists(self._segments[0].log.path):
+            gone = self._segments.pop(0)
+            self._bases.pop(0)
+            gone.close()
+        self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
+
+    # --- append -----------------------------------------------------------
+
+    def append(self, records: bytes, *, assign_offsets: bool = True, from_client: bool = True) -> LogAppendInfo:
+        """Validate ``records`` (whole v2 batches), assign offsets and write them.
+
+        Raises CorruptMessageError (bad CRC, length or magic), MessageTooLargeError
+        (a batch over ``max.message.bytes``), InvalidRecordError (rules a producer
+        broke) or InvalidTimestampError; nothing is written then. A write that fails
+        (a full disk) raises KafkaStorageError, leaves nothing of the append in the
+        segment, and takes the log dir offline (``failure_channel``).
+        """
+        data = bytearray(records)
+        now = self.clock.milliseconds()
+        try:
+            batches = list(iter_batches(data, stop_at_partial=False))
+        except CorruptRecordError as exc:
+            raise CorruptMessageError(f"{self}: {exc}") from None
+        if not batches:
+            raise InvalidRecordError(f"{self}: the append holds no record batch")
+        validated = self._validate(data, batches, now, from_client)
+        if validated is not data:  # re-compressed: walk the new bytes
+            data = validated
+            batches = list(iter_batches(data, stop_at_partial=False))
+        with self._lock:
+            self._check_open()
+            self._check_writable()
+            if self.failure_channel is not None:
+                self.failure_channel.check_online(os.path.dirname(self.dir), self)
+            next_offset = self._log_end_offset
+            first_offset = batches[0].header.base_offset if not assign_offsets else next_offset
+            max_ts = (NO_TIMESTAMP, -1)
+            num_records = 0
+            lat = now if self.config.message_timestamp_type == "LogAppendTime" else -1
+            written = []  # (base offset, last offset, max timestamp, size) as stored, for the segment
+            for batch in batches:
+                h = batch.header
+                if assign_offsets:
+                    set_base_offset(data, batch.position, next_offset)
+                    set_partition_leader_epoch(data, batch.position, LEADER_EPOCH)
+                    base = next_offset
+                else:
+                    if h.base_offset < next_offset:
+                        raise InvalidRecordError(f"{self}: batch offset {h.base_offset} is below the log end "
+                                                 f"offset {next_offset}")
+                    base = h.base_offset
+                if lat >= 0:
+                    set_log_append_time(data, batch.position, lat)
+                last = base + h.last_offset_delta
+                ts = lat if lat >= 0 else h.max_timestamp
+                written.append((base, last, ts, h.size_in_bytes))
+                if ts > max_ts[0]:
+                    max_ts = (ts, last)
+                num_records += h.records_count
+                next_offset = last + 1
+            last_offset = next_offset - 1
+            try:
+                self._maybe_roll(len(data), max_ts[0], first_offset, last_offset, now)
+                self.active_segment.append(data, written)
+            except OSError as exc:
+                raise self._storage_error(f"cannot append to {self.active_segment.log.path}", exc) from exc
+            self._log_end_offset = next_offset
+            if self.unflushed_messages >= self.config.flush_messages:
+                self.flush()
+            return LogAppendInfo(first_offset, last_offset, max_ts[0], max_ts[1], lat, self.log_start_offset,
+                                 len(batches), num_records, len(data))
+
+    def _storage_error(self, what: str, exc: OSError) -> KafkaStorageError:
+        """The error an append answers for an I/O failure; the log dir goes offline."""
+        cause = f"{self}: {what}: {exc.strerror or exc}"
+        if self.failure_channel is not None:
+            self.failure_channel.mark_offline(os.path.dirname(self.dir), cause)
+        else:
+            log.error("%s", cause)
+        return KafkaStorageError(cause)
+
+    def _validate(self, data: bytearray, batches: list[RecordBatch], now: int, from_client: bool) -> bytearray:
+        config = self.config
+        target_codec = _codec_for(config)
+        rebuilt: list[bytes] | None = None
+        for i, batch in enumerate(batches):
+            h = batch.header
+            if h.size_in_bytes > config.max_message_bytes:
+                raise MessageTooLargeError(f"{self}: the batch at position {batch.position} is {h.size_in_bytes} "
+                                           f"bytes, larger than max.message.bytes {config.max_message_bytes}")
+            try:
+                batch.ensure_valid()
+            except CorruptRecordError as exc:
+                raise CorruptMessageError(f"{self}: {exc}") from None
+            if from_client:
+                if h.is_control:
+                    raise InvalidRecordError(f"{self}: clients may not write control batches")
+                if h.records_count == 0 or h.last_offset_delta != h.records_count - 1:
+                    raise InvalidRecordError(f"{self}: batch at position {batch.position} declares "
+                                             f"{h.records_count} records over offset delta {h.last_offset_delta}")
+                if h.is_transactional and not h.has_producer_id:
+                    raise InvalidRecordError(f"{self}: a transactional batch needs a producer id")
+            if config.message_timestamp_type == "CreateTime" and h.records_count:
+                if (now - h.base_timestamp > config.message_timestamp_before_max_ms
+                        or h.max_timestamp - now > config.message_timestamp_after_max_ms):
+                    raise InvalidTimestampError(
+                        f"{self}: timestamps {h.base_timestamp}..{h.max_timestamp} are out of the range allowed "
+                        f"around {now} by message.timestamp.before.max.ms / after.max.ms")
+            if target_codec is not None and not h.is_control and h.compression_type != target_codec:
+                if rebuilt is None:
+                    rebuilt = [bytes(b.buffer) for b in batches[:i]]
+                rebuilt.append(self._recompress(batch, target_codec))
+            elif rebuilt is not None:
+                rebuilt.append(bytes(batch.buffer))
+        return data if rebuilt is None else bytearray(b"".join(rebuilt))
+
+    def _recompress(self, batch: RecordBatch, codec: CompressionType) -> bytes:
+        try:
+            records = batch.records()
+        except CorruptRecordError as exc:
+            raise CorruptMessageError(f"{self}: {exc}") from None
+        h = batch.header
+        return build_batch([SimpleRecord(r.value, r.key, r.timestamp, r.headers) for r in records],
+                           base_offset=h.base_offset, compression=codec, producer_id=h.producer_id,
+                           producer_epoch=h.producer_epoch, base_sequence=h.base_sequence,
+                           is_transactional=h.is_transactional, partition_leader_epoch=h.partition_leader_epoch,
+                           offsets=[r.offset for r in records], last_offset_delta=h.last_offset_delta)
+
+    # --- rolling -----------------------------------------------------------
+
+    def _maybe_roll(self, messages_size: int, max_timestamp: int, first_offset: int, max_offset: int,
+                    now: int) -> None:
+        segment = self.active_segment
+        params = RollParams(self.config.segment_ms, self.config.segment_bytes, max_timestamp, max_offset,
+                            messages_size, now)
+        if segment.should_roll(params):
+            # The new segment starts at the append's first offset, so its offsets fit in int32.
+            self.roll(first_offset)
+
+    def roll(self, expected_next_offset: int | None = None) -> LogSegment:
+        """Start a new active segment at the log end offset (or later, for an append past a gap)."""
+        with self._lock:
+            self._check_open()
+            self._check_writable()
+            new_base = max(self._log_end_offset, expected_next_offset or 0)
+            active = self.active_segment
+            if active.base_offset == new_base and active.size == 0:
+                return active  # already rolled: an empty segment at the log end
+            active.on_becoming_inactive_segment()
+            for name in (layout.log_file_name(new_base), layout.offset_index_file_name(new_base),
+                         layout.time_index_file_name(new_base), layout.txn_index_file_name(new_base)):
+                path = os.path.join(self.dir, name)
+                if os.path.exists(path) and os.path.getsize(path) == 0:
+                    os.remove(path)
+            jitter = random.randrange(self.config.segment_jitter_ms) if self.config.segment_jitter_ms > 0 else 0
+            segment = open_segment(self.dir, new_base, self.config, rolling_jitter_ms=jitter)
+            segment.created_ms = self.clock.milliseconds()
+            self._segments.append(segment)
+            self._bases.append(new_base)
+            # Kafka flushes the sealed segment asynchronously; its data is below the new base.
+            self.scheduler.schedule(f"flush-{self.topic_partition}", lambda: self.flush(new_base), 0)
+            return segment
+
+    # --- reading -----------------------------------------------------------
+
+    def _check_offset(self, offset: int) -> None:
+        if offset < self.log_start_offset or offset > self._log_end_offset:
+            below = offset < self.log_start_offset
+            raise OffsetOutOfRangeError(
+                f"{self}: offset {offset} is {'below the log start offset ' + str(self.log_start_offset) if below else 'beyond the log end offset ' + str(self._log_end_offset)}")
+
+    def read(self, start_offset: int, max_bytes: int, min_one_message: bool = True,
+             max_offset: int | None = None) -> FetchDataInfo:
+        """Complete batches from the one holding ``start_offset``, at most ``max_bytes``.
+
+        Every batch served is checked against its CRC and its offsets against its
+        neighbours and the index: a corrupt batch is never served, and if it is the
+        first one the read fails naming file and position.
+
+        The segments are listed under the lock and read outside it. A segment the
+        cleaner replaced meanwhile holds offsets that live on in its cleaned
+        successor, so the read lists the segments again; when that keeps happening
+        it answers no records (the fetch is retried) rather than serve a later
+        segment and skip those offsets.
+        """
+        for _ in range(_READ_ATTEMPTS):
+            with self._lock:
+                self._check_open()
+                self._check_offset(start_offset)
+                upper = self.high_watermark if max_offset is None else max_offset
+                if start_offset >= upper:
+                    return FetchDataInfo(start_offset, self.active_segment.base_offset, self.active_segment.size, b"")
+                i = bisect.bisect_right(self._bases, start_offset) - 1
+                segments = self._segments[max(i, 0):]
+            info = self._read_segments(segments, start_offset, max_bytes, min_one_message, upper)
+            if info is not None:
+                return info
+        log.warning("%s: segments were replaced under %d reads from offset %d in a row; answering no records",
+                    self, _READ_ATTEMPTS, start_offset)
+        with self._lock:
+            return FetchDataInfo(start_offset, self.active_segment.base_offset, self.active_segment.size, b"")
+
+    def _read_segments(self, segments: list[LogSegment], start_offset: int, max_bytes: int,
+                       min_one_message: bool, upper: int) -> FetchDataInfo | None:
+        """Read from the first of ``segments`` that has data; None when one was replaced under the read
+        (its offsets live on in a segment the listing does not have)."""
+        for n, segment in enumerate(segments):
+            next_base = segments[n + 1].base_offset if n + 1 < len(segments) else None
+            try:
+                info = segment.read(start_offset, max_bytes, min_one_message=min_one_message, max_offset=upper,
+                                    validate=True, next_base_offset=next_base)
+            except CorruptRecordError as error:
+                log.error("%s: refusing to serve a corrupt batch: %s", self, error)
+                raise CorruptMessageError(f"{self}: {error}") from None
+            except (ValueError, OSError) as exc:
+                with self._lock:
+                    gone = self._closed or segment not in self._segments
+                    replaced = gone and not self._closed and start_offset >= self.log_start_offset
+                if replaced:
+                    return None
+                if gone:
+                    continue  # deleted under us by retention: move on
+                raise KafkaStorageError(f"{self}: cannot read {segment.log.path}: {exc}") from exc
+            if info is None:
+                continue  # the offset lies in a gap past this segment's last batch
+            return info
+        return FetchDataInfo(start_offset, self.active_segment.base_offset, self.active_segment.size, b"")
+
+    def offset_for_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
+        """Kafka's ListOffsets: EARLIEST (-2), LATEST (-1), MAX_TIMESTAMP (-3) or the first
+        offset whose timestamp is >= ``timestamp``; None when no record is that recent."""
+        with self._lock:
+            self._check_open()
+            if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+                return TimestampAndOffset(NO_TIMESTAMP, self.log_start_offset)
+            if timestamp == LATEST_TIMESTAMP:
+                return TimestampAndOffset(NO_TIMESTAMP, self._log_end_offset)
+            segments = list(self._segments)
+        if timestamp == MAX_TIMESTAMP:
+            best = None
+            for segment in segments:
+                if segment.size and (best is None or segment.max_timestamp_so_far > best.max_timestamp_so_far):
+                    best = segment
+            if best is None:
+                return None
+            return TimestampAndOffset(best.max_timestamp_so_far, best.offset_of_max_timestamp_so_far)
+        for segment in segments:
+            if segment.size and segment.max_timestamp_so_far >= timestamp:
+                found = segment.find_offset_by_timestamp(timestamp, self.log_start_offset)
+                if found is not None:
+                    return found
+        return None
+
+    # --- flushing -----------------------------------------------------------
+
+    def flush(self, offset: int | None = None) -> None:
+        """Make everything below ``offset`` (default: the log end) durable; moves the recovery point.
+
+        A failing ``fsync`` takes the log dir offline and raises KafkaStorageError; a log in an
+        offline dir is not flushed (its recovery point stays: the next start recovers it)."""
+        with self._lock:
+            if self._closed:
+                return
+            if self.failure_channel is not None and self.failure_channel.offline(os.path.dirname(self.dir)):
+                return
+            offset = self._log_end_offset if offset is None else min(offset, self._log_end_offset)
+            if offset <= self.recovery_point:
+                return
+            for segment in self._segments:
+                next_base = self._next_base(segment)
+                if next_base is not None and next_base <= self.recovery_point:
+                    continue
+                if segment.base_offset >= offset:
+                    break
+                try:
+                    segment.flush()
+                except OSError as exc:
+                    raise self._storage_error(f"cannot flush {segment.log.path}", exc) from exc
+            self.recovery_point = offset
+            self.last_flush_time = self.clock.milliseconds()
+
+    def _next_base(self, segment: LogSegment) -> int | None:
+        i = self._bases.index(segment.base_offset)
+        return self._bases[i + 1] if i + 1 < len(self._bases) else None
+
+    # --- truncation and deletion ----------------------------------------------
+
+    def truncate_to(self, target_offset: int) -> bool:
+        """Drop every record at or past ``target_offset``; returns whether anything was removed."""
+        if target_offset < 0:
+            raise ValueError(f"{self}: cannot truncate to negative offset {target_offset}")
+        with self._lock:
+            self._check_open()
+            self._check_writable()
+            if target_offset >= self._log_end_offset:
+                return False
+            if target_offset < self._segments[0].base_offset:
+                self.truncate_fully_and_start_at(target_offset)
+                return True
+            while len(self._segments) > 1 and self._segments[-1].base_offset > target_offset:
+                segment = self._segments.pop()
+                self._bases.pop()
+                segment.delete()
+            active = self.active_segment
+            active.truncate_to(target_offset)
+            active.resize_indexes(self.config.segment_index_bytes)
+            self._log_end_offset = active.read_next_offset()
+            self.recovery_point = min(self.recovery_point, self._log_end_offset)
+            self.log_start_offset = min(self.log_start_offset, self._log_end_offset)
+            return True
+
+    def truncate_fully_and_start_at(self, new_offset: int) -> None:
+        """Delete every segment and start again, empty, at ``new_offset``."""
+        with self._lock:
+            self._check_writable()
+            for segment in self._segments:
+                segment.delete()
+            segment = open_segment(self.dir, new_offset, self.config)
+            segment.created_ms = self.clock.milliseconds()
+            self._segments = [segment]
+            self._bases = [new_offset]
+            self._log_end_offset = new_offset
+            self.recovery_point = new_offset
+            self.log_start_offset = new_offset
+
+    def delete_old_segments(self, predicate: Callable[[LogSegment, LogSegment | None], bool], reason: str) -> int:
+        """Delete segments from the oldest while ``predicate(segment, next_segment)`` holds.
+
+        The active segment qualifies only when it holds data; the log rolls first so
+        a fresh active segment remains. Returns how many segments were deleted.
+        """
+        with self._lock:
+            self._check_open()
+            self._check_writable()
+            doomed = []
+            for i, segment in enumerate(self._segments):
+                following = self._segments[i + 1] if i + 1 < len(self._segments) else None
+                if following is None and segment.size == 0:
+                    break
+                if not predicate(segment, following):
+                    break
+                doomed.append(segment)
+            if not doomed:
+                return 0
+            if doomed[-1] is self.active_segment:
+                self.roll()
+            for segment in doomed:
+                self._segments.remove(segment)
+                self._bases.remove(segment.base_offset)
+            self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
+            for segment in doomed:
+                segment.change_file_suffixes("", layout.DELETED_FILE_SUFFIX)
+                log.info("%s: deleting segment %d (%s)", self, segment.base_offset, reason)
+                self.scheduler.schedule(f"delete-{self.topic_partition}-{segment.base_offset}", segment.delete,
+                                        self.config.file_delete_delay_ms)
+            return len(doomed)
+
+    def replace_segments(self, new_segments: list[LogSegment], old_segments: list[LogSegment]) -> None:
+        """Swap cleaned segments (files ending ``.cleaned``) in for the segments they replace
+        (Kafka's LocalLog.replaceSegments), in the order log loading relies on after a crash:
+
+        1. each new segment, highest first, is renamed ``.cleaned`` -> ``.swap`` (a crash before all
+           are renamed leaves a ``.cleaned`` file below them and loading rolls the swap back);
+        2. each old segment is renamed ``.deleted`` and its deletion scheduled (loading removes
+           ``.deleted`` files and, for a ``.swap``, every segment file in its offset range);
+        3. each new segment loses its ``.swap`` suffix.
+
+        Old segments already removed (retention got there first) are left alone.
+        """
+        with self._lock:
+            self._check_open()
+            self._check_writable()
+            new_sorted = sorted(new_segments, key=lambda s: s.base_offset)
+            live = {id(s) for s in self._segments}
+            old_sorted = sorted((s for s in old_segments if id(s) in live), key=lambda s: s.base_offset)
+            for segment in reversed(new_sorted):
+                segment.change_file_suffixes(layout.CLEANED_FILE_SUFFIX, layout.SWAP_FILE_SUFFIX)
+                if segment.created_ms is None:
+                    segment.created_ms = self.clock.milliseconds()
+                i = bisect.bisect_left(self._bases, segment.base_offset)
+                if i < len(self._bases) and self._bases[i] == segment.base_offset:
+                    self._segments[i] = segment
+                else:
+                    self._segments.insert(i, segment)
+                    self._bases.insert(i, segment.base_offset)
+            new_bases = {s.base_offset for s in new_sorted}
+            for segment in old_sorted:
+                if segment.base_offset not in new_bases:
+                    i = self._segments.index(segment)
+                    del self._segments[i]
+                    del self._bases[i]
+                segment.change_file_suffixes("", layout.DELETED_FILE_SUFFIX)
+                self.scheduler.schedule(f"delete-{self.topic_partition}-{segment.base_offset}", segment.delete,
+                                        self.config.file_delete_delay_ms)
+            for segment in new_sorted:
+                segment.change_file_suffixes(layout.SWAP_FILE_SUFFIX, "")
+            fsync_dir(self.dir)
+
+    def delete_retention_ms_breached_segments(self) -> int:
+        if self.config.retention_ms < 0:
+            return 0
+        now = self.clock.milliseconds()
+        return self.delete_old_segments(lambda s, _: now - s.largest_timestamp > self.config.retention_ms,
+                                        f"retention.ms {self.config.retention_ms} breached")
+
+    def delete_retention_size_breached_segments(self) -> int:
+        if self.config.retention_bytes < 0:
+            return 0
+        excess = [self.size - self.config.retention_bytes]
+
+        def over(segment: LogSegment, _next) -> bool:
+            if excess[0] - segment.size >= 0:
+                excess[0] -= segment.size
+                return True
+            return False
+
+        if excess[0] <= 0:
+            return 0
+        return self.delete_old_segments(over, f"retention.bytes {self.config.retention_bytes} breached")
+
+    def delete_log_start_offset_breached_segments(self) -> int:
+        return self.delete_old_segments(
+            lambda s, following: following is not None and following.base_offset <= self.log_start_offset,
+            "below the log start offset")
+
+    def delete_old_segments_by_retention(self) -> int:
+        """Kafka's retention pass: only for ``cleanup.policy`` containing ``delete``."""
+        if not self.config.delete:
+            return self.delete_log_start_offset_breached_segments()
+        return (self.delete_retention_ms_breached_segments() + self.delete_retention_size_breached_segments()
+                + self.delete_log_start_offset_breached_segments())
+
+    def update_config(self, config: LogConfig) -> None:
+        with self._lock:
+            self.config = config
+
+    # --- lifecycle -----------------------------------------------------------
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            for segment in self._segments:
+                segment.close()
+            self._closed = True
+
+    def delete(self) -> None:
+        """Remove the whole partition directory (topic deletion)."""
+        with self._lock:
+            if not self._closed:
+                for segment in self._segments:
+                    segment.close()
+                self._closed = True
+            shutil.rmtree(self.dir, ignore_errors=True)

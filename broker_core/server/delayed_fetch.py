@@ -1,0 +1,189 @@
+"""The fetch path: reading partitions for a Fetch request, and the fetch that waits (Kafka's DelayedFetch).
+
+``read_from_local_log`` reads the partitions of one request in order under
+the request's limits, as Kafka's ``ReplicaManager.readFromLocalLog`` does:
+each partition gets at most its ``partition_max_bytes`` and what remains of
+the request's ``max_bytes``; the first partition that has data returns at
+least one whole batch even if that batch is larger than both (KIP-74), so a
+consumer can always make progress. Errors are per partition.
+
+A fetch that found fewer than ``min_bytes`` waits as a ``DelayedFetch`` in
+the fetch purgatory, watched under each of its partitions. A produce to one
+of them calls ``check_and_complete``; ``try_complete`` then estimates the
+bytes now available from segment positions alone — no read — and completes
+once they reach ``min_bytes``, or when the fetch can never be satisfied as
+asked (the partition is gone, the log was truncated below the fetch offset,
+or a new segment was rolled). ``max_wait_ms`` on the timer completes the
+rest. Completion reads the logs again and hands the result to the callback.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Callable, Protocol, Sequence
+
+from format.layout import TopicPartition
+
+from ..errors import KafkaError, UnknownServerError, UnknownTopicOrPartitionError
+from ..log.log import Log
+from ..purgatory.delayed_operation import DelayedOperation
+
+log = logging.getLogger(__name__)
+
+READ_UNCOMMITTED = 0
+READ_COMMITTED = 1
+UNKNOWN_OFFSET = -1
+
+
+class LogSource(Protocol):
+    """Where the fetch path finds a partition's log: anything with ``get_log`` (the broker's LogManager)."""
+
+    def get_log(self, tp: TopicPartition) -> Log | None: ...
+
+
+@dataclass(frozen=True)
+class FetchParams:
+    """The request-wide settings of a fetch."""
+
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    isolation_level: int = READ_UNCOMMITTED
+
+
+@dataclass(frozen=True)
+class FetchPartition:
+    """One partition a fetch asks for."""
+
+    topic: str
+    partition: int
+    fetch_offset: int
+    partition_max_bytes: int
+
+
+@dataclass(frozen=True)
+class LogOffsetMetadata:
+    """Where an offset sits in the log: its segment and byte position (Kafka's LogOffsetMetadata)."""
+
+    message_offset: int
+    segment_base_offset: int
+    relative_position_in_segment: int
+
+
+@dataclass(frozen=True)
+class LogReadResult:
+    """What reading one partition gave: records, or the error, and the partition's offsets."""
+
+    partition: FetchPartition
+    records: bytes = b""
+    high_watermark: int = UNKNOWN_OFFSET
+    last_stable_offset: int = UNKNOWN_OFFSET
+    log_start_offset: int = UNKNOWN_OFFSET
+    error: KafkaError | None = None
+    fetch_offset_metadata: LogOffsetMetadata | None = None
+
+    @property
+    def error_code(self) -> int:
+        return 0 if self.error is None else self.error.code
+
+
+def _read_partition(logs: LogSource, fp: FetchPartition, max_bytes: int, min_one_message: bool,
+                    isolation_level: int) -> LogReadResult:
+    lg = logs.get_log(TopicPartition(fp.topic, fp.partition))
+    if lg is None:
+        return LogReadResult(fp, error=UnknownTopicOrPartitionError(
+            f"this broker has no partition {fp.topic}-{fp.partition}"))
+    try:
+        high_watermark = lg.high_watermark
+        # One replica and no open transactions yet: the last stable offset is the high watermark,
+        # so both isolation levels read up to it.
+        last_stable_offset = high_watermark
+        upper = last_stable_offset if isolation_level == READ_COMMITTED else high_watermark
+        info = lg.read(fp.fetch_offset, max_bytes, min_one_message=min_one_message, max_offset=upper)
+        return LogReadResult(fp, info.records, high_watermark, last_stable_offset, lg.log_start_offset,
+                             fetch_offset_metadata=LogOffsetMetadata(fp.fetch_offset, info.segment_base_offset,
+                                                                     info.position))
+    except KafkaError as exc:
+        return LogReadResult(fp, error=exc)
+    except Exception as exc:  # a storage bug answers this partition with an error, not the whole request
+        log.exception("reading %s-%d at offset %d failed", fp.topic, fp.partition, fp.fetch_offset)
+        return LogReadResult(fp, error=UnknownServerError(f"{fp.topic}-{fp.partition}: {exc}"))
+
+
+def read_from_local_log(logs: LogSource, params: FetchParams, partitions: Sequence[FetchPartition]
+                        ) -> list[LogReadResult]:
+    """Read ``partitions`` in request order within ``params.max_bytes`` (see the module docstring)."""
+    results = []
+    remaining = params.max_bytes
+    min_one_message = True
+    for fp in partitions:
+        limit = max(0, min(fp.partition_max_bytes, remaining))
+        result = _read_partition(logs, fp, limit, min_one_message, params.isolation_level)
+        if result.records:
+            # KIP-74: only the first partition with data may exceed the limits.
+            min_one_message = False
+            remaining -= len(result.records)
+        results.append(result)
+    return results
+
+
+@dataclass(frozen=True)
+class FetchPartitionStatus:
+    """A waiting fetch's partition and where its fetch offset was found in the log."""
+
+    partition: FetchPartition
+    start: LogOffsetMetadata
+
+
+class DelayedFetch(DelayedOperation):
+    """A fetch waiting for ``min_bytes`` on its partitions or for ``max_wait_ms``."""
+
+    def __init__(self, logs: LogSource, params: FetchParams, statuses: Sequence[FetchPartitionStatus],
+                 response_callback: Callable[[list[LogReadResult]], None]) -> None:
+        super().__init__(params.max_wait_ms)
+        self.logs = logs
+        self.params = params
+        self.statuses = list(statuses)
+        self.response_callback = response_callback
+        self.expired = False
+
+    def try_complete(self) -> bool:
+        accumulated = 0
+        for status in self.statuses:
+            fp, start = status.partition, status.start
+            lg = self.logs.get_log(TopicPartition(fp.topic, fp.partition))
+            if lg is None:
+                return self.force_complete()  # deleted: answer with the error now
+            end_offset = lg.high_watermark
+            if end_offset == start.message_offset:
+                continue
+            active = lg.active_segment
+            if end_offset < start.message_offset:
+                return self.force_complete()  # truncated below the fetch offset
+            if start.segment_base_offset < active.base_offset:
+                # A segment rolled since the first read: more than the rest of
+                # that segment is there, which Kafka counts as enough.
+                return self.force_complete()
+            available = active.size - start.relative_position_in_segment
+            accumulated += max(0, min(available, fp.partition_max_bytes))
+        if accumulated >= self.params.min_bytes:
+            return self.force_complete()
+        return False
+
+    def on_complete(self) -> None:
+        partitions = [status.partition for status in self.statuses]
+        try:
+            results = read_from_local_log(self.logs, self.params, partitions)
+        except Exception as exc:  # the client must get an answer whatever happened
+            log.exception("completing a delayed fetch failed")
+            results = [LogReadResult(fp, error=UnknownServerError(str(exc))) for fp in partitions]
+        self.response_callback(results)
+
+    def on_expiration(self) -> None:
+        self.expired = True
+
+    def __repr__(self) -> str:
+        parts = ",".join(f"{s.partition.topic}-{s.partition.partition}@{s.start.message_offset}"
+                         for s in self.statuses)
+        return f"DelayedFetch({parts}, min_bytes={self.params.min_bytes}, completed={self.is_completed()})"
