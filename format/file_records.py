@@ -209,14 +209,14 @@ class FileRecords:
                                          path=self.path, position=pos)
             header = BatchHeader.parse(block, off)
             self._check_header(header, pos)
-            if order is not None:
-                order.check(pos, header.base_offset, header.last_offset)
             size = header.size_in_bytes
             if size > available:
                 if stop_at_partial:
                     return
                 raise CorruptRecordError(f"truncated batch: length {header.batch_length} needs {size} bytes, "
                                          f"{available} left", path=self.path, position=pos)
+            if order is not None:  # a batch not wholly there is no part of the walk
+                order.check(pos, header.base_offset, header.last_offset)
             yield pos, header
             pos += size
 

@@ -334,7 +334,7 @@ class LogSegment:
                 before_last = end
                 end = batch.position - start.position + h.size_in_bytes
             if end:
-                self._check_what_follows(order, start.position + end, next_base_offset)
+                self._check_what_follows(order, start.position + end, data[end:end + 8], next_base_offset)
         except CorruptRecordError as exc:
             if isinstance(exc, OffsetOrderError):
                 end = before_last  # the batch before may be the one whose offsets are wrong
@@ -343,10 +343,13 @@ class LogSegment:
             # Serve the sound batches before it; the next read starts at the damage and fails.
         return FetchDataInfo(start_offset, self.base_offset, start.position, data if end == len(data) else data[:end])
 
-    def _check_what_follows(self, order: OffsetOrder, position: int, next_base_offset: int | None) -> None:
-        """The last batch of a read must end below the batch after it and below the next segment."""
+    def _check_what_follows(self, order: OffsetOrder, position: int, read_past: bytes,
+                            next_base_offset: int | None) -> None:
+        """The last batch of a read must end below the batch after it and below the next segment.
+        ``read_past`` is what the read already holds of the batch after it: the file is read again
+        only when that lacks its base offset (the read ended on a batch boundary)."""
         if position + LOG_OVERHEAD <= self.size:
-            following = self.log.read(position, 8)
+            following = read_past if len(read_past) == 8 else self.log.read(position, 8)
             order.check_next_base(position, int.from_bytes(following, "big", signed=True))
         elif next_base_offset is not None:
             order.check_bound(position, next_base_offset)

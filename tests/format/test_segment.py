@@ -148,3 +148,31 @@ def test_a_read_that_stops_at_max_offset_serves_the_batches_below_it(tmp_path):
         info = segment.read(start, 10 * size, max_offset=20, validate=True)
         assert [b.header.base_offset for b in iter_batches(info.records)] == [0, 10][start // 10:]
     assert segment.read(20, 10 * size, max_offset=30).size == size
+
+
+@pytest.mark.parametrize("past_the_last", [0, 8, 30], ids=["ends-on-a-batch", "holds-the-next-base-offset",
+                                                          "holds-more-of-the-next-batch"])
+def test_a_read_cut_by_its_size_does_not_serve_a_batch_the_next_one_contradicts(tmp_path, past_the_last):
+    segment = filled(tmp_path, batches=3)
+    size = len(batch(0))
+    segment.close()
+    with open(tmp_path / layout.log_file_name(0), "r+b") as f:
+        f.seek(2 * size)
+        f.write((15).to_bytes(8, "big"))  # the third batch claims 15..24, outside its CRC
+    segment = LogSegment.open(tmp_path, 0, writable=False)
+    info = segment.read(0, 2 * size + past_the_last, validate=True)
+    # Either of the second and third batches may be the damaged one: neither is served.
+    assert [b.header.base_offset for b in iter_batches(info.records)] == [0]
+
+
+def test_a_torn_last_batch_is_left_out_of_the_log_end_whatever_offsets_its_header_claims(tmp_path):
+    segment = filled(tmp_path, batches=3)
+    size = len(batch(0))
+    segment.close()
+    with open(tmp_path / layout.log_file_name(0), "r+b") as f:
+        f.seek(2 * size)
+        f.write((5).to_bytes(8, "big"))  # the torn third batch claims 5..14
+        f.truncate(3 * size - 1)
+    segment = LogSegment.open(tmp_path, 0, writable=False)
+    assert segment.read_next_offset() == 20
+    assert segment.translate_offset(25) is None
