@@ -177,10 +177,12 @@ class Broker:
             raise LogDirReadOnlyError(f"cannot {action}: log dir {', '.join(self.log_manager.log_dirs)} is open "
                                       f"read-only")
 
-    def _readable_log(self, topic: str, partition: int) -> Log:
-        """The partition's log; a read-only view first takes in what the owner wrote since."""
+    def _readable_log(self, topic: str, partition: int, offset: int | None = None) -> Log:
+        """The partition's log; a read-only view first takes in what the owner wrote since —
+        for a fetch at ``offset`` only once the view holds nothing there yet, since taking it
+        in lists the partition's directory, which costs more than a fetch that catches up."""
         lg = self.log_manager.log_or_raise(TopicPartition(topic, partition))
-        if self.read_only:
+        if self.read_only and (offset is None or offset >= lg.log_end_offset):
             lg.refresh()
         return lg
 
@@ -400,7 +402,7 @@ class Broker:
 
     def fetch(self, topic: str, partition: int, offset: int, max_bytes: int = DEFAULT_FETCH_MAX_BYTES
               ) -> FetchResult:
-        lg = self._readable_log(topic, partition)
+        lg = self._readable_log(topic, partition, offset)
         info = lg.read(offset, max_bytes)
         return FetchResult(topic, partition, info.records, lg.high_watermark, lg.log_start_offset,
                            lg.high_watermark)
