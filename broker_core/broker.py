@@ -142,7 +142,7 @@ class Broker:
             self.log_manager.load_logs()
             if not read_only:
                 self._settle_pending_changes()
-            self._create_missing_partitions(create=not read_only)
+            self._create_missing_partitions()
         except BaseException:
             self.log_manager.shutdown()  # writes only what was loaded
             raise
@@ -197,7 +197,7 @@ class Broker:
         meta = self.topics.get(topic) if hasattr(self, "topics") else None
         return defaults.with_overrides(meta.config) if meta and meta.config else defaults
 
-    def _create_missing_partitions(self, create: bool = True) -> None:
+    def _create_missing_partitions(self) -> None:
         """Create the directories of committed partitions that have none (a log dir replaced,
         emptied by hand) — unless the broker could not hold them: an earlier version saved a
         topic before creating its partitions, so a creation that failed left such a topic,
@@ -209,7 +209,7 @@ class Broker:
                        if self.log_manager.get_log(TopicPartition(meta.name, p)) is None]
             if not missing:
                 continue
-            if not create:
+            if self.read_only:
                 log.warning("topic %r: %d of its %d partitions have no directory (the log dir is open "
                             "read-only: nothing is created)", meta.name, len(missing), meta.partitions)
                 continue
