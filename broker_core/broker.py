@@ -142,7 +142,7 @@ class Broker:
             self.log_manager.load_logs()
             if not read_only:
                 self._settle_pending_changes()
-            self._create_missing_partitions(create=not read_only)
+            self._create_missing_partitions()
         except BaseException:
             self.log_manager.shutdown()  # writes only what was loaded
             raise
@@ -177,10 +177,12 @@ class Broker:
             raise LogDirReadOnlyError(f"cannot {action}: log dir {', '.join(self.log_manager.log_dirs)} is open "
                                       f"read-only")
 
-    def _readable_log(self, topic: str, partition: int) -> Log:
-        """The partition's log; a read-only view first takes in what the owner wrote since."""
+    def _readable_log(self, topic: str, partition: int, offset: int | None = None) -> Log:
+        """The partition's log; a read-only view first takes in what the owner wrote since —
+        for a fetch at ``offset`` only once the view holds nothing there yet, since taking it
+        in lists the partition's directory, which costs more than a fetch that catches up."""
         lg = self.log_manager.log_or_raise(TopicPartition(topic, partition))
-        if self.read_only:
+        if self.read_only and (offset is None or offset >= lg.log_end_offset):
             lg.refresh()
         return lg
 
@@ -195,7 +197,7 @@ class Broker:
         meta = self.topics.get(topic) if hasattr(self, "topics") else None
         return defaults.with_overrides(meta.config) if meta and meta.config else defaults
 
-    def _create_missing_partitions(self, create: bool = True) -> None:
+    def _create_missing_partitions(self) -> None:
         """Create the directories of committed partitions that have none (a log dir replaced,
         emptied by hand) — unless the broker could not hold them: an earlier version saved a
         topic before creating its partitions, so a creation that failed left such a topic,
@@ -207,7 +209,7 @@ class Broker:
                        if self.log_manager.get_log(TopicPartition(meta.name, p)) is None]
             if not missing:
                 continue
-            if not create:
+            if self.read_only:
                 log.warning("topic %r: %d of its %d partitions have no directory (the log dir is open "
                             "read-only: nothing is created)", meta.name, len(missing), meta.partitions)
                 continue
@@ -400,7 +402,7 @@ class Broker:
 
     def fetch(self, topic: str, partition: int, offset: int, max_bytes: int = DEFAULT_FETCH_MAX_BYTES
               ) -> FetchResult:
-        lg = self._readable_log(topic, partition)
+        lg = self._readable_log(topic, partition, offset)
         info = lg.read(offset, max_bytes)
         return FetchResult(topic, partition, info.records, lg.high_watermark, lg.log_start_offset,
                            lg.high_watermark)

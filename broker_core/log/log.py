@@ -424,6 +424,8 @@ class Log:
                 raise CorruptMessageError(f"{self}: {error}") from None
             except (ValueError, OSError) as exc:
                 with self._lock:
+                    if self.read_only and not self._closed:
+                        self._drop_vanished_segments()  # the owner's retention removed it since the last look
                     gone = self._closed or segment not in self._segments
                     replaced = gone and not self._closed and start_offset >= self.log_start_offset
                 if replaced:

@@ -140,22 +140,12 @@ class TopicStore:
         with self._lock:
             return sorted(self._topics.values(), key=lambda t: t.name)
 
-    def put(self, topic: TopicMetadata) -> None:
-        with self._lock:
-            self._topics[topic.name] = topic
-            self._save()
-
     def update(self, name: str, **changes) -> TopicMetadata:
         with self._lock:
             topic = replace(self._topics[name], **changes)
             self._topics[name] = topic
             self._save()
             return topic
-
-    def remove(self, name: str) -> None:
-        with self._lock:
-            if self._topics.pop(name, None) is not None:
-                self._save()
 
     # --- changes to partition directories, committed or rolled back as a whole ---
 
@@ -182,10 +172,8 @@ class TopicStore:
                 self._topics[name] = change.topic
             self._save()
 
-    def abandon(self, name: str) -> PendingChange | None:
+    def abandon(self, name: str) -> None:
         """Forget the pending change of ``name`` once it was undone (a creation rolled back)."""
         with self._lock:
-            change = self._pending.pop(name, None)
-            if change is not None:
+            if self._pending.pop(name, None) is not None:
                 self._save()
-            return change

@@ -74,15 +74,21 @@ def test_a_failed_open_writes_nothing_and_the_next_open_keeps_the_log_start_offs
     assert set_aside_files(d) == [os.path.basename(active) + f".{len(open(active, 'rb').read())}.corrupt"]
 
 
-def test_a_corrupted_base_offset_is_never_served_at_a_wrong_offset(tmp_path):
+def relabel_batch_1220_as_1200(tmp_path):
+    """A log dir of 2000 records whose batch 1220..1224 claims 1200..1204: bytes 0-7 of a batch
+    (its baseOffset) lie outside its CRC. Returns the log dir, the segment and the batch's position."""
     d = str(tmp_path / "logs")
     with Broker(d, background=False) as broker:
         broker.create_topic("events", 1)
         produce_numbered(broker, "events", 2000, 5, pad=60)
         path = broker.log_manager.get_log(TP).active_segment.log.path
-    # bytes 0-7 of a batch (its baseOffset) lie outside its CRC: 1220..1224 relabelled 1200..1204
     position = next(p for p, base, _ in batch_positions(path) if base == 1220)
     poke(path, position, (1200).to_bytes(8, "big"))
+    return d, path, position
+
+
+def test_a_corrupted_base_offset_is_never_served_at_a_wrong_offset(tmp_path):
+    d, path, _ = relabel_batch_1220_as_1200(tmp_path)
 
     with Broker(d, background=False) as broker:
         served, error = [], None
@@ -102,13 +108,7 @@ def test_a_corrupted_base_offset_is_never_served_at_a_wrong_offset(tmp_path):
 
 
 def test_seglog_dump_exits_1_naming_the_file_and_position_of_a_base_offset_out_of_order(tmp_path, capsys):
-    d = str(tmp_path / "logs")
-    with Broker(d, background=False) as broker:
-        broker.create_topic("events", 1)
-        produce_numbered(broker, "events", 2000, 5, pad=60)
-        path = broker.log_manager.get_log(TP).active_segment.log.path
-    position = next(p for p, base, _ in batch_positions(path) if base == 1220)
-    poke(path, position, (1200).to_bytes(8, "big"))
+    _, path, position = relabel_batch_1220_as_1200(tmp_path)
     assert seglog(["dump", path]) == 1
     out = capsys.readouterr().out
     assert f"{path}: position {position}: batch offsets 1200..1204 do not follow offset 1219" in out

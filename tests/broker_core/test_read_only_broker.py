@@ -11,6 +11,7 @@ from broker_core.cli import main as seglog
 from broker_core.errors import LogDirNotFoundError, LogDirReadOnlyError
 from format import layout
 from format.checkpoint import OffsetCheckpointFile
+from format.file_handles import default_cache
 from format.layout import TopicPartition
 
 from log_dir_kit import (batch_positions, numbered, poke, produce_numbered, read_only_mount,
@@ -93,6 +94,22 @@ def test_a_read_only_broker_reads_beside_a_running_broker_and_sees_what_it_appen
             owner.log_manager.scheduler.run_all()
             assert reader.list_offsets("events", 0, "earliest").offset >= 100
             assert records_at_true_offsets(reader.fetch("events", 0, 300).decoded(300))
+
+
+def test_a_read_only_fetch_in_a_segment_the_owners_retention_removed_since_moves_on_to_what_is_left(tmp_path):
+    d = str(tmp_path / "logs")
+    with Broker(d, {"log.segment.bytes": "3000"}, background=False) as owner:
+        owner.create_topic("events", 1)
+        produce_numbered(owner, "events", 400, 10, pad=30)
+        with Broker(d, read_only=True) as reader:
+            assert reader.list_offsets("events", 0, "latest").offset == 400
+            owner_log = owner.log_manager.get_log(TP)
+            owner_log.delete_old_segments(lambda s, following: following is not None
+                                          and following.base_offset <= 200, "test")
+            owner.log_manager.scheduler.run_all()
+            default_cache().close_all()  # the reader's descriptors of the removed files are gone too
+            records = reader.fetch("events", 0, 50).decoded(50)
+            assert records[0].offset == owner_log.log_start_offset and records_at_true_offsets(records)
 
 
 def test_reading_commands_work_beside_a_running_seglog_broker_holding_the_lock(tmp_path):
