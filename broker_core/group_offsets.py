@@ -12,7 +12,6 @@ or in a bucket.
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
@@ -30,7 +29,7 @@ from .coordinator.group.config import GroupCoordinatorConfig
 from .coordinator.group.offset_and_metadata import OffsetAndMetadata
 from .coordinator.group.store import LoadedGroups, OffsetsTopicReplay
 from .errors import GroupIdNotFoundError, InvalidRequestError, OffsetMetadataTooLargeError, OffsetOutOfRangeError
-from .log.topic_store import STORE_FILE
+from .log.topic_store import read_topics
 from .offsets_topic import DEFAULT_OFFSETS_TOPIC_PARTITIONS, OFFSETS_TOPIC, GroupMetadataValue, partition_for_group
 from .protocol import ProtocolError
 
@@ -162,15 +161,12 @@ def committed_offsets(broker: Broker, group_id: str) -> dict[TopicPartition, Off
 def _offsets_partition_count(fs: AbstractFileSystem, root: str, listed: Mapping[int, str]) -> int:
     """The offsets topic's partition count: from seglog's topic store, else from the directories found."""
     try:
-        doc = json.loads(fs.cat_file(join(fs, root, STORE_FILE)))
-        for topic in doc.get("topics", []):
-            if topic.get("name") == OFFSETS_TOPIC:
-                return int(topic["partitions"])
-    except FileNotFoundError:
-        pass
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        log.warning("%s: unreadable topic metadata, counting partition directories instead: %s",
-                    join(fs, root, STORE_FILE), exc)
+        topic = read_topics(fs, root).get(OFFSETS_TOPIC)
+    except ValueError as exc:
+        log.warning("counting partition directories instead: %s", exc)
+        topic = None
+    if topic is not None:
+        return topic.partitions
     # A Kafka log directory has no topic store; on one broker it holds every partition.
     return max(listed) + 1 if listed else DEFAULT_OFFSETS_TOPIC_PARTITIONS
 

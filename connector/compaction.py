@@ -30,7 +30,6 @@ replaced files are deleted.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -58,7 +57,7 @@ from broker_core.log.cleaner.transactions import (CleanedTransactionMetadata, La
                                                   ProducerStateBuilder, collect_aborted_transactions)
 from broker_core.log.log_loader import plan_swap_recovery
 from broker_core.log.log_manager import LogDirLock
-from broker_core.log.topic_store import STORE_FILE
+from broker_core.log.topic_store import read_topics
 from broker_core.protocol.api_keys import SeglogApiKey
 from broker_core.protocol.messages.compaction import ACQUIRE, RELEASE, RENEW
 from format import layout
@@ -391,11 +390,7 @@ def recover_partition(fs, directory: str) -> int:
 
 def topic_overrides(fs, root: str) -> dict[str, dict[str, str]]:
     """Each topic's configuration overrides, from seglog's topic store in the log dir."""
-    try:
-        doc = json.loads(fs.cat_file(join(fs, root, STORE_FILE)))
-    except FileNotFoundError:
-        return {}
-    return {t["name"]: {k: str(v) for k, v in t.get("config", {}).items()} for t in doc.get("topics", [])}
+    return {name: dict(topic.config) for name, topic in read_topics(fs, root).items()}
 
 
 def read_checkpoint(fs, path: str) -> dict[TopicPartition, int]:

@@ -27,6 +27,7 @@ from typing import ClassVar
 
 from format import layout
 from format.checkpoint import fsync_dir
+from format.fs import join
 
 STORE_FILE = "seglog-topics.json"
 STORE_FORMAT_VERSION = 1
@@ -75,6 +76,20 @@ class PendingChange:
     @classmethod
     def from_json(cls, doc: dict) -> "PendingChange":
         return cls(doc["action"], TopicMetadata.from_json(doc["topic"]), int(doc["committed_partitions"]))
+
+
+def read_topics(fs, root: str) -> dict[str, TopicMetadata]:
+    """The committed topics of the log dir ``root`` through fsspec (readers of a dir they do not
+    own, on local disk or in a bucket); empty when the dir has no topic store. Raises ValueError
+    naming the file when it cannot be read."""
+    path = join(fs, root, STORE_FILE)
+    try:
+        doc = json.loads(fs.cat_file(path))
+        return {t["name"]: TopicMetadata.from_json(t) for t in doc.get("topics", [])}
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{path}: unreadable topic metadata: {exc}") from exc
 
 
 def _atomic_write(path: str, text: str) -> None:

@@ -35,8 +35,7 @@ from ..broker import Broker
 from ..config import TOPIC_LIST_CONFIG_NAMES
 from ..errors import (InvalidConfigurationError, InvalidRequestError, InvalidTopicError, KafkaError,
                       UnknownTopicOrPartitionError)
-from ..protocol.config_resources import (APPEND, DELETE, OPERATION_NAMES, RESOURCE_BROKER, RESOURCE_TOPIC, SET,
-                                         SUBTRACT)
+from ..protocol.config_resources import APPEND, DELETE, OPERATION_NAMES, RESOURCE_BROKER, RESOURCE_TOPIC, SET
 
 __all__ = ["AlterableConfig", "AlterConfigsResource", "ConfigAdminManager"]
 
@@ -158,7 +157,7 @@ class ConfigAdminManager:
                 given = [v for v in (c.value or "").split(",") if v]
                 if c.operation == APPEND:
                     items += [v for v in given if v not in items]
-                else:
+                else:  # SUBTRACT
                     items = [v for v in items if v not in given]
                 wanted[c.name] = ",".join(items)
         return wanted
