@@ -57,7 +57,7 @@ from broker_core import Broker
 from broker_core.errors import UnknownTopicOrPartitionError
 from format import layout
 from format.compression import CompressionType
-from format.errors import InvalidTopicError as FormatInvalidTopicError, UnsupportedCompressionError
+from format.errors import InvalidTopicError, UnsupportedCompressionError
 from format.record import Header, SimpleRecord
 
 from .options import SeglogOptionError
@@ -205,8 +205,6 @@ def parse_sink_options(options: Mapping[str, str], schema: StructType, overwrite
 
 def _check_topic(log_dir: str, topic: str, broker_config: Mapping[str, str]) -> None:
     # Fails the write before any task runs; the commit checks again under the broker.
-    from format.errors import InvalidTopicError
-
     from .discovery import LogDirectory
 
     try:
@@ -429,7 +427,7 @@ def _missing_topics(broker: Broker, found: Mapping[str, tuple[int, int] | None])
     for topic in missing:
         try:
             layout.validate_topic_name(topic)
-        except FormatInvalidTopicError as exc:
+        except InvalidTopicError as exc:
             raise SinkDataError(f"column topic: {exc}") from None
     for topic, span in sorted(found.items()):
         count = broker.config.num_partitions if topic in missing else broker.partitions_for(topic)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -23,11 +22,11 @@ import pytest
 
 from broker_core import Broker
 from format.layout import TopicPartition
+from tests.shell_kit import VENV_BIN, run_to_end, user_environment
 
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
-VENV_BIN = os.path.dirname(sys.executable)
 TIMEOUT_S = 300
 _FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n", re.MULTILINE | re.DOTALL)
 _MARK = re.compile(r"<!-- illustrative: [^>]*-->\s*$")
@@ -66,40 +65,16 @@ def test_the_readme_runs_most_of_its_blocks_and_marks_the_others():
         assert block.language in ("", "python", "sql"), block.name
 
 
-def user_environment(*, venv_active: bool) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("SPARK_HOME", "VIRTUAL_ENV", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYTHONPATH")}
-    path = [p for p in env.get("PATH", "").split(os.pathsep) if p and p != VENV_BIN]
-    if venv_active:  # what `. .venv/bin/activate` does
-        path.insert(0, VENV_BIN)
-        env["VIRTUAL_ENV"] = os.path.dirname(VENV_BIN)
-    env["PATH"] = os.pathsep.join(path)
-    env["SPARK_LOCAL_IP"] = "127.0.0.1"  # loopback only, as every test here
-    return env
-
-
-def run(command: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
-    proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)  # the JVM and its Python workers
-        out, err = proc.communicate()
-        pytest.fail(f"{command} did not finish in {TIMEOUT_S} s; stderr ends:\n{err[-3000:]}")
-    return subprocess.CompletedProcess(command, proc.returncode, out, err)
-
-
 def run_block(block: Block, data: Path, scratch: Path) -> subprocess.CompletedProcess:
     text = block.text.replace("/data/", f"{data}/")
     if block.language == "python":
         script = scratch / "my_job.py"
         script.write_text(text)
-        return run([sys.executable, str(script)], scratch, user_environment(venv_active=False))
+        return run_to_end([sys.executable, str(script)], scratch, user_environment(venv_active=False), TIMEOUT_S)
     if block.language == "sql":
-        return run([os.path.join(VENV_BIN, "seglog"), "sql", "--conf", "spark.ui.enabled=false", "-e", text],
-                   scratch, user_environment(venv_active=False))
-    return run(["bash", "-euo", "pipefail", "-c", text], REPO, user_environment(venv_active=True))
+        return run_to_end([os.path.join(VENV_BIN, "seglog"), "sql", "--conf", "spark.ui.enabled=false", "-e", text],
+                          scratch, user_environment(venv_active=False), TIMEOUT_S)
+    return run_to_end(["bash", "-euo", "pipefail", "-c", text], REPO, user_environment(venv_active=True), TIMEOUT_S)
 
 
 @pytest.fixture(scope="module")

@@ -87,3 +87,15 @@ class SeglogProcess:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(10)
+
+
+def start_broker(log_dir: str) -> tuple[SeglogProcess, str]:
+    """``seglog broker`` on a free loopback port, once it listens; the process and its bootstrap address."""
+    broker = SeglogProcess("broker", "--log-dir", log_dir, "--listeners", "PLAINTEXT://127.0.0.1:0",
+                           "--log-level", "WARNING")
+    try:
+        port = broker.wait_for_error_line(r"started \(cluster \S+\) on PLAINTEXT://127\.0\.0\.1:(\d+)")[1]
+    except BaseException:
+        broker.close()
+        raise
+    return broker, f"127.0.0.1:{port}"

@@ -9,7 +9,7 @@ from broker_core import Broker
 from broker_core.cli import main as seglog
 from broker_core.cli import report_error
 
-from cli_kit import SeglogProcess, run
+from cli_kit import SeglogProcess, run, start_broker
 
 # A Python exception's class name as a message would show it: "ValueError", "OSError", "KeyError" ...
 CLASS_NAME = re.compile(r"\b[A-Z][A-Za-z]*(Error|Exception)\b")
@@ -253,11 +253,8 @@ def test_consume_from_a_log_dir_follows_what_another_process_appends(tmp_path):
 
 
 def test_consume_through_a_running_seglog_broker_follows_new_records(tmp_path):
-    broker = SeglogProcess("broker", "--log-dir", str(tmp_path / "logs"), "--listeners", "PLAINTEXT://127.0.0.1:0",
-                           "--log-level", "WARNING")
+    broker, bootstrap = start_broker(str(tmp_path / "logs"))
     try:
-        port = broker.wait_for_error_line(r"started \(cluster \S+\) on PLAINTEXT://127\.0\.0\.1:(\d+)")[1]
-        bootstrap = f"127.0.0.1:{port}"
         assert run("topics", "create", "--bootstrap", bootstrap, "--topic", "events", "--partitions", "2")[0] == 0
         assert run("produce", "--bootstrap", bootstrap, "--topic", "events", "--partition", "0",
                    stdin="a\nb\n")[0] == 0
@@ -287,11 +284,8 @@ def test_a_broker_that_cannot_be_reached_is_named_in_the_error(tmp_path):
 
 
 def test_consume_reports_the_count_in_its_one_error_line_when_the_broker_goes_away(tmp_path):
-    broker = SeglogProcess("broker", "--log-dir", str(tmp_path / "logs"), "--listeners", "PLAINTEXT://127.0.0.1:0",
-                           "--log-level", "WARNING")
+    broker, bootstrap = start_broker(str(tmp_path / "logs"))
     try:
-        port = broker.wait_for_error_line(r"started \(cluster \S+\) on PLAINTEXT://127\.0\.0\.1:(\d+)")[1]
-        bootstrap = f"127.0.0.1:{port}"
         assert run("topics", "create", "--bootstrap", bootstrap, "--topic", "events")[0] == 0
         assert run("produce", "--bootstrap", bootstrap, "--topic", "events", stdin="a\nb\n")[0] == 0
         consumer = SeglogProcess("consume", "--bootstrap", bootstrap, "--topic", "events", "--from-beginning")

@@ -10,9 +10,7 @@ and in UTC, and the shell leaves nothing in the working directory.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,37 +19,21 @@ from broker_core import Broker
 from broker_core.clock import MockTime
 from format.layout import TopicPartition
 from tests.connector.conftest import T0, produce_numbered
+from tests.shell_kit import VENV_BIN, run_to_end, user_environment
 
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
-SEGLOG = os.path.join(os.path.dirname(sys.executable), "seglog")
+SEGLOG = os.path.join(VENV_BIN, "seglog")
 TIMEOUT_S = 240
 # What the shell leaves in its working directory unless told otherwise.
 SHELL_LITTER = ("metastore_db", "derby.log", "spark-warehouse")
 
 
-def newcomer_environment() -> dict[str, str]:
-    """A shell where the virtualenv is not active: its bin/ is not on PATH, no SPARK_HOME."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("SPARK_HOME", "VIRTUAL_ENV", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
-    venv_bin = os.path.dirname(sys.executable)
-    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p != venv_bin)
-    env["SPARK_LOCAL_IP"] = "127.0.0.1"
-    return env
-
-
 def run_seglog_sql(arguments: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    command = [SEGLOG, "sql", "--conf", "spark.ui.enabled=false", *arguments]
-    proc = subprocess.Popen(command, cwd=cwd, env=newcomer_environment(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)  # the JVM and its Python workers
-        out, err = proc.communicate()
-        pytest.fail(f"seglog sql did not finish in {TIMEOUT_S} s; stderr ends:\n{err[-3000:]}")
-    return subprocess.CompletedProcess(command, proc.returncode, out, err)
+    """``seglog sql`` in a shell where the virtualenv is not active: its bin/ is not on PATH, no SPARK_HOME."""
+    return run_to_end([SEGLOG, "sql", "--conf", "spark.ui.enabled=false", *arguments], cwd,
+                      user_environment(venv_active=False), TIMEOUT_S)
 
 
 def result_tables(stdout: str) -> list[tuple[tuple[str, ...], list[tuple[str, ...]]]]:
