@@ -4,7 +4,10 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench clean
+JVM := .jvm
+JVM_STAMP := $(JVM)/.fetched
+
+.PHONY: demo test bench clean jvm
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -18,14 +21,23 @@ $(STAMP): pyproject.toml Makefile
 	    > "$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/seglog-pyspark-python.pth"
 	touch $(STAMP)
 
+# Apache Kafka (broker, tools, Java client) and Spark's Kafka source and Delta Lake,
+# pinned in jvm/*/pom.xml, fetched with Maven into .jvm/ (see jvm/fetch.py).
+$(JVM_STAMP): jvm/kafka/pom.xml jvm/spark/pom.xml jvm/fetch.py $(STAMP)
+	$(PY) jvm/fetch.py kafka spark \
+	    --pyspark-jars "$$($(PY) -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')"
+	touch $(JVM_STAMP)
+
+jvm: $(JVM_STAMP)
+
 demo: $(STAMP)
 	$(PY) examples/demo.py
 
-test: $(STAMP)
+test: $(STAMP) $(JVM_STAMP)
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(PY) bench/format_bench.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(JVM) build *.egg-info

@@ -1,5 +1,6 @@
-"""Fixtures shared by every test package: real servers started on loopback, small filesystems
-that fill up."""
+"""Fixtures shared by every test package: real servers started on loopback (SeaweedFS, Apache
+Kafka), a local Spark session with Spark's Kafka source and Delta Lake, small filesystems that
+fill up."""
 
 from __future__ import annotations
 
@@ -37,6 +38,44 @@ def free_port_pair(rng: random.Random) -> int:
 def _weed_binary() -> str:
     candidate = os.path.join(os.path.dirname(sys.executable), "weed")
     return candidate if os.path.exists(candidate) else (shutil.which("weed") or "weed")
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory):
+    """One local Spark session for the run, with Spark's Kafka source and Delta Lake on ``spark.jars``."""
+    from jvm.classpath import spark_jars
+
+    # Spark's Python workers must run this interpreter (the one with seglog installed).
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    from pyspark.sql import SparkSession
+
+    warehouse = tmp_path_factory.mktemp("warehouse")
+    session = (SparkSession.builder.master("local[2]").appName("seglog-tests")
+               .config("spark.jars", spark_jars())
+               .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+               .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+               .config("spark.ui.enabled", "false")
+               .config("spark.driver.host", "127.0.0.1")
+               .config("spark.driver.bindAddress", "127.0.0.1")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.sql.warehouse.dir", str(warehouse))
+               .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={warehouse}")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def apache_kafka(tmp_path_factory):
+    """Apache Kafka 4.x in KRaft mode (one broker and controller) on 127.0.0.1, for the whole run."""
+    from jvm.apache_kafka import KafkaBroker
+
+    with KafkaBroker(tmp_path_factory.mktemp("apache-kafka")) as broker:
+        yield broker
 
 
 @pytest.fixture(scope="session")
