@@ -483,7 +483,7 @@ def plan_compaction(url: str, topics: Sequence[str], *, storage_options: Mapping
     """Plan every partition of ``topics`` in the log dir at ``url`` (partitions with nothing to
     clean are left out). Topics must exist and be compacted. With ``settle_leftovers`` an
     interrupted swap's files are settled first (not under a running broker, which owns them)."""
-    from .discovery import LogDirectory
+    from format.log_dir import LogDirectory
 
     directory = LogDirectory(url, storage_options)
     fs, root = directory.fs, directory.root
@@ -491,7 +491,7 @@ def plan_compaction(url: str, topics: Sequence[str], *, storage_options: Mapping
     overrides = topic_overrides(fs, root)
     present = directory.topics(include_internal=True)
     checkpoint = read_checkpoint(fs, join(fs, root, layout.CLEANER_OFFSET_CHECKPOINT_FILE))
-    starts = directory._checkpointed_start_offsets()
+    starts = directory.log_start_offsets()
     plans = []
     for topic in topics:
         if topic not in present:

@@ -43,8 +43,8 @@ from connector.compaction import (DEFAULT_LEASE_MS, DEFAULT_TASK_BYTES, CleanTas
                                   PartitionReport, clean_inputs, clean_tasks, compaction_lease, delete_files,
                                   format_report, map_tasks, merge_pieces, plan_compaction, report_partition,
                                   run_clean_task, run_map_task)
-from connector.discovery import LogDirectory
 from format.fs import storage_options_from
+from format.log_dir import LogDirectory
 
 
 class _Progress:
