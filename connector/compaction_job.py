@@ -39,7 +39,7 @@ from typing import Callable, Mapping, Sequence
 
 from broker_core.config import BrokerConfig
 from broker_core.key_values import parse_key_values
-from connector.compaction import (DEFAULT_LEASE_MS, DEFAULT_TASK_BYTES, CleanTask, CompactionError,
+from broker_core.log.cleaner.distributed import (DEFAULT_LEASE_MS, DEFAULT_TASK_BYTES, CleanTask, CompactionError,
                                   PartitionReport, clean_inputs, clean_tasks, compaction_lease, delete_files,
                                   format_report, map_tasks, merge_pieces, plan_compaction, report_partition,
                                   run_clean_task, run_map_task)

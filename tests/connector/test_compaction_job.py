@@ -14,8 +14,8 @@ import pytest
 
 from broker_core import Broker
 from broker_core.clock import MockTime
-from connector import compaction
-from connector.compaction import CompactionError, plan_compaction, swap_partition
+from broker_core.log.cleaner import distributed as compaction
+from broker_core.log.cleaner.distributed import CompactionError, plan_compaction, swap_partition
 from connector.compaction_job import run_compaction
 from format import layout
 from format.compression import CompressionType
