@@ -1,4 +1,5 @@
-"""Stage 2 of the job, rewriting segment groups: a task per ~256 MiB of groups, or one per partition holding transactions.
+"""Stage 2 of the job, rewriting segment groups: a task per ~256 MiB of groups, or one per partition
+holding transactions.
 
 ``clean_inputs`` turns a partition's stage-1 result into the offsets that
 survive (``survivors``), cut by the offset ranges of its stage-2 tasks, with

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from format.fs import is_local
 from format.layout import TopicPartition
+from format.log_dir import LogDirectory
 
 from ....client.protocol_client import ProtocolClient
 from ....errors import LogDirInUseError, error_for_code
@@ -172,9 +173,9 @@ def _error_text(entry: Mapping) -> str:
     return f"{name}" + (f" ({message})" if message else "")
 
 
-def compaction_lease(directory, topics: Sequence[str], bootstrap: str | None = None,
-                     lease_ms: int = DEFAULT_LEASE_MS):
-    """The lease the job holds on ``directory`` (a ``LogDirectory``): against the broker at
+def compaction_lease(directory: LogDirectory, topics: Sequence[str], bootstrap: str | None = None,
+                     lease_ms: int = DEFAULT_LEASE_MS) -> LockFileLease | BrokerLease:
+    """The lease the job holds on ``directory``: against the broker at
     ``bootstrap`` when one runs on it, else the log dir's lock file."""
     if bootstrap is None:
         return LockFileLease(directory.fs, directory.root)
