@@ -41,11 +41,11 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from broker_core import Broker
-from connector.discovery import LogDirectory
 from connector.planning import OffsetRange
 from connector.reading import read_range
 from format.arrow import decode_to_arrow, kafka_schema
 from format.layout import TopicPartition
+from format.log_dir import LogDirectory
 from format.record import SimpleRecord
 from format.record_batch import build_batch, set_base_offset
 

@@ -20,6 +20,8 @@ import struct
 from dataclasses import dataclass
 from typing import Union
 
+from format import layout
+
 from .protocol.codec import decode, encode
 from .protocol.errors import ProtocolError
 from .protocol.schema import F, Message, Versions
@@ -52,7 +54,7 @@ __all__ = [
 ]
 
 #: The topic's name (Kafka's ``Topic.GROUP_METADATA_TOPIC_NAME``).
-OFFSETS_TOPIC = "__consumer_offsets"
+OFFSETS_TOPIC = layout.GROUP_METADATA_TOPIC_NAME
 
 #: Kafka's default ``offsets.topic.num.partitions``.
 DEFAULT_OFFSETS_TOPIC_PARTITIONS = 50

@@ -14,8 +14,9 @@ survive, cut by offset range for the stage-2 tasks and delivered to them by a
 shuffle; stage 2 rewrites the segment groups in parallel into ``.cleaned``
 files with the broker cleaner's own filter; the driver then swaps them in under
 the log dir's lease and moves ``cleaner-offset-checkpoint``. The steps are the
-plain functions of ``connector.compaction``; this module only wires them into
-Spark, names the jobs in the Spark UI and prints a line per stage.
+plain functions of ``broker_core.log.cleaner.distributed``, beside the broker's
+own cleaner; this module only wires them into Spark, names the jobs in the
+Spark UI and prints a line per stage.
 """
 
 from __future__ import annotations
@@ -39,12 +40,15 @@ from typing import Callable, Mapping, Sequence
 
 from broker_core.config import BrokerConfig
 from broker_core.key_values import parse_key_values
-from connector.compaction import (DEFAULT_LEASE_MS, DEFAULT_TASK_BYTES, CleanTask, CompactionError,
-                                  PartitionReport, clean_inputs, clean_tasks, compaction_lease, delete_files,
-                                  format_report, map_tasks, merge_pieces, plan_compaction, report_partition,
-                                  run_clean_task, run_map_task)
-from connector.discovery import LogDirectory
+from broker_core.log.cleaner.distributed import CompactionError
+from broker_core.log.cleaner.distributed.clean_stage import CleanTask, clean_inputs, clean_tasks, run_clean_task
+from broker_core.log.cleaner.distributed.compaction_lease import DEFAULT_LEASE_MS, compaction_lease
+from broker_core.log.cleaner.distributed.compaction_report import PartitionReport, format_report, report_partition
+from broker_core.log.cleaner.distributed.map_stage import map_tasks, merge_pieces, run_map_task
+from broker_core.log.cleaner.distributed.partition_plan import DEFAULT_TASK_BYTES, plan_compaction
+from broker_core.log.cleaner.distributed.segment_swap import delete_files
 from format.fs import storage_options_from
+from format.log_dir import LogDirectory
 
 
 class _Progress:

@@ -15,8 +15,8 @@ from typing import Mapping
 
 from format.fs import is_local
 from format.layout import TopicPartition
+from format.log_dir import LogDirectory
 
-from .discovery import LogDirectory
 from .options import SourceOptions
 
 log = logging.getLogger(__name__)

@@ -11,8 +11,8 @@ from typing import Callable, Mapping
 
 from broker_core.clock import SYSTEM_CLOCK, Clock
 from format.layout import TopicPartition
+from format.log_dir import LogDirectory, PartitionInfo
 
-from .discovery import LogDirectory, PartitionInfo
 from .options import EARLIEST, LATEST, OffsetSpec, SeglogOptionError, SourceOptions
 
 

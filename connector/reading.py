@@ -17,8 +17,8 @@ from typing import Iterator
 import pyarrow as pa
 
 from format.layout import TopicPartition
+from format.log_dir import LogDirectory
 
-from .discovery import LogDirectory
 from .planning import OffsetRange
 
 log = logging.getLogger(__name__)

@@ -14,10 +14,10 @@ from typing import Iterator
 import pyarrow as pa
 
 from format.arrow import decode_to_arrow
-from format.layout import TopicPartition
+from format.layout import INTERNAL_TOPICS, TopicPartition
+from format.log_dir import PartitionInfo
 from format.record_batch import iter_batches
 
-from .discovery import INTERNAL_TOPICS, PartitionInfo
 from .planning import OffsetRange
 
 

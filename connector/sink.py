@@ -58,6 +58,7 @@ from broker_core.errors import UnknownTopicOrPartitionError
 from format import layout
 from format.compression import CompressionType
 from format.errors import InvalidTopicError, UnsupportedCompressionError
+from format.log_dir import LogDirectory
 from format.record import Header, SimpleRecord
 
 from .options import SeglogOptionError
@@ -205,8 +206,6 @@ def parse_sink_options(options: Mapping[str, str], schema: StructType, overwrite
 
 def _check_topic(log_dir: str, topic: str, broker_config: Mapping[str, str]) -> None:
     # Fails the write before any task runs; the commit checks again under the broker.
-    from .discovery import LogDirectory
-
     try:
         layout.validate_topic_name(topic)
     except InvalidTopicError as exc:

@@ -18,8 +18,8 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
 
 from broker_core.clock import SYSTEM_CLOCK, Clock
 from format.layout import TopicPartition
+from format.log_dir import LogDirectory, PartitionInfo
 
-from .discovery import LogDirectory, PartitionInfo
 from .options import SeglogOptionError, SourceOptions, parse_options
 from .planning import (OffsetRange, TriggerPacer, check_named_partitions, check_ranges, from_offsets_json, resolve,
                        select_partitions, split_ranges, to_offsets_json)

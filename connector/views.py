@@ -25,11 +25,11 @@ from typing import Callable, Iterator, Sequence
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
-from format.layout import TopicPartition
+from format.layout import INTERNAL_TOPICS, TopicPartition
+from format.log_dir import LogDirectory, SegmentInfo
 from format.record_batch import TimestampType
 from format.segment_reader import SegmentReader
 
-from .discovery import INTERNAL_TOPICS, LogDirectory, SegmentInfo
 from .options import SeglogOptionError, SourceOptions
 
 # Spark's TimestampType crosses the Python/JVM border as Arrow microseconds in UTC.

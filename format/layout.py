@@ -4,7 +4,8 @@ This module owns every rule about what a log directory looks like, so that a
 directory written by Kafka reads here and the other way round:
 
 * topic names follow Kafka's rules (``[a-zA-Z0-9._-]``, at most 249 chars,
-  neither ``.`` nor ``..``);
+  neither ``.`` nor ``..``); ``__consumer_offsets`` and ``__transaction_state``
+  are Kafka's internal topics;
 * a partition lives in ``<topic>-<partition>``; a partition being deleted is
   renamed to ``<topic>-<partition>.<uuidhex>-delete``, one being moved to
   another log dir is built in ``...-future``, one found orphaned is
@@ -55,6 +56,12 @@ def validate_topic_name(name: str) -> None:
             f"Topic name {name!r} is illegal, it contains a character other than "
             "ASCII alphanumerics, '.', '_' and '-'"
         )
+
+
+# Kafka's internal topics: the group coordinator's and the transaction coordinator's state.
+GROUP_METADATA_TOPIC_NAME = "__consumer_offsets"
+TRANSACTION_STATE_TOPIC_NAME = "__transaction_state"
+INTERNAL_TOPICS = frozenset({GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME})
 
 
 def is_valid_topic_name(name: str) -> bool:

@@ -1,23 +1,35 @@
-"""What a log directory holds, listed from its files through fsspec: partition directories and their segments.
+"""What a log directory holds, read from its files alone through fsspec: topics, partition
+directories, their segments, and each partition's log start and end offsets.
 
 Nothing is locked and nothing is written: a broker may be adding and removing
 segments while this lists, so every listing is fresh (fsspec's cache is
-dropped first) and a directory that vanished lists as empty. The log end
-offset is that of the last complete batch: a torn tail is not data yet.
+dropped first), a directory that vanished lists as empty, and a segment that
+vanishes while being looked at (retention, compaction) is simply not there.
+The log end offset is that of the last complete batch: a torn tail is not
+data yet. ``LogDirectory`` is the whole directory on any fsspec filesystem
+(what Spark's planning and the SQL views read); the functions below it list
+one level at a time.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from fsspec.spec import AbstractFileSystem
 
 from . import layout
+from .checkpoint import parse_offset_checkpoint
+from .errors import CheckpointError
+from .fs import filesystem_for, join
 from .layout import TopicPartition
 from .segment_reader import SegmentReader
 
-__all__ = ["SegmentInfo", "entries", "partitions", "segments", "log_end_offset"]
+__all__ = ["SegmentInfo", "PartitionInfo", "LogDirectory", "entries", "partitions", "segments", "log_end_offset",
+           "read_offset_checkpoint"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -92,3 +104,90 @@ def log_end_offset(fs: AbstractFileSystem, directory: str, listed: Sequence[Segm
     with SegmentReader(fs, directory, last.base_offset, last.size) as reader:
         found = reader.next_offset()
     return last.base_offset if found is None else found
+
+
+def read_offset_checkpoint(fs: AbstractFileSystem, path: str) -> dict[TopicPartition, int]:
+    """An offset checkpoint file (``cleaner-offset-checkpoint``, ...) through fsspec; empty when it does not exist.
+
+    A malformed file raises ``CheckpointError`` naming it and the line.
+    """
+    try:
+        text = fs.cat_file(path).decode("utf-8")
+    except FileNotFoundError:
+        return {}
+    return parse_offset_checkpoint(text, path)
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    """One partition as its files show it: its segments and its log start and end offsets."""
+
+    topic: str
+    partition: int
+    directory: str
+    segments: tuple[SegmentInfo, ...]
+    log_start_offset: int
+    log_end_offset: int
+
+    @property
+    def size(self) -> int:
+        return sum(s.size for s in self.segments)
+
+
+class LogDirectory:
+    """A log directory on any fsspec filesystem."""
+
+    def __init__(self, url: str, storage_options: Mapping | None = None):
+        self.url = url
+        self.storage_options = dict(storage_options or {})
+        self.fs, self.root = filesystem_for(url, self.storage_options)
+
+    def exists(self) -> bool:
+        self.fs.invalidate_cache(self.root)
+        return self.fs.isdir(self.root)
+
+    def partitions(self, include_internal: bool = False) -> list[TopicPartition]:
+        """Every partition directory, in topic and partition order."""
+        return [tp for tp in partitions(self.fs, self.root)
+                if include_internal or tp.topic not in layout.INTERNAL_TOPICS]
+
+    def topics(self, include_internal: bool = False) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for tp in self.partitions(include_internal):
+            out.setdefault(tp.topic, []).append(tp.partition)
+        return out
+
+    def partition_dir(self, tp: TopicPartition) -> str:
+        return join(self.fs, self.root, layout.partition_dir_name(tp))
+
+    def segments(self, tp: TopicPartition) -> list[SegmentInfo]:
+        return segments(self.fs, self.partition_dir(tp))
+
+    def log_start_offsets(self) -> dict[TopicPartition, int]:
+        """``log-start-offset-checkpoint``; empty when it is missing or unreadable (a checkpoint
+        half-written by its owner: the segments' base offsets stand in)."""
+        path = join(self.fs, self.root, layout.LOG_START_OFFSET_CHECKPOINT_FILE)
+        try:
+            return read_offset_checkpoint(self.fs, path)
+        except CheckpointError as exc:
+            log.warning("ignoring %s: %s", path, exc)
+            return {}
+
+    def reader(self, tp: TopicPartition, segment: SegmentInfo) -> SegmentReader:
+        return SegmentReader(self.fs, self.partition_dir(tp), segment.base_offset, segment.size)
+
+    def describe(self, tp: TopicPartition, start_offsets: Mapping[TopicPartition, int] | None = None
+                 ) -> PartitionInfo:
+        """The partition's segments and its start and end offsets, from the files."""
+        listed = self.segments(tp)
+        directory = self.partition_dir(tp)
+        if not listed:
+            return PartitionInfo(tp.topic, tp.partition, directory, (), 0, 0)
+        starts = self.log_start_offsets() if start_offsets is None else start_offsets
+        end = log_end_offset(self.fs, directory, listed)
+        start = max(listed[0].base_offset, min(starts.get(tp, 0), end))
+        return PartitionInfo(tp.topic, tp.partition, directory, tuple(listed), start, end)
+
+    def describe_all(self, partitions: list[TopicPartition]) -> dict[TopicPartition, PartitionInfo]:
+        starts = self.log_start_offsets()
+        return {tp: self.describe(tp, starts) for tp in partitions}

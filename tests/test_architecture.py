@@ -159,6 +159,20 @@ def test_broker_core_imports_connector_only_where_seglog_sql_starts_the_shell():
     assert wrong == []
 
 
+def test_only_the_connector_imports_spark():
+    # The distributed cleaner's stages live in broker_core and run inside Spark tasks, but only
+    # connector/compaction_job wires them into Spark.
+    wrong = []
+    for name, (path, _) in _modules().items():
+        if name.partition(".")[0] == "connector":
+            continue
+        for node, _ in _walk(ast.parse(path.read_text(), str(path)), True):
+            modules = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                       else [node.module or ""] if not node.level else [])
+            wrong += [f"{name} imports {m} (line {node.lineno})" for m in modules if m.partition(".")[0] == "pyspark"]
+    assert wrong == []
+
+
 def test_no_import_cycle_between_modules():
     graph = _graph()
     edges: dict[str, set[str]] = {}

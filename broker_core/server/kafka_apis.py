@@ -84,7 +84,6 @@ UNKNOWN_LEADER_EPOCH = 76
 # Produce v3 and Fetch v4 are the first to carry RecordBatch v2 only.
 MIN_VERSIONS = {ApiKey.PRODUCE: 3, ApiKey.FETCH: 4}
 
-INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state"})
 LATEST_TIERED_TIMESTAMP = -5
 ZERO_UUID = bytes(16)
 # Kafka's AclOperation codes a topic supports; with no authorizer every one is allowed.
@@ -294,7 +293,7 @@ class KafkaApis:
                        "leader_epoch": LEADER_EPOCH, "replica_nodes": replicas, "isr_nodes": replicas,
                        "offline_replicas": []} for p in range(meta.partitions)]
         return {"error_code": NONE, "name": name, "topic_id": topic_id_bytes(meta.topic_id),
-                "is_internal": name in INTERNAL_TOPICS, "partitions": partitions,
+                "is_internal": name in layout.INTERNAL_TOPICS, "partitions": partitions,
                 "topic_authorized_operations": (TOPIC_AUTHORIZED_OPERATIONS if include_operations
                                                 else AUTHORIZED_OPERATIONS_OMITTED)}
 

@@ -1,14 +1,18 @@
-"""Logs to compact and Kafka's compaction guarantees as checks, for the cleaner tests of both cleaners."""
+"""Logs to compact and Kafka's compaction guarantees as checks, for the cleaner tests of both cleaners
+(the broker's and the distributed one the Spark compaction job runs)."""
 
 from __future__ import annotations
 
 import os
+import random
 from dataclasses import dataclass, field
 
+from broker_core import Broker
 from broker_core.clock import MockTime
 from broker_core.config import BrokerConfig, LogConfig
 from broker_core.log.cleaner import LogCleaner
 from broker_core.log.log import Log
+from format.compression import CompressionType
 from format.control import ControlRecordType, EndTransactionMarker
 from format.file_records import FileRecords
 from format.layout import TopicPartition
@@ -18,6 +22,9 @@ from format.txn_index import AbortedTxn
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 TP = TopicPartition("table", 0)
+# The settings of ``table``, the compacted topic ``fill`` writes into a log dir.
+TOPIC_CONFIG = {"cleanup.policy": "compact", "segment.bytes": 1500, "index.interval.bytes": 256,
+                "delete.retention.ms": 60_000, "file.delete.delay.ms": 0}
 
 
 def compact_config(**overrides) -> LogConfig:
@@ -144,3 +151,40 @@ def check_guarantees(produced: Produced, log: Log) -> list[Record]:
         else:
             assert seen.get(key) == (offset, value), f"key {key!r}: read {seen.get(key)}, final is {(offset, value)}"
     return records
+
+
+def fill(log_dir: str, clock: MockTime, produced: dict, *, partitions: int = 3, batches: int = 40, keys: int = 25,
+         seed: int = 1, transactions: bool = False) -> None:
+    """Keyed writes (tombstones, lz4 batches, an idempotent producer) into ``table``; with
+    ``transactions``, partition 0 also gets committed and aborted transactions."""
+    rng = random.Random(seed)
+    with Broker(log_dir, clock=clock, background=False) as broker:
+        if "table" not in broker.list_topics():
+            broker.create_topic("table", partitions, TOPIC_CONFIG)
+        for p in range(partitions):
+            log = broker.log_manager.get_log(TopicPartition("table", p))
+            done = produced.setdefault(p, Produced())
+            for i in range(batches):
+                pairs = [(b"k%d" % rng.randrange(keys), None if rng.random() < 0.1 else b"v%d" % rng.randrange(10**6))
+                         for _ in range(rng.randrange(1, 6))]
+                kind = rng.random()
+                if kind < 0.2:
+                    produce(log, done, clock, pairs, compression=CompressionType.LZ4)
+                elif kind < 0.3:
+                    produce(log, done, clock, pairs, producer_id=100 + p, producer_epoch=0, base_sequence=i)
+                elif transactions and p == 0 and kind < 0.45:
+                    first = produce(log, done, clock, pairs, producer_id=7, producer_epoch=0, is_transactional=True,
+                                    base_sequence=i)[0]
+                    end_transaction(log, done, clock, 7, commit=rng.random() < 0.5, first_offset=first)
+                else:
+                    produce(log, done, clock, pairs)
+                clock.sleep(50)
+            log.roll()
+
+
+def check_all(log_dir: str, produced: dict, clock: MockTime) -> dict[int, list]:
+    out = {}
+    with Broker(log_dir, clock=clock, background=False) as broker:
+        for p, done in produced.items():
+            out[p] = check_guarantees(done, broker.log_manager.get_log(TopicPartition("table", p)))
+    return out

@@ -1,11 +1,10 @@
 """The Spark compaction job: Kafka's guarantees, the same survivors as the broker's cleaner, S3,
-the lease, crashes during its swap, and spark-submit."""
+the lease, and spark-submit. (Its stages without Spark: tests/broker_core/log/cleaner/distributed.)"""
 
 from __future__ import annotations
 
 import filecmp
 import os
-import random
 import shutil
 import subprocess
 import sys
@@ -14,64 +13,20 @@ import pytest
 
 from broker_core import Broker
 from broker_core.clock import MockTime
-from connector import compaction
-from connector.compaction import CompactionError, plan_compaction, swap_partition
+from broker_core.log.cleaner.distributed import CompactionError
 from connector.compaction_job import run_compaction
 from format import layout
-from format.compression import CompressionType
-from format.fs import filesystem_for
 from format.layout import TopicPartition
-
-# The guarantee checks are shared with the broker cleaner's tests.
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "broker_core"))
-from cleaner_kit import T0, Produced, check_guarantees, end_transaction, produce, read_from  # noqa: E402
+from tests.broker_core.cleaner_kit import (T0, TOPIC_CONFIG, Produced, check_all, check_guarantees, fill, produce,
+                                           read_from)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TOPIC_CONFIG = {"cleanup.policy": "compact", "segment.bytes": 1500, "index.interval.bytes": 256,
-                "delete.retention.ms": 60_000, "file.delete.delay.ms": 0}
-
-
-def fill(log_dir: str, clock: MockTime, produced: dict, *, partitions: int = 3, batches: int = 40, keys: int = 25,
-         seed: int = 1, transactions: bool = False) -> None:
-    """Keyed writes (tombstones, lz4 batches, an idempotent producer) into ``table``; with
-    ``transactions``, partition 0 also gets committed and aborted transactions."""
-    rng = random.Random(seed)
-    with Broker(log_dir, clock=clock, background=False) as broker:
-        if "table" not in broker.list_topics():
-            broker.create_topic("table", partitions, TOPIC_CONFIG)
-        for p in range(partitions):
-            log = broker.log_manager.get_log(TopicPartition("table", p))
-            done = produced.setdefault(p, Produced())
-            for i in range(batches):
-                pairs = [(b"k%d" % rng.randrange(keys), None if rng.random() < 0.1 else b"v%d" % rng.randrange(10**6))
-                         for _ in range(rng.randrange(1, 6))]
-                kind = rng.random()
-                if kind < 0.2:
-                    produce(log, done, clock, pairs, compression=CompressionType.LZ4)
-                elif kind < 0.3:
-                    produce(log, done, clock, pairs, producer_id=100 + p, producer_epoch=0, base_sequence=i)
-                elif transactions and p == 0 and kind < 0.45:
-                    first = produce(log, done, clock, pairs, producer_id=7, producer_epoch=0, is_transactional=True,
-                                    base_sequence=i)[0]
-                    end_transaction(log, done, clock, 7, commit=rng.random() < 0.5, first_offset=first)
-                else:
-                    produce(log, done, clock, pairs)
-                clock.sleep(50)
-            log.roll()
 
 
 def broker_compact(log_dir: str, now_ms: int, **props) -> None:
     with Broker(log_dir, props, clock=MockTime(current_time_ms=now_ms), background=False) as broker:
         broker.log_manager.cleaner.compact()
         broker.log_manager.scheduler.run_all()
-
-
-def check_all(log_dir: str, produced: dict, clock: MockTime) -> dict[int, list]:
-    out = {}
-    with Broker(log_dir, clock=clock, background=False) as broker:
-        for p, done in produced.items():
-            out[p] = check_guarantees(done, broker.log_manager.get_log(TopicPartition("table", p)))
-    return out
 
 
 def segment_files(log_dir: str) -> dict[str, str]:
@@ -240,105 +195,6 @@ def test_seglog_compact_spark_runs_the_job_with_spark_submit(tmp_path):
         assert len({r.key for r in records}) == len(records)
 
 
-# --- the job's swap, without Spark: the stages' plain functions, then a crash -----------------
-
-
-def clean_without_spark(url: str, now_ms: int):
-    """What the job's two stages produce, computed in this process."""
-    plans = plan_compaction(url, ["table"], now_ms=now_ms)
-    pieces = {}
-    for task in compaction.map_tasks(plans, 1):
-        key, piece = compaction.run_map_task(task, url)
-        pieces[key] = compaction.merge_pieces(pieces[key], piece) if key in pieces else piece
-    results = {}
-    for plan in plans:
-        tasks = compaction.clean_tasks(plan, False, 1)
-        for task, given in zip(tasks, compaction.clean_inputs(pieces[plan.key], tasks, now_ms)):
-            if given.whole_partition:
-                task = compaction.clean_tasks(plan, True)[0]
-            results.setdefault(plan.key, []).extend(compaction.run_clean_task(task, given, url, now_ms))
-    return plans, results
-
-
-class Crash(BaseException):
-    pass
-
-
-def crash_at_rename(monkeypatch, predicate, nth: int = 1):
-    real = compaction._rename
-    calls = []
-
-    def rename(fs, source, target):
-        if predicate(source, target):
-            calls.append(source)
-            if len(calls) == nth:
-                raise Crash(f"crash renaming {source} -> {target}")
-        return real(fs, source, target)
-
-    monkeypatch.setattr(compaction, "_rename", rename)
-
-
-JOB_CRASHES = {
-    "after .cleaned is written": (None, "undone"),
-    "mid rename to .swap": (lambda s, t: t.endswith(".swap"), "undone"),
-    "after the .swap rename": (lambda s, t: t.endswith(".deleted"), "completed"),
-    "mid-delete": ((lambda s, t: t.endswith(".deleted")), "completed", 3),
-    "before the final rename": (lambda s, t: s.endswith(".swap"), "completed"),
-}
-
-
-@pytest.mark.parametrize("crash", list(JOB_CRASHES), ids=list(JOB_CRASHES))
-def test_a_crash_during_the_jobs_swap_leaves_a_log_that_reopens_consistent(tmp_path, monkeypatch, crash):
-    clock = MockTime(current_time_ms=T0)
-    produced: dict = {}
-    d = str(tmp_path / "logs")
-    fill(d, clock, produced, partitions=1, batches=40, transactions=True)
-    before = check_all(d, produced, clock)[0]
-    plans, results = clean_without_spark(d, clock.milliseconds())
-    predicate, outcome, *nth = JOB_CRASHES[crash]
-    if predicate is not None:
-        crash_at_rename(monkeypatch, predicate, *nth)
-        with pytest.raises(Crash):
-            swap_partition(filesystem_for(d)[0], d, plans[0],
-                           results[plans[0].key])
-        monkeypatch.undo()
-    partition_dir = os.path.join(d, "table-0")
-    assert [n for n in os.listdir(partition_dir) if n.endswith(layout.TRANSIENT_FILE_SUFFIXES)]
-    # A broker opening the log dir settles the swap ...
-    after = check_all(d, produced, clock)[0]
-    assert [n for n in os.listdir(partition_dir) if n.endswith(layout.TRANSIENT_FILE_SUFFIXES)] == []
-    if outcome == "undone":
-        assert after == before
-    else:
-        assert len(after) < len(before)
-    # ... and the job runs again from there.
-    plans, results = clean_without_spark(d, clock.milliseconds())
-    fs = filesystem_for(d)[0]
-    for plan in plans:
-        compaction.delete_files(fs, swap_partition(fs, d, plan, results[plan.key]))
-    records = check_all(d, produced, clock)[0]
-    assert len({r.key for r in records}) == len(records)
-
-
-def test_the_job_settles_an_interrupted_swap_before_planning(tmp_path, monkeypatch):
-    clock = MockTime(current_time_ms=T0)
-    produced: dict = {}
-    d = str(tmp_path / "logs")
-    fill(d, clock, produced, partitions=1, batches=30)
-    plans, results = clean_without_spark(d, clock.milliseconds())
-    crash_at_rename(monkeypatch, lambda s, t: t.endswith(".deleted"), 2)
-    fs = filesystem_for(d)[0]
-    with pytest.raises(Crash):
-        swap_partition(fs, d, plans[0], results[plans[0].key])
-    monkeypatch.undo()
-    # The next run, not a broker, finds the half-done swap: planning completes it first.
-    plans, results = clean_without_spark(d, clock.milliseconds())
-    for plan in plans:
-        compaction.delete_files(fs, swap_partition(fs, d, plan, results[plan.key]))
-    records = check_all(d, produced, clock)[0]
-    assert len({r.key for r in records}) == len(records)
-
-
 # --- a log dir a running broker owns: the lease and the swap go through the broker ---------------
 
 
@@ -409,44 +265,3 @@ def test_the_job_compacts_a_log_dir_a_running_broker_owns_through_its_lease(spar
     finally:
         server.shutdown()
     assert [n for _, _, names in os.walk(d) for n in names if n.endswith(layout.TRANSIENT_FILE_SUFFIXES)] == []
-
-
-def test_stage_two_reads_only_the_batches_that_keep_something(tmp_path):
-    clock = MockTime(current_time_ms=T0)
-    produced: dict = {}
-    d = str(tmp_path / "logs")
-    fill(d, clock, produced, partitions=1, batches=60, keys=8)
-    plans = plan_compaction(d, ["table"], now_ms=clock.milliseconds())
-    _, piece = compaction.run_map_task(compaction.map_tasks(plans)[0], d)
-    tasks = compaction.clean_tasks(plans[0], False)
-    (given,) = compaction.clean_inputs(piece, tasks, clock.milliseconds())
-    read = sum(length for runs in given.reads.values() for _, length in runs)
-    # Eight keys over sixty batches: a few batches hold the survivors, the rest are not even read ...
-    assert 0 < read < plans[0].bytes_before / 3
-    # ... and what is read holds every survivor, in the cleaned segments.
-    results = compaction.run_clean_task(tasks[0], given, d, clock.milliseconds())
-    assert sum(r.messages_written for r in results) == len(given.survivors)
-    assert sum(r.messages_read for r in results) < len(produced[0].records) / 3
-
-
-def test_a_corrupt_batch_stops_the_job_naming_its_file_and_position(tmp_path):
-    from format.errors import CorruptRecordError
-
-    d = str(tmp_path / "logs")
-    fill(d, MockTime(current_time_ms=T0), {}, partitions=1, batches=20)
-    plans = plan_compaction(d, ["table"], now_ms=T0 + 10**6)
-    first = os.path.join(d, "table-0", layout.log_file_name(plans[0].segments[0].base_offset))
-    size = os.path.getsize(first)
-    with open(first, "r+b") as f:  # a byte of the last batch's records, which its CRC covers
-        f.seek(size - 3)
-        byte = f.read(1)
-        f.seek(size - 3)
-        f.write(bytes([byte[0] ^ 0xFF]))
-    from format.file_records import FileRecords
-
-    records = FileRecords.open(first, writable=False)
-    last_batch = [position for position, _ in records.batch_headers()][-1]
-    records.close()
-    with pytest.raises(CorruptRecordError) as caught:
-        compaction.run_map_task(compaction.map_tasks(plans)[0], d)
-    assert caught.value.path == first and caught.value.position == last_batch and "CRC" in str(caught.value)

@@ -14,12 +14,12 @@ from pyspark.errors import AnalysisException, PySparkException
 
 from broker_core import Broker
 from broker_core.clock import MockTime
-from connector.discovery import LogDirectory
 from connector.options import parse_options
 from connector.views import (GroupRow, OffsetsRow, SegmentRow, groups_rows, offsets_rows, partition_filter,
                              segments_rows, view_rows, view_schema)
 from format import layout
 from format.layout import TopicPartition
+from format.log_dir import LogDirectory
 from format.record import SimpleRecord
 from tests.broker_core.offsets_kit import commit_in_transaction, end_transaction
 from tests.broker_core.server.server_kit import committed_offsets, start_broker

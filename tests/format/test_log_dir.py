@@ -1,11 +1,12 @@
-"""Listing a log directory from its files: live partition directories, segments, the log end offset."""
+"""Listing a log directory from its files: live partition directories, segments, the log start and end offsets."""
 
 import os
 
 from format import layout, log_dir
+from format.checkpoint import OffsetCheckpointFile
 from format.fs import filesystem_for
 from format.layout import TopicPartition
-from format.log_dir import SegmentInfo
+from format.log_dir import LogDirectory, SegmentInfo
 from format.record import SimpleRecord
 from format.record_batch import build_batch
 from format.segment import LogSegment
@@ -69,3 +70,35 @@ def test_a_just_rolled_empty_segment_ends_the_log_at_its_base_offset(tmp_path):
     listed = log_dir.segments(fs, path)
     assert listed[-1] == SegmentInfo(5, 0)
     assert log_dir.log_end_offset(fs, path, listed) == 5
+
+
+def test_kafkas_internal_topics_are_left_out_unless_asked_for(tmp_path):
+    for name in ("orders-0", "orders-1", "__consumer_offsets-0", "__transaction_state-3"):
+        os.makedirs(tmp_path / name)
+    directory = LogDirectory(str(tmp_path))
+    assert directory.topics() == {"orders": [0, 1]}
+    assert directory.topics(include_internal=True) == {"__consumer_offsets": [0], "__transaction_state": [3],
+                                                       "orders": [0, 1]}
+
+
+def test_a_partitions_log_start_offset_is_its_checkpoint_held_between_its_segments_and_its_end(tmp_path):
+    write_segment(tmp_path / "orders-0", 0, 5)
+    write_segment(tmp_path / "orders-0", 5, 3)
+    write_segment(tmp_path / "orders-1", 0, 4)
+    write_segment(tmp_path / "orders-2", 10, 2)
+    OffsetCheckpointFile(str(tmp_path / layout.LOG_START_OFFSET_CHECKPOINT_FILE)).write(
+        {TopicPartition("orders", 0): 6, TopicPartition("orders", 1): 99, TopicPartition("orders", 2): 3})
+    directory = LogDirectory(str(tmp_path))
+    infos = directory.describe_all(directory.partitions())
+    assert [(i.log_start_offset, i.log_end_offset) for i in infos.values()] == [(6, 8), (4, 4), (10, 12)]
+    first = infos[TopicPartition("orders", 0)]
+    assert [s.base_offset for s in first.segments] == [0, 5]
+    assert first.size == sum(os.path.getsize(tmp_path / "orders-0" / layout.log_file_name(b)) for b in (0, 5))
+
+
+def test_a_half_written_log_start_checkpoint_is_ignored_and_the_segments_stand_in(tmp_path):
+    write_segment(tmp_path / "orders-0", 5, 3)
+    (tmp_path / layout.LOG_START_OFFSET_CHECKPOINT_FILE).write_text("0\n2\norders 0 7\n")
+    directory = LogDirectory(str(tmp_path))
+    assert directory.log_start_offsets() == {}
+    assert directory.describe(TopicPartition("orders", 0)).log_start_offset == 5

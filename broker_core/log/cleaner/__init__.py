@@ -5,6 +5,8 @@ records as columns, key hashes), ``transactions`` (open transactions and
 producer state), ``filter`` (the survivor rules, shared with the Spark job),
 ``cleaner`` (cleaning one log), ``log_cleaner_manager`` (which log next,
 checkpoints, cleaning states) and ``log_cleaner`` (the threads).
+``distributed`` holds the same algorithm cut into the stages of the Spark
+compaction job, as plain functions on files reached through fsspec.
 """
 
 from .cleaner import Cleaner, CleanerStats, LogCleaningAbortedError, LogToClean

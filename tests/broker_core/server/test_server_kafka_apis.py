@@ -142,6 +142,13 @@ def test_metadata_auto_creates_a_requested_topic_only_when_allowed(client):
     assert created["topics"][0]["error_code"] == 0 and len(created["topics"][0]["partitions"]) == 1
 
 
+def test_metadata_marks_kafkas_internal_topics_internal(client):
+    create_topic(client, "orders", 1)
+    client.send(ApiKey.METADATA, {"topics": [{"name": "__consumer_offsets"}], "allow_auto_topic_creation": True})
+    listed = client.send(ApiKey.METADATA, {"topics": None, "allow_auto_topic_creation": False})["topics"]
+    assert {t["name"]: t["is_internal"] for t in listed} == {"__consumer_offsets": True, "orders": False}
+
+
 def test_the_cluster_id_survives_a_restart(tmp_path):
     first = start_broker(tmp_path)
     cluster_id = first.cluster_id
