@@ -27,7 +27,7 @@ from typing import ClassVar
 
 from format import layout
 from format.checkpoint import fsync_dir
-from format.fs import join
+from format.fs import filesystem_for, join
 
 STORE_FILE = "seglog-topics.json"
 STORE_FORMAT_VERSION = 1
@@ -80,14 +80,16 @@ class PendingChange:
 
 def read_topics(fs, root: str) -> dict[str, TopicMetadata]:
     """The committed topics of the log dir ``root`` through fsspec (readers of a dir they do not
-    own, on local disk or in a bucket); empty when the dir has no topic store. Raises ValueError
-    naming the file when it cannot be read."""
+    own, on local disk or in a bucket); a dir without a topic store (one Apache Kafka wrote) has
+    the topics of its partition directories. Raises ValueError naming the file when it cannot be read."""
     path = join(fs, root, STORE_FILE)
     try:
         doc = json.loads(fs.cat_file(path))
         return {t["name"]: TopicMetadata.from_json(t) for t in doc.get("topics", [])}
     except FileNotFoundError:
-        return {}
+        from .kafka_topics import kafka_topics
+
+        return kafka_topics(fs, root)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"{path}: unreadable topic metadata: {exc}") from exc
 
@@ -136,6 +138,13 @@ class TopicStore:
             self._topics = {t["name"]: TopicMetadata.from_json(t) for t in best.get("topics", [])}
             pending = (PendingChange.from_json(p) for p in best.get("pending", []))
             self._pending = {p.topic.name: p for p in pending}
+        else:
+            # A log dir Apache Kafka wrote: its topics are those of its partition directories,
+            # taken into the store with the first change.
+            from .kafka_topics import kafka_topics
+
+            for d in self.log_dirs:
+                self._topics.update(kafka_topics(*filesystem_for(d)))
 
     def _save(self) -> None:
         self._version += 1
