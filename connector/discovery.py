@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from broker_core.log.kafka_topics import CLUSTER_METADATA_TOPIC
 from format import layout, log_dir
 from format.checkpoint import parse_offset_checkpoint
 from format.fs import filesystem_for, join
@@ -49,9 +50,10 @@ class LogDirectory:
         return self.fs.isdir(self.root)
 
     def partitions(self, include_internal: bool = False) -> list[layout.TopicPartition]:
-        """Every partition directory, in topic and partition order."""
+        """Every partition directory, in topic and partition order; the KRaft metadata log of a
+        dir Apache Kafka wrote is not a topic."""
         return [tp for tp in log_dir.partitions(self.fs, self.root)
-                if include_internal or tp.topic not in INTERNAL_TOPICS]
+                if tp.topic != CLUSTER_METADATA_TOPIC and (include_internal or tp.topic not in INTERNAL_TOPICS)]
 
     def topics(self, include_internal: bool = False) -> dict[str, list[int]]:
         out: dict[str, list[int]] = {}

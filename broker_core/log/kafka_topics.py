@@ -29,7 +29,7 @@ from ..protocol.codec import decode
 from ..protocol.errors import ProtocolError
 from ..protocol.schema import F, Message, Versions
 from ..protocol.types import read_uvarint, topic_id_text
-from .topic_store import TopicMetadata
+from .topic_metadata import TopicMetadata
 
 log = logging.getLogger(__name__)
 

@@ -22,12 +22,15 @@ import json
 import os
 import threading
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from format import layout
 from format.checkpoint import fsync_dir
 from format.fs import filesystem_for, join
+
+from .kafka_topics import kafka_topics
+from .topic_metadata import TopicMetadata
 
 STORE_FILE = "seglog-topics.json"
 STORE_FORMAT_VERSION = 1
@@ -36,22 +39,6 @@ STORE_FORMAT_VERSION = 1
 def new_topic_id() -> str:
     """A Kafka topic id: a random UUID in URL-safe base64 without padding."""
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
-
-
-@dataclass(frozen=True)
-class TopicMetadata:
-    name: str
-    topic_id: str
-    partitions: int
-    config: dict[str, str] = field(default_factory=dict)  # overrides of the broker defaults
-
-    def to_json(self) -> dict:
-        return {"name": self.name, "topic_id": self.topic_id, "partitions": self.partitions,
-                "config": dict(sorted(self.config.items()))}
-
-    @classmethod
-    def from_json(cls, doc: dict) -> "TopicMetadata":
-        return cls(doc["name"], doc["topic_id"], int(doc["partitions"]), {k: str(v) for k, v in doc["config"].items()})
 
 
 @dataclass(frozen=True)
@@ -87,8 +74,6 @@ def read_topics(fs, root: str) -> dict[str, TopicMetadata]:
         doc = json.loads(fs.cat_file(path))
         return {t["name"]: TopicMetadata.from_json(t) for t in doc.get("topics", [])}
     except FileNotFoundError:
-        from .kafka_topics import kafka_topics
-
         return kafka_topics(fs, root)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"{path}: unreadable topic metadata: {exc}") from exc
@@ -141,8 +126,6 @@ class TopicStore:
         else:
             # A log dir Apache Kafka wrote: its topics are those of its partition directories,
             # taken into the store with the first change.
-            from .kafka_topics import kafka_topics
-
             for d in self.log_dirs:
                 self._topics.update(kafka_topics(*filesystem_for(d)))
 

@@ -16,8 +16,8 @@ from broker_core.cli import main
 from broker_core.clock import MockTime
 from format.layout import TopicPartition
 from format.record import Header, SimpleRecord
-from format.record_batch import iter_batches
 from tests.broker_core.cleaner_kit import Produced, end_transaction, open_log, produce
+from tests.broker_core.log_dir_kit import read_partition
 from tests.broker_core.server.server_kit import start_broker
 from tests.peers.dump_log_kit import as_text, kafka_dump_log
 
@@ -66,13 +66,8 @@ def segment_files(log_dir: str, topic: str, suffix: str = ".log") -> list[str]:
 
 
 def seglog_records(log_dir: str, topic: str) -> list[tuple[int, int, str | None, str | None, tuple[str, ...]]]:
-    records, offset = [], 0
     with Broker(log_dir, read_only=True) as broker:
-        end = broker.list_offsets(topic, 0, "latest").offset
-        while offset < end:
-            fetched = broker.fetch(topic, 0, offset, max_bytes=1 << 24)
-            records += fetched.decoded(offset)
-            offset = max(offset, *(b.header.last_offset + 1 for b in iter_batches(fetched.records)))
+        records = read_partition(broker, topic, 0)
     return [(r.offset, r.timestamp, as_text(r.key), as_text(r.value), tuple(h.key for h in r.headers))
             for r in records]
 
