@@ -62,6 +62,8 @@ def validate_topic_name(name: str) -> None:
 GROUP_METADATA_TOPIC_NAME = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC_NAME = "__transaction_state"
 INTERNAL_TOPICS = frozenset({GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME})
+# Kafka's KRaft metadata log (one partition) in a log dir Apache Kafka wrote: no topic of the cluster's.
+CLUSTER_METADATA_TOPIC_NAME = "__cluster_metadata"
 
 
 def is_valid_topic_name(name: str) -> bool:

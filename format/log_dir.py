@@ -147,9 +147,11 @@ class LogDirectory:
         return self.fs.isdir(self.root)
 
     def partitions(self, include_internal: bool = False) -> list[TopicPartition]:
-        """Every partition directory, in topic and partition order."""
+        """Every partition directory, in topic and partition order; the KRaft metadata log of a
+        dir Apache Kafka wrote is not a topic."""
         return [tp for tp in partitions(self.fs, self.root)
-                if include_internal or tp.topic not in layout.INTERNAL_TOPICS]
+                if tp.topic != layout.CLUSTER_METADATA_TOPIC_NAME
+                and (include_internal or tp.topic not in layout.INTERNAL_TOPICS)]
 
     def topics(self, include_internal: bool = False) -> dict[str, list[int]]:
         out: dict[str, list[int]] = {}

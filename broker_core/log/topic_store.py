@@ -22,12 +22,15 @@ import json
 import os
 import threading
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from format import layout
 from format.checkpoint import fsync_dir
-from format.fs import join
+from format.fs import filesystem_for, join
+
+from .kafka_topics import kafka_topics
+from .topic_metadata import TopicMetadata
 
 STORE_FILE = "seglog-topics.json"
 STORE_FORMAT_VERSION = 1
@@ -36,22 +39,6 @@ STORE_FORMAT_VERSION = 1
 def new_topic_id() -> str:
     """A Kafka topic id: a random UUID in URL-safe base64 without padding."""
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
-
-
-@dataclass(frozen=True)
-class TopicMetadata:
-    name: str
-    topic_id: str
-    partitions: int
-    config: dict[str, str] = field(default_factory=dict)  # overrides of the broker defaults
-
-    def to_json(self) -> dict:
-        return {"name": self.name, "topic_id": self.topic_id, "partitions": self.partitions,
-                "config": dict(sorted(self.config.items()))}
-
-    @classmethod
-    def from_json(cls, doc: dict) -> "TopicMetadata":
-        return cls(doc["name"], doc["topic_id"], int(doc["partitions"]), {k: str(v) for k, v in doc["config"].items()})
 
 
 @dataclass(frozen=True)
@@ -80,14 +67,14 @@ class PendingChange:
 
 def read_topics(fs, root: str) -> dict[str, TopicMetadata]:
     """The committed topics of the log dir ``root`` through fsspec (readers of a dir they do not
-    own, on local disk or in a bucket); empty when the dir has no topic store. Raises ValueError
-    naming the file when it cannot be read."""
+    own, on local disk or in a bucket); a dir without a topic store (one Apache Kafka wrote) has
+    the topics of its partition directories. Raises ValueError naming the file when it cannot be read."""
     path = join(fs, root, STORE_FILE)
     try:
         doc = json.loads(fs.cat_file(path))
         return {t["name"]: TopicMetadata.from_json(t) for t in doc.get("topics", [])}
     except FileNotFoundError:
-        return {}
+        return kafka_topics(fs, root)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"{path}: unreadable topic metadata: {exc}") from exc
 
@@ -136,6 +123,11 @@ class TopicStore:
             self._topics = {t["name"]: TopicMetadata.from_json(t) for t in best.get("topics", [])}
             pending = (PendingChange.from_json(p) for p in best.get("pending", []))
             self._pending = {p.topic.name: p for p in pending}
+        else:
+            # A log dir Apache Kafka wrote: its topics are those of its partition directories,
+            # taken into the store with the first change.
+            for d in self.log_dirs:
+                self._topics.update(kafka_topics(*filesystem_for(d)))
 
     def _save(self) -> None:
         self._version += 1

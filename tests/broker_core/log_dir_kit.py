@@ -8,7 +8,8 @@ import subprocess
 
 from broker_core import Broker
 from format.file_records import FileRecords
-from format.record import SimpleRecord
+from format.record import Record, SimpleRecord
+from format.record_batch import iter_batches
 
 
 def snapshot(directory: str) -> dict[str, tuple[bytes, int]]:
@@ -26,6 +27,19 @@ def numbered(first: int, count: int, pad: int = 0) -> list[SimpleRecord]:
     """Records whose value is their own offset (then ``pad`` dots), so a read can tell a record
     served at a wrong offset."""
     return [SimpleRecord(b"%d" % n + b"." * pad, b"k%d" % n, 1_000_000 + n) for n in range(first, first + count)]
+
+
+def read_partition(broker: Broker, topic: str, partition: int) -> list[Record]:
+    """Every record of the partition, from its log start to its end, fetch after fetch (a fetch
+    stops at the end of a segment)."""
+    offset = broker.list_offsets(topic, partition, "earliest").offset
+    end = broker.list_offsets(topic, partition, "latest").offset
+    records: list[Record] = []
+    while offset < end:
+        fetched = broker.fetch(topic, partition, offset, max_bytes=1 << 24)
+        records += fetched.decoded(offset)
+        offset = max(offset, *(b.header.last_offset + 1 for b in iter_batches(fetched.records)))
+    return records
 
 
 def produce_numbered(broker: Broker, topic: str, total: int, per_batch: int, pad: int = 0) -> None:
