@@ -125,7 +125,7 @@ _SPEC = {"earliest": EARLIEST_TIMESTAMP, "latest": LATEST_TIMESTAMP, "max_timest
 _ISOLATION = {"read_uncommitted": IsolationLevel.READ_UNCOMMITTED, "read_committed": IsolationLevel.READ_COMMITTED}
 
 
-def _isolation_level(level: str | int) -> IsolationLevel:
+def isolation_level_of(level: str | int) -> IsolationLevel:
     """Kafka's ``isolation.level`` spelling or its wire value."""
     if isinstance(level, str):
         if level not in _ISOLATION:
@@ -454,7 +454,7 @@ class Broker:
               isolation_level: str | int = "read_uncommitted") -> FetchResult:
         """Batches from ``offset``; ``read_committed`` stops at the last stable offset and lists the
         aborted transactions among them (``FetchResult.decoded`` leaves their records out)."""
-        level = _isolation_level(isolation_level)
+        level = isolation_level_of(isolation_level)
         lg = self._readable_log(topic, partition, offset)
         last_stable = lg.last_stable_offset
         info = lg.read(offset, max_bytes, max_offset=lg.fetchable_offset(level))
@@ -475,7 +475,7 @@ class Broker:
                 raise InvalidRequestError(f"unknown offset spec {spec!r}: use earliest, latest, max_timestamp "
                                           f"or a timestamp in milliseconds")
             spec = _SPEC[spec]
-        level = _isolation_level(isolation_level)
+        level = isolation_level_of(isolation_level)
         lg = self._readable_log(topic, partition)
         found = lg.fetch_offset_for_timestamp(spec, level)
         if found is None:
