@@ -25,8 +25,10 @@ from format import layout
 from format.compression import CompressionType
 from format.errors import InvalidTopicError as FormatInvalidTopicError
 from format.layout import TopicPartition
+from format.control import ControlRecordType
 from format.record import Record, SimpleRecord
-from format.record_batch import build_batch, iter_batches
+from format.record_batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, build_batch, iter_batches
+from format.txn_index import AbortedTxn
 
 from . import group_offsets
 from .clock import SYSTEM_CLOCK, Clock
@@ -36,7 +38,7 @@ from .errors import (InvalidPartitionsError, InvalidRequestError, InvalidTopicEr
                      LogDirReadOnlyError, PolicyViolationError, TopicAlreadyExistsError,
                      UnknownTopicOrPartitionError)
 from .log.compaction_leases import CompactionLeases
-from .log.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, Log, LogAppendInfo
+from .log.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, IsolationLevel, Log, LogAppendInfo
 from .log.log_loader import UnreadableBytes
 from .log.log_manager import LogManager
 from .log.topic_store import PendingChange, TopicMetadata, TopicStore, new_topic_id
@@ -89,11 +91,25 @@ class FetchResult:
     high_watermark: int
     log_start_offset: int
     last_stable_offset: int
+    # read_committed: the aborted transactions overlapping ``records``; None for read_uncommitted.
+    aborted_transactions: tuple[AbortedTxn, ...] | None = None
 
     def decoded(self, from_offset: int | None = None) -> list[Record]:
+        """The records, without control records and, read_committed, without those of aborted
+        transactions (found as Kafka's consumer finds them, from ``aborted_transactions``)."""
+        pending = sorted(self.aborted_transactions or (), key=lambda t: t.first_offset)
+        aborting: set[int] = set()
         out = []
         for batch in iter_batches(self.records):
-            if batch.header.is_control:
+            h = batch.header
+            while pending and pending[0].first_offset <= h.last_offset:
+                aborting.add(pending.pop(0).producer_id)
+            if h.is_control:
+                marker = batch.end_txn_marker()
+                if marker is not None and marker.control_type == ControlRecordType.ABORT:
+                    aborting.discard(h.producer_id)
+                continue
+            if h.is_transactional and h.producer_id in aborting:
                 continue
             out.extend(r for r in batch.records() if from_offset is None or r.offset >= from_offset)
         return out
@@ -106,6 +122,20 @@ class OffsetAndTimestamp:
 
 
 _SPEC = {"earliest": EARLIEST_TIMESTAMP, "latest": LATEST_TIMESTAMP, "max_timestamp": MAX_TIMESTAMP}
+_ISOLATION = {"read_uncommitted": IsolationLevel.READ_UNCOMMITTED, "read_committed": IsolationLevel.READ_COMMITTED}
+
+
+def isolation_level_of(level: str | int) -> IsolationLevel:
+    """Kafka's ``isolation.level`` spelling or its wire value."""
+    if isinstance(level, str):
+        if level not in _ISOLATION:
+            raise InvalidRequestError(f"unknown isolation level {level!r}: use read_uncommitted or read_committed")
+        return _ISOLATION[level]
+    try:
+        return IsolationLevel(level)
+    except ValueError:
+        raise InvalidRequestError(f"unknown isolation level {level}: use 0 (read_uncommitted) or "
+                                  f"1 (read_committed)") from None
 
 
 def _as_record(item) -> SimpleRecord:
@@ -369,8 +399,16 @@ class Broker:
         return self._meta(topic).partitions
 
     def produce(self, topic: str, records: Iterable[SimpleRecord | bytes | tuple], partition: int | None = None,
-                compression: CompressionType | str = CompressionType.NONE) -> list[RecordMetadata]:
-        """Append records, partitioned like the Java producer; returns where each landed, in order."""
+                compression: CompressionType | str = CompressionType.NONE, *, producer_id: int = NO_PRODUCER_ID,
+                producer_epoch: int = NO_PRODUCER_EPOCH, base_sequence: int = NO_SEQUENCE,
+                transactional: bool = False) -> list[RecordMetadata]:
+        """Append records, partitioned like the Java producer; returns where each landed, in order.
+
+        With ``producer_id`` (and its ``producer_epoch``, and the partition's next ``base_sequence``)
+        the records form one idempotent batch, as an idempotent producer sends it: the batch goes to
+        one partition (give ``partition``), is checked against the partition's producer state, and a
+        retry of it is answered with the offsets of the first write. ``transactional`` marks it part of
+        the producer's open transaction."""
         self._check_writable(f"produce to topic {topic!r}")
         items = [_as_record(r) for r in records]
         if not items:
@@ -378,13 +416,17 @@ class Broker:
         codec = CompressionType.from_name(compression) if isinstance(compression, str) else compression
         count = self.partitions_for(topic)
         now = self.clock.milliseconds()
+        if producer_id != NO_PRODUCER_ID and partition is None:
+            raise InvalidRequestError(f"topic {topic!r}: an idempotent batch of producer {producer_id} needs a "
+                                      f"partition (its sequence numbers are the partition's)")
         groups = assign_partitions(topic, ((r.key, len(r.value or b"")) for r in items), count, partition,
                                    self._partitioner)
         out: list[RecordMetadata | None] = [None] * len(items)
         for p, indexes in groups.items():
             batch_records = [items[i] for i in indexes]
-            info = self.produce_batches(topic, p, build_batch(batch_records, compression=codec,
-                                                              default_timestamp=now))
+            info = self.produce_batches(topic, p, build_batch(
+                batch_records, compression=codec, default_timestamp=now, producer_id=producer_id,
+                producer_epoch=producer_epoch, base_sequence=base_sequence, is_transactional=transactional))
             for n, i in enumerate(indexes):
                 r = items[i]
                 ts = info.log_append_time if info.log_append_time >= 0 else (now if r.timestamp is None
@@ -400,22 +442,42 @@ class Broker:
 
     # --- fetch and offsets ---------------------------------------------------
 
-    def fetch(self, topic: str, partition: int, offset: int, max_bytes: int = DEFAULT_FETCH_MAX_BYTES
-              ) -> FetchResult:
-        lg = self._readable_log(topic, partition, offset)
-        info = lg.read(offset, max_bytes)
-        return FetchResult(topic, partition, info.records, lg.high_watermark, lg.log_start_offset,
-                           lg.high_watermark)
+    def append_control_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int,
+                              coordinator_epoch: int, commit: bool) -> LogAppendInfo:
+        """End ``producer_id``'s transaction in the partition with a COMMIT or ABORT marker
+        (``Log.append_control_marker``), as the transaction coordinator does."""
+        self._check_writable(f"write a transaction marker to topic {topic!r}")
+        lg = self.log_manager.log_or_raise(TopicPartition(topic, partition))
+        return lg.append_control_marker(producer_id, producer_epoch, coordinator_epoch, commit)
 
-    def list_offsets(self, topic: str, partition: int, spec: str | int) -> OffsetAndTimestamp | None:
-        """``earliest``, ``latest``, ``max_timestamp`` or a timestamp in ms (first offset at or after it)."""
+    def fetch(self, topic: str, partition: int, offset: int, max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
+              isolation_level: str | int = "read_uncommitted") -> FetchResult:
+        """Batches from ``offset``; ``read_committed`` stops at the last stable offset and lists the
+        aborted transactions among them (``FetchResult.decoded`` leaves their records out)."""
+        level = isolation_level_of(isolation_level)
+        lg = self._readable_log(topic, partition, offset)
+        last_stable = lg.last_stable_offset
+        info = lg.read(offset, max_bytes, max_offset=lg.fetchable_offset(level))
+        aborted = None
+        if level == IsolationLevel.READ_COMMITTED:
+            batches = list(iter_batches(info.records))
+            upper = batches[-1].header.next_offset if batches else offset
+            aborted = tuple(lg.collect_aborted_transactions(offset, upper))
+        return FetchResult(topic, partition, info.records, lg.high_watermark, lg.log_start_offset, last_stable,
+                           aborted)
+
+    def list_offsets(self, topic: str, partition: int, spec: str | int,
+                     isolation_level: str | int = "read_uncommitted") -> OffsetAndTimestamp | None:
+        """``earliest``, ``latest``, ``max_timestamp`` or a timestamp in ms (first offset at or after it);
+        ``latest`` is the last stable offset for ``read_committed``, and no answer lies past it."""
         if isinstance(spec, str):
             if spec not in _SPEC:
                 raise InvalidRequestError(f"unknown offset spec {spec!r}: use earliest, latest, max_timestamp "
                                           f"or a timestamp in milliseconds")
             spec = _SPEC[spec]
+        level = isolation_level_of(isolation_level)
         lg = self._readable_log(topic, partition)
-        found = lg.offset_for_timestamp(spec)
+        found = lg.fetch_offset_for_timestamp(spec, level)
         if found is None:
             return None
         return OffsetAndTimestamp(found.offset, found.timestamp)

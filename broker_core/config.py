@@ -564,6 +564,7 @@ _BROKER_KEYS: tuple[_Key, ...] = (
     _Key("group.max.session.timeout.ms", _Type.INT),
     _Key("group.max.size", _Type.INT, _at_least(1)),
     _Key("producer.id.expiration.ms", _Type.INT, _at_least(1)),
+    _Key("producer.id.expiration.check.interval.ms", _Type.INT, _at_least(1)),
 )
 _BROKER_KEYS_BY_NAME = {key.name: key for key in _BROKER_KEYS}
 # Older spellings of the same setting; the one in _BROKER_KEYS wins when both are given.
@@ -652,6 +653,7 @@ class BrokerConfig:
     group_max_session_timeout_ms: int = 30 * _MS_PER_MINUTE
     group_max_size: int = INT_MAX
     producer_id_expiration_ms: int = 24 * 60 * _MS_PER_MINUTE  # the cleaner's DEFAULT_PRODUCER_ID_EXPIRATION_MS
+    producer_id_expiration_check_interval_ms: int = 10 * _MS_PER_MINUTE
     static_overrides: frozenset[str] = frozenset()
     extra: Mapping[str, str] = field(default_factory=dict, hash=False)
 

@@ -75,6 +75,7 @@ __all__ = [
     "InvalidProducerIdMappingError",
     "InvalidTransactionTimeoutError",
     "ConcurrentTransactionsError",
+    "TransactionCoordinatorFencedError",
     "KafkaStorageError",
     "LogDirInUseError",
     "LogDirNotFoundError",
@@ -379,6 +380,10 @@ class InvalidTransactionTimeoutError(KafkaError, code=50, name="INVALID_TRANSACT
 
 class ConcurrentTransactionsError(KafkaError, code=51, name="CONCURRENT_TRANSACTIONS", retriable=True):
     """Another transaction of the same producer is still being completed."""
+
+
+class TransactionCoordinatorFencedError(KafkaError, code=52, name="TRANSACTION_COORDINATOR_FENCED"):
+    """A transaction marker came from a coordinator whose epoch is older than one already seen."""
 
 
 class KafkaStorageError(KafkaError, code=56, name="KAFKA_STORAGE_ERROR", retriable=True):

@@ -29,9 +29,10 @@ from format.compression import CompressionType
 from format.layout import TopicPartition
 from format.record import SimpleRecord
 from format.record_batch import build_batch
+from format.txn_index import AbortedTxn
 
 from ..broker import (DEFAULT_FETCH_MAX_BYTES, FetchResult, OffsetAndTimestamp, PartitionDescription,
-                      RecordMetadata, TopicDescription)
+                      RecordMetadata, TopicDescription, isolation_level_of)
 from ..coordinator.group.offset_and_metadata import OffsetAndMetadata
 from ..errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, GroupIdNotFoundError,
                       NonEmptyGroupError, UnknownTopicOrPartitionError, error_for_code)
@@ -175,7 +176,9 @@ class RemoteBroker:
     # --- produce and read ---------------------------------------------------
 
     def produce(self, topic: str, records: Iterable[SimpleRecord], partition: int | None = None,
-                compression: CompressionType | str = CompressionType.NONE) -> list[RecordMetadata]:
+                compression: CompressionType | str = CompressionType.NONE, *, producer_id: int = -1,
+                producer_epoch: int = -1, base_sequence: int = -1,
+                transactional: bool = False) -> list[RecordMetadata]:
         items = list(records)
         if not items:
             return []
@@ -186,7 +189,9 @@ class RemoteBroker:
                                    self._partitioner)
         out: list[RecordMetadata | None] = [None] * len(items)
         for p, indexes in groups.items():
-            batch = build_batch([items[i] for i in indexes], compression=codec, default_timestamp=now)
+            batch = build_batch([items[i] for i in indexes], compression=codec, default_timestamp=now,
+                                producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=base_sequence,
+                                is_transactional=transactional)
             response = self.client.send(ApiKey.PRODUCE, {"transactional_id": None, "acks": -1,
                                                          "timeout_ms": _TIMEOUT_MS, "topic_data": [{
                                                              "name": topic, "partition_data": [
@@ -200,30 +205,36 @@ class RemoteBroker:
                 out[i] = RecordMetadata(topic, p, result["base_offset"] + n, ts)
         return out  # type: ignore[return-value]
 
-    def fetch(self, topic: str, partition: int, offset: int, max_bytes: int = DEFAULT_FETCH_MAX_BYTES
-              ) -> FetchResult:
+    def fetch(self, topic: str, partition: int, offset: int, max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
+              isolation_level: str | int = "read_uncommitted") -> FetchResult:
+        level = int(isolation_level_of(isolation_level))
         response = self.client.send(ApiKey.FETCH, {
-            "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": max_bytes, "isolation_level": 0,
+            "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": max_bytes, "isolation_level": level,
             "topics": [{"topic": topic, "partitions": [{"partition": partition, "fetch_offset": offset,
                                                          "partition_max_bytes": max_bytes}]}],
             "forgotten_topics_data": []})
         _raise_for(response["error_code"], None, f"{topic}-{partition}")
         (data,) = response["responses"][0]["partitions"]
         _raise_for(data["error_code"], f"{topic}-{partition} at offset {offset}", f"{topic}-{partition}")
+        aborted = data["aborted_transactions"]
         return FetchResult(topic, partition, bytes(data["records"] or b""), data["high_watermark"],
-                           data["log_start_offset"], data["last_stable_offset"])
+                           data["log_start_offset"], data["last_stable_offset"],
+                           None if aborted is None else tuple(AbortedTxn(t["producer_id"], t["first_offset"], -1, -1)
+                                                              for t in aborted))
 
-    def list_offsets(self, topic: str, partition: int, spec: str | int) -> OffsetAndTimestamp | None:
+    def list_offsets(self, topic: str, partition: int, spec: str | int,
+                     isolation_level: str | int = "read_uncommitted") -> OffsetAndTimestamp | None:
         if isinstance(spec, str):
             if spec not in _SPECS:
                 raise ValueError(f"unknown offset spec {spec!r}: use earliest, latest, max_timestamp or a "
                                  f"timestamp in milliseconds")
             spec = _SPECS[spec]
-        found = self._offset(topic, partition, spec)
+        found = self._offset(topic, partition, spec, int(isolation_level_of(isolation_level)))
         return None if found.offset < 0 else found
 
-    def _offset(self, topic: str, partition: int, timestamp: int) -> OffsetAndTimestamp:
-        response = self.client.send(ApiKey.LIST_OFFSETS, {"replica_id": -1, "isolation_level": 0, "topics": [
+    def _offset(self, topic: str, partition: int, timestamp: int, isolation_level: int = 0) -> OffsetAndTimestamp:
+        response = self.client.send(ApiKey.LIST_OFFSETS, {"replica_id": -1, "isolation_level": isolation_level,
+                                                          "topics": [
             {"name": topic, "partitions": [{"partition_index": partition, "timestamp": timestamp}]}]})
         (result,) = response["topics"][0]["partitions"]
         _raise_for(result["error_code"], f"{topic}-{partition}", f"{topic}-{partition}")

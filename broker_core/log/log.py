@@ -6,14 +6,24 @@ flushes, truncates, and deletes old segments for a predicate it is given. It
 never decodes records unless the topic's configuration requires it
 (re-compression); it never reaches into another partition.
 
+Batches with a producer id go through the partition's producer state
+(``producer_state_manager``): sequences and epochs are checked, a retried
+batch is answered with the offsets it was written at, transactions are
+tracked for the last stable offset, and an ABORT marker adds its transaction
+to the segment's ``.txnindex``. The state is snapshotted at every roll and on
+close; opening loads the newest snapshot and replays the batches after it,
+rebuilding the ``.txnindex`` of every segment recovery rebuilt.
+
 A log opened read-only (``Log.open(..., read_only=True)``) writes nothing and
 refuses every write; ``refresh()`` takes in what the directory's owner
-appended, rolled or deleted since.
+appended, rolled or deleted since. It keeps no producer state: its last
+stable offset is its high watermark.
 """
 
 from __future__ import annotations
 
 import bisect
+import enum
 import logging
 import os
 import random
@@ -25,13 +35,15 @@ from typing import Callable
 from format import layout
 from format.checkpoint import fsync_dir
 from format.compression import CompressionType
+from format.control import ControlRecordType, EndTransactionMarker
 from format.errors import CorruptRecordError
 from format.file_records import TimestampAndOffset
 from format.record import SimpleRecord
 from format.record_batch import (
-    NO_TIMESTAMP, RecordBatch, build_batch, iter_batches, set_base_offset,
+    NO_TIMESTAMP, RecordBatch, build_batch, build_end_txn_marker_batch, iter_batches, set_base_offset,
     set_log_append_time, set_partition_leader_epoch)
 from format.segment import FetchDataInfo, LogSegment, RollParams
+from format.txn_index import AbortedTxn
 
 from ..clock import SYSTEM_CLOCK, Clock
 from ..config import LogConfig
@@ -39,6 +51,7 @@ from ..errors import (CorruptMessageError, InvalidRecordError, InvalidTimestampE
                       LogDirReadOnlyError, MessageTooLargeError, OffsetOutOfRangeError)
 from .log_dir_failure import LogDirFailureChannel
 from .log_loader import UnreadableBytes, load_segments, open_segment
+from .producer_state_manager import AppendOrigin, CompletedTxn, ProducerAppendInfo, ProducerStateManager
 from .scheduler import Scheduler
 
 log = logging.getLogger(__name__)
@@ -49,8 +62,24 @@ MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
 
 LEADER_EPOCH = 0  # one broker, one leader, forever: epoch 0
+
+
+class IsolationLevel(enum.IntEnum):
+    """Kafka's isolation levels, as Fetch and ListOffsets carry them."""
+
+    READ_UNCOMMITTED = 0
+    READ_COMMITTED = 1
+
 # A read lists the segments at most this often when the cleaner keeps replacing them under it.
 _READ_ATTEMPTS = 4
+
+
+@dataclass(frozen=True)
+class ProducerStateConfig:
+    """The broker's producer-id settings (Kafka's ProducerStateManagerConfig)."""
+
+    producer_id_expiration_ms: int = 86_400_000  # producer.id.expiration.ms
+    producer_id_expiration_check_interval_ms: int = 600_000  # producer.id.expiration.check.interval.ms
 
 
 @dataclass(frozen=True)
@@ -66,6 +95,16 @@ class LogAppendInfo:
     num_batches: int
     num_records: int
     valid_bytes: int
+    # A retried batch already in the log: the offsets are where it was written, nothing was appended.
+    duplicate: bool = False
+
+
+def _end_txn_marker(batch: RecordBatch, owner: object) -> EndTransactionMarker | None:
+    """The marker of a control batch; None for an empty one (the cleaner removed its transaction)."""
+    try:
+        return batch.end_txn_marker()
+    except CorruptRecordError as exc:
+        raise CorruptMessageError(f"{owner}: {exc}") from None
 
 
 def _codec_for(config: LogConfig) -> CompressionType | None:
@@ -82,7 +121,8 @@ class Log:
     def __init__(self, directory: str, topic_partition: layout.TopicPartition, config: LogConfig,
                  segments: list[LogSegment], *, recovery_point: int, log_start_offset: int, next_offset: int,
                  clock: Clock, scheduler: Scheduler, read_only: bool = False,
-                 unreadable: UnreadableBytes | None = None):
+                 unreadable: UnreadableBytes | None = None,
+                 producer_state_config: ProducerStateConfig = ProducerStateConfig()):
         self.dir = directory
         self.topic_partition = topic_partition
         self.config = config
@@ -104,11 +144,16 @@ class Log:
         self.unreadable = unreadable
         # Where an I/O error on append takes the log dir offline (the log manager's).
         self.failure_channel: LogDirFailureChannel | None = None
+        self.producer_state_config = producer_state_config
+        self.producer_state = ProducerStateManager(directory, str(topic_partition),
+                                                   producer_state_config.producer_id_expiration_ms,
+                                                   read_only=read_only)
 
     @classmethod
     def open(cls, directory: str, config: LogConfig, *, recovery_point: int = 0, log_start_offset: int = 0,
              had_clean_shutdown: bool = False, clock: Clock = SYSTEM_CLOCK,
-             scheduler: Scheduler | None = None, read_only: bool = False) -> "Log":
+             scheduler: Scheduler | None = None, read_only: bool = False,
+             producer_state_config: ProducerStateConfig = ProducerStateConfig()) -> "Log":
         if not read_only:
             os.makedirs(directory, exist_ok=True)
         tp = layout.parse_partition_dir(os.path.basename(directory.rstrip(os.sep)))
@@ -117,10 +162,18 @@ class Log:
                                read_only=read_only)
         if not loaded.segments:
             raise FileNotFoundError(f"{directory}: the partition directory holds no segment yet")
-        return cls(directory, tp, config, loaded.segments, recovery_point=loaded.recovery_point,
-                   log_start_offset=min(log_start_offset, loaded.next_offset), next_offset=loaded.next_offset,
-                   clock=clock, scheduler=scheduler or Scheduler(clock), read_only=read_only,
-                   unreadable=loaded.unreadable)
+        opened = cls(directory, tp, config, loaded.segments, recovery_point=loaded.recovery_point,
+                     log_start_offset=min(log_start_offset, loaded.next_offset), next_offset=loaded.next_offset,
+                     clock=clock, scheduler=scheduler or Scheduler(clock), read_only=read_only,
+                     unreadable=loaded.unreadable, producer_state_config=producer_state_config)
+        if not read_only:
+            try:
+                opened._load_producer_state(loaded.recovered)
+            except BaseException:
+                opened.close()
+                raise
+            opened._schedule_producer_expiration()
+        return opened
 
     def __repr__(self) -> str:
         return f"Log({self.topic_partition})"
@@ -135,6 +188,13 @@ class Log:
     def high_watermark(self) -> int:
         """One replica: everything appended is committed."""
         return self._log_end_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The first offset of the earliest open transaction, else the high watermark (Kafka's LSO):
+        read_committed consumers read below it."""
+        first_unstable = self.producer_state.first_unstable_offset
+        return self.high_watermark if first_unstable is None else min(first_unstable, self.high_watermark)
 
     @property
     def segments(self) -> list[LogSegment]:
@@ -153,6 +213,79 @@ class Log:
     @property
     def unflushed_messages(self) -> int:
         return self._log_end_offset - self.recovery_point
+
+    # --- producer state -----------------------------------------------------------
+
+    def _load_producer_state(self, rebuilt_segments: set[int] = frozenset()) -> None:
+        """Load the newest snapshot at or below the log end and replay the batches after it (Kafka's
+        rebuildProducerState). Segments in ``rebuilt_segments`` lost their ``.txnindex`` to recovery:
+        the replay starts at or below the first of them and indexes their aborted transactions again."""
+        state = self.producer_state
+        first_rebuilt = min(rebuilt_segments, default=None)
+        state.truncate_and_reload(self.log_start_offset, self._log_end_offset, self.clock.milliseconds(),
+                                  at_most=first_rebuilt)
+        start = max(state.map_end_offset, self.log_start_offset)
+        replayed = 0
+        for segment in list(self._segments):
+            next_base = self._next_base(segment)
+            if next_base is not None and next_base <= start:
+                continue
+            found = segment.translate_offset(start) if start > segment.base_offset else None
+            position = 0 if found is None else found.position
+            index = segment.base_offset in rebuilt_segments
+            for batch in segment.log.batches(position):
+                h = batch.header
+                if h.last_offset < start or not h.has_producer_id:
+                    continue
+                info = state.prepare_update(h.producer_id, AppendOrigin.REPLICATION)
+                txn = None
+                if h.is_control:
+                    marker = _end_txn_marker(batch, self)
+                    if marker is None:
+                        continue
+                    txn = info.append_end_txn_marker(marker, h.producer_epoch, h.base_offset, h.max_timestamp)
+                else:
+                    info.append_data_batch(h, h.base_offset)
+                state.update(info)
+                replayed += 1
+                if txn is not None:
+                    if txn.is_aborted and index:
+                        segment.update_txn_index(AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset,
+                                                            state.last_stable_offset(txn)))
+                    state.complete_txn(txn)
+        state.update_map_end_offset(self._log_end_offset)
+        if replayed:
+            log.info("%s: producer state rebuilt from offset %d to %d (%d producer batches replayed)", self,
+                     start, self._log_end_offset, replayed)
+
+    def _schedule_producer_expiration(self) -> None:
+        """Forget idle producers every ``producer.id.expiration.check.interval.ms`` (on the scheduler's clock)."""
+        def check() -> None:
+            with self._lock:
+                if self._closed:
+                    return
+                expired = self.producer_state.remove_expired_producers(self.clock.milliseconds())
+            if expired:
+                log.debug("%s: producer ids %s expired", self, expired)
+            self._schedule_producer_expiration()
+
+        self.scheduler.schedule(f"producer-expiration-{self.topic_partition}", check,
+                                self.producer_state_config.producer_id_expiration_check_interval_ms)
+
+    def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [start_offset, upper_bound_offset), from the ``.txnindex``
+        of the segment holding ``start_offset`` on, until an entry shows no later one can matter
+        (Kafka's collectAbortedTransactions): what a read_committed fetch answers beside its records."""
+        with self._lock:
+            i = max(bisect.bisect_right(self._bases, start_offset) - 1, 0)
+            segments = self._segments[i:]
+        found: list[AbortedTxn] = []
+        for segment in segments:
+            result = segment.txn_index.collect_aborted_txns(start_offset, upper_bound_offset)
+            found.extend(result.aborted_txns)
+            if result.is_complete:
+                break
+        return found
 
     def _check_open(self) -> None:
         if self._closed:
@@ -224,7 +357,16 @@ class Log:
         broke) or InvalidTimestampError; nothing is written then. A write that fails
         (a full disk) raises KafkaStorageError, leaves nothing of the append in the
         segment, and takes the log dir offline (``failure_channel``).
+
+        Batches with a producer id are checked against the producer state: a client's
+        batch out of sequence raises OutOfOrderSequenceNumberError, one of a fenced epoch
+        InvalidProducerEpochError, a plain batch of a producer with a transaction open
+        InvalidTxnStateError; a client's batch already among the producer's last five is
+        answered with its original offsets (``duplicate``) and nothing is written. Offsets
+        given (``assign_offsets=False``) are the leader's: producer state is taken in unchecked.
         """
+        origin = (AppendOrigin.CLIENT if from_client else
+                  AppendOrigin.COORDINATOR if assign_offsets else AppendOrigin.REPLICATION)
         data = bytearray(records)
         now = self.clock.milliseconds()
         try:
@@ -248,6 +390,8 @@ class Log:
             num_records = 0
             lat = now if self.config.message_timestamp_type == "LogAppendTime" else -1
             written = []  # (base offset, last offset, max timestamp, size) as stored, for the segment
+            producers: dict[int, ProducerAppendInfo] = {}
+            completed: list[CompletedTxn] = []
             for batch in batches:
                 h = batch.header
                 if assign_offsets:
@@ -263,6 +407,10 @@ class Log:
                     set_log_append_time(data, batch.position, lat)
                 last = base + h.last_offset_delta
                 ts = lat if lat >= 0 else h.max_timestamp
+                if h.has_producer_id:
+                    duplicate = self._producer_batch(batch, base, ts, origin, producers, completed)
+                    if duplicate is not None:
+                        return duplicate
                 written.append((base, last, ts, h.size_in_bytes))
                 if ts > max_ts[0]:
                     max_ts = (ts, last)
@@ -275,10 +423,71 @@ class Log:
             except OSError as exc:
                 raise self._storage_error(f"cannot append to {self.active_segment.log.path}", exc) from exc
             self._log_end_offset = next_offset
+            self._update_producer_state(producers, completed, next_offset)
             if self.unflushed_messages >= self.config.flush_messages:
                 self.flush()
             return LogAppendInfo(first_offset, last_offset, max_ts[0], max_ts[1], lat, self.log_start_offset,
                                  len(batches), num_records, len(data))
+
+    def _producer_batch(self, batch: RecordBatch, base: int, timestamp: int, origin: AppendOrigin,
+                        producers: dict[int, ProducerAppendInfo], completed: list[CompletedTxn]
+                        ) -> LogAppendInfo | None:
+        """Check one producer batch against the producer state (Kafka's analyzeAndValidateProducerState);
+        the answer to a retried client batch already written, else None."""
+        h = batch.header
+        if origin == AppendOrigin.CLIENT:
+            entry = self.producer_state.last_entry(h.producer_id)
+            found = entry.find_duplicate_batch(h) if entry is not None else None
+            if found is not None:
+                log.debug("%s: batch of producer %d with sequences %d..%d was written at offsets %d..%d",
+                          self, h.producer_id, h.base_sequence, h.last_sequence, found.first_offset,
+                          found.last_offset)
+                return LogAppendInfo(found.first_offset, found.last_offset, found.timestamp, found.last_offset,
+                                     -1, self.log_start_offset, 0, 0, 0, duplicate=True)
+        info = producers.get(h.producer_id)
+        if info is None:
+            info = producers[h.producer_id] = self.producer_state.prepare_update(h.producer_id, origin)
+        if h.is_control:
+            marker = _end_txn_marker(batch, self)
+            if marker is not None:
+                txn = info.append_end_txn_marker(marker, h.producer_epoch, base, timestamp)
+                if txn is not None:
+                    completed.append(txn)
+        else:
+            info.append_data_batch(h, base)
+        return None
+
+    def _update_producer_state(self, producers: dict[int, ProducerAppendInfo], completed: list[CompletedTxn],
+                               next_offset: int) -> None:
+        """Take in what an append wrote: producers, transactions ended (aborted ones indexed)."""
+        state = self.producer_state
+        for info in producers.values():
+            state.update(info)
+        for txn in completed:
+            if txn.is_aborted:
+                segment = self._segment_for(txn.last_offset)
+                try:
+                    segment.update_txn_index(AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset,
+                                                        state.last_stable_offset(txn)))
+                except OSError as exc:
+                    raise self._storage_error(f"cannot append to {segment.txn_index.path}", exc) from exc
+            state.complete_txn(txn)
+        state.update_map_end_offset(next_offset)
+
+    def _segment_for(self, offset: int) -> LogSegment:
+        return self._segments[max(bisect.bisect_right(self._bases, offset) - 1, 0)]
+
+    def append_control_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                              commit: bool) -> LogAppendInfo:
+        """Append a COMMIT or ABORT marker for ``producer_id`` (what the transaction coordinator's
+        WriteTxnMarkers does to each partition of a transaction). A marker of an older producer epoch
+        raises InvalidProducerEpochError, one of an older coordinator epoch
+        TransactionCoordinatorFencedError. Ending an aborted transaction adds it to the ``.txnindex``."""
+        marker = EndTransactionMarker(ControlRecordType.COMMIT if commit else ControlRecordType.ABORT,
+                                      coordinator_epoch)
+        batch = build_end_txn_marker_batch(marker, producer_id=producer_id, producer_epoch=producer_epoch,
+                                           timestamp=self.clock.milliseconds())
+        return self.append(batch, from_client=False)
 
     def _storage_error(self, what: str, exc: OSError) -> KafkaStorageError:
         """The error an append answers for an I/O failure; the log dir goes offline."""
@@ -310,6 +519,9 @@ class Log:
                                              f"{h.records_count} records over offset delta {h.last_offset_delta}")
                 if h.is_transactional and not h.has_producer_id:
                     raise InvalidRecordError(f"{self}: a transactional batch needs a producer id")
+                if h.has_producer_id and h.base_sequence < 0:
+                    raise InvalidRecordError(f"{self}: invalid sequence number {h.base_sequence} in the batch at "
+                                             f"position {batch.position} with producer id {h.producer_id}")
             if config.message_timestamp_type == "CreateTime" and h.records_count:
                 if (now - h.base_timestamp > config.message_timestamp_before_max_ms
                         or h.max_timestamp - now > config.message_timestamp_after_max_ms):
@@ -367,6 +579,12 @@ class Log:
             segment.created_ms = self.clock.milliseconds()
             self._segments.append(segment)
             self._bases.append(new_base)
+            # The state up to the new segment, so a recovery replays no further back than it.
+            self.producer_state.update_map_end_offset(new_base)
+            try:
+                self.producer_state.take_snapshot()
+            except OSError as exc:
+                raise self._storage_error(f"cannot write the producer snapshot at offset {new_base}", exc) from exc
             # Kafka flushes the sealed segment asynchronously; its data is below the new base.
             self.scheduler.schedule(f"flush-{self.topic_partition}", lambda: self.flush(new_base), 0)
             return segment
@@ -437,6 +655,29 @@ class Log:
                 continue  # the offset lies in a gap past this segment's last batch
             return info
         return FetchDataInfo(start_offset, self.active_segment.base_offset, self.active_segment.size, b"")
+
+    def fetchable_offset(self, isolation_level: IsolationLevel | int | None) -> int:
+        """Where a reader at ``isolation_level`` stops: the LSO for read_committed, the high watermark
+        for read_uncommitted, the log end offset for None (the broker itself)."""
+        if isolation_level is None:
+            return self._log_end_offset
+        if isolation_level == IsolationLevel.READ_COMMITTED:
+            return self.last_stable_offset
+        return self.high_watermark
+
+    def fetch_offset_for_timestamp(self, timestamp: int, isolation_level: IsolationLevel | int | None = None
+                                   ) -> TimestampAndOffset | None:
+        """ListOffsets as Kafka's Partition answers it: LATEST is the last fetchable offset at the
+        isolation level, and no other answer may lie at or past it (EARLIEST excepted)."""
+        with self._lock:
+            self._check_open()
+            fetchable = self.fetchable_offset(isolation_level)
+        if timestamp == LATEST_TIMESTAMP:
+            return TimestampAndOffset(NO_TIMESTAMP, fetchable)
+        found = self.offset_for_timestamp(timestamp)
+        if found is None or timestamp == EARLIEST_TIMESTAMP or found.offset < fetchable:
+            return found
+        return None
 
     def offset_for_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
         """Kafka's ListOffsets: EARLIEST (-2), LATEST (-1), MAX_TIMESTAMP (-3) or the first
@@ -519,6 +760,7 @@ class Log:
             self._log_end_offset = active.read_next_offset()
             self.recovery_point = min(self.recovery_point, self._log_end_offset)
             self.log_start_offset = min(self.log_start_offset, self._log_end_offset)
+            self._load_producer_state()
             return True
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
@@ -534,6 +776,7 @@ class Log:
             self._log_end_offset = new_offset
             self.recovery_point = new_offset
             self.log_start_offset = new_offset
+            self.producer_state.truncate_fully_and_start_at(new_offset)
 
     def delete_old_segments(self, predicate: Callable[[LogSegment, LogSegment | None], bool], reason: str) -> int:
         """Delete segments from the oldest while ``predicate(segment, next_segment)`` holds.
@@ -562,6 +805,7 @@ class Log:
             self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
             for segment in doomed:
                 segment.change_file_suffixes("", layout.DELETED_FILE_SUFFIX)
+                self.producer_state.delete_snapshot(segment.base_offset)
                 log.info("%s: deleting segment %d (%s)", self, segment.base_offset, reason)
                 self.scheduler.schedule(f"delete-{self.topic_partition}-{segment.base_offset}", segment.delete,
                                         self.config.file_delete_delay_ms)
@@ -602,6 +846,8 @@ class Log:
                     del self._segments[i]
                     del self._bases[i]
                 segment.change_file_suffixes("", layout.DELETED_FILE_SUFFIX)
+                if segment.base_offset not in new_bases:
+                    self.producer_state.delete_snapshot(segment.base_offset)
                 self.scheduler.schedule(f"delete-{self.topic_partition}-{segment.base_offset}", segment.delete,
                                         self.config.file_delete_delay_ms)
             for segment in new_sorted:
@@ -649,9 +895,16 @@ class Log:
     # --- lifecycle -----------------------------------------------------------
 
     def close(self) -> None:
+        """Close the segments; a writable log in an online dir snapshots its producer state first."""
         with self._lock:
             if self._closed:
                 return
+            online = self.failure_channel is None or not self.failure_channel.offline(os.path.dirname(self.dir))
+            if not self.read_only and online:
+                try:
+                    self.producer_state.take_snapshot()
+                except OSError as exc:
+                    log.warning("%s: cannot write the producer snapshot on close: %s", self, exc)
             for segment in self._segments:
                 segment.close()
             self._closed = True

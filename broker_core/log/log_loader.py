@@ -74,6 +74,8 @@ class LoadedSegments:
     next_offset: int
     unreadable: UnreadableBytes | None = None
     set_aside: list[SetAside] = field(default_factory=list)
+    # Segments rebuilt from their .log: their .txnindex is empty until the producer state is replayed.
+    recovered: set[int] = field(default_factory=set)
 
 
 def _remove(path: str) -> None:
@@ -220,6 +222,7 @@ def load_segments(directory: str, config, *, recovery_point: int, had_clean_shut
     recover_from = None if had_clean_shutdown else _recovery_start(log_bases, recovery_point)
     segments: list[LogSegment] = []
     set_aside: list[SetAside] = []
+    recovered: set[int] = set()
     truncated = 0
     for base in log_bases:
         index_missing = not os.path.exists(os.path.join(directory, layout.offset_index_file_name(base)))
@@ -234,6 +237,7 @@ def load_segments(directory: str, config, *, recovery_point: int, had_clean_shut
         except CorruptIndexError as exc:
             log.warning("%s: rebuilding the indexes of segment %d: %s", directory, base, exc)
             segment.recover(config.max_message_bytes)
+            recovered.add(base)
             if segment.last_recovery_set_aside is not None:
                 moved = segment.last_recovery_set_aside
                 set_aside.append(moved)
@@ -243,6 +247,7 @@ def load_segments(directory: str, config, *, recovery_point: int, had_clean_shut
     if recover_from is not None:
         i = next(n for n, s in enumerate(segments) if s.base_offset == recover_from)
         while i < len(segments):
+            recovered.add(segments[i].base_offset)
             cut, moved = _recover_from(directory, segments, i, config)
             truncated += cut
             set_aside.extend(moved)
@@ -254,6 +259,7 @@ def load_segments(directory: str, config, *, recovery_point: int, had_clean_shut
         if tail.error is not None:
             log.warning("%s: the active segment's tail fails its check after a clean shutdown: %s", directory,
                       tail.error)
+            recovered.add(active.base_offset)
             cut, moved = _recover_from(directory, segments, len(segments) - 1, config)
             truncated += cut
             set_aside.extend(moved)
@@ -267,7 +273,8 @@ def load_segments(directory: str, config, *, recovery_point: int, had_clean_shut
         recovery_point = next_offset
     else:
         recovery_point = min(max(recovery_point, segments[0].base_offset), next_offset)
-    return LoadedSegments(segments, recovery_point, truncated, next_offset, set_aside=set_aside)
+    return LoadedSegments(segments, recovery_point, truncated, next_offset, set_aside=set_aside,
+                          recovered=recovered & {s.base_offset for s in segments})
 
 
 def _load_read_only(directory: str, config, *, recovery_point: int, had_clean_shutdown: bool,

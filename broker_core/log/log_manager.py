@@ -33,7 +33,7 @@ from format.layout import TopicPartition
 from ..clock import SYSTEM_CLOCK, Clock
 from ..config import BrokerConfig, LogConfig
 from ..errors import KafkaStorageError, LogDirInUseError, LogDirNotFoundError, UnknownTopicOrPartitionError
-from .log import Log
+from .log import Log, ProducerStateConfig
 from .log_dir_capacity import check_room_for_partitions
 from .log_dir_failure import LogDirFailureChannel
 from .log_loader import UnreadableBytes
@@ -88,6 +88,8 @@ class LogManager:
         self._last_start_checkpoint = now
         self._background: threading.Thread | None = None
         self._stop = threading.Event()
+        self.producer_state_config = ProducerStateConfig(config.producer_id_expiration_ms,
+                                                         config.producer_id_expiration_check_interval_ms)
         if read_only:
             for d in self.log_dirs:
                 if not os.path.isdir(d):
@@ -141,7 +143,8 @@ class LogManager:
                                            recovery_point=recovery_points.get(tp, 0),
                                            log_start_offset=start_offsets.get(tp, 0),
                                            had_clean_shutdown=had_clean_shutdown, clock=self.clock,
-                                           scheduler=self.scheduler, read_only=self.read_only)
+                                           scheduler=self.scheduler, read_only=self.read_only,
+                                           producer_state_config=self.producer_state_config)
                            for tp, path in jobs}
                 for tp, future in futures.items():
                     try:
@@ -225,7 +228,8 @@ class LogManager:
 
     def _create_log(self, tp: TopicPartition, log_dir: str, config: LogConfig, topic_id: str | None) -> Log:
         directory = os.path.join(log_dir, layout.partition_dir_name(tp))
-        created = Log.open(directory, config, had_clean_shutdown=True, clock=self.clock, scheduler=self.scheduler)
+        created = Log.open(directory, config, had_clean_shutdown=True, clock=self.clock, scheduler=self.scheduler,
+                           producer_state_config=self.producer_state_config)
         try:
             if topic_id is not None:
                 from .topic_store import write_partition_metadata

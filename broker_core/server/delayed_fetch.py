@@ -25,14 +25,17 @@ from typing import Callable, Protocol, Sequence
 
 from format.layout import TopicPartition
 
+from format.record_batch import iter_batches
+from format.txn_index import AbortedTxn
+
 from ..errors import KafkaError, UnknownServerError, UnknownTopicOrPartitionError
-from ..log.log import Log
+from ..log.log import IsolationLevel, Log
 from ..purgatory.delayed_operation import DelayedOperation
 
 log = logging.getLogger(__name__)
 
-READ_UNCOMMITTED = 0
-READ_COMMITTED = 1
+READ_UNCOMMITTED = IsolationLevel.READ_UNCOMMITTED
+READ_COMMITTED = IsolationLevel.READ_COMMITTED
 UNKNOWN_OFFSET = -1
 
 
@@ -82,10 +85,20 @@ class LogReadResult:
     log_start_offset: int = UNKNOWN_OFFSET
     error: KafkaError | None = None
     fetch_offset_metadata: LogOffsetMetadata | None = None
+    # read_committed: the aborted transactions overlapping the records (None for read_uncommitted).
+    aborted_transactions: tuple[AbortedTxn, ...] | None = None
 
     @property
     def error_code(self) -> int:
         return 0 if self.error is None else self.error.code
+
+
+def _next_offset(records: bytes, fetch_offset: int) -> int:
+    """The offset after the last batch of a read (``fetch_offset`` when it holds none)."""
+    last = None
+    for last in iter_batches(records):
+        pass
+    return fetch_offset if last is None else last.header.next_offset
 
 
 def _read_partition(logs: LogSource, fp: FetchPartition, max_bytes: int, min_one_message: bool,
@@ -96,14 +109,17 @@ def _read_partition(logs: LogSource, fp: FetchPartition, max_bytes: int, min_one
             f"this broker has no partition {fp.topic}-{fp.partition}"))
     try:
         high_watermark = lg.high_watermark
-        # One replica and no open transactions yet: the last stable offset is the high watermark,
-        # so both isolation levels read up to it.
-        last_stable_offset = high_watermark
+        last_stable_offset = lg.last_stable_offset
         upper = last_stable_offset if isolation_level == READ_COMMITTED else high_watermark
         info = lg.read(fp.fetch_offset, max_bytes, min_one_message=min_one_message, max_offset=upper)
+        aborted = None
+        if isolation_level == READ_COMMITTED:
+            aborted = tuple(lg.collect_aborted_transactions(fp.fetch_offset, _next_offset(info.records,
+                                                                                          fp.fetch_offset)))
         return LogReadResult(fp, info.records, high_watermark, last_stable_offset, lg.log_start_offset,
                              fetch_offset_metadata=LogOffsetMetadata(fp.fetch_offset, info.segment_base_offset,
-                                                                     info.position))
+                                                                     info.position),
+                             aborted_transactions=aborted)
     except KafkaError as exc:
         return LogReadResult(fp, error=exc)
     except Exception as exc:  # a storage bug answers this partition with an error, not the whole request
@@ -155,7 +171,7 @@ class DelayedFetch(DelayedOperation):
             lg = self.logs.get_log(TopicPartition(fp.topic, fp.partition))
             if lg is None:
                 return self.force_complete()  # deleted: answer with the error now
-            end_offset = lg.high_watermark
+            end_offset = lg.fetchable_offset(self.params.isolation_level)
             if end_offset == start.message_offset:
                 continue
             active = lg.active_segment

@@ -404,12 +404,15 @@ class KafkaApis:
 
     @staticmethod
     def _fetch_response(slots: list, results: list[LogReadResult], params: FetchParams) -> dict:
-        aborted = [] if params.isolation_level == READ_COMMITTED else None
         read = iter(results)
         responses: list[dict] = []
         for name, index, code, fp in slots:
+            aborted = [] if params.isolation_level == READ_COMMITTED else None
             if fp is not None:
                 result = next(read)
+                if result.aborted_transactions:
+                    aborted = [{"producer_id": t.producer_id, "first_offset": t.first_offset}
+                               for t in result.aborted_transactions]
                 entry = {"partition_index": index, "error_code": result.error_code,
                          "high_watermark": result.high_watermark, "last_stable_offset": result.last_stable_offset,
                          "log_start_offset": result.log_start_offset, "aborted_transactions": aborted,
@@ -440,11 +443,12 @@ class KafkaApis:
         topics = []
         for topic in parsed.body["topics"]:
             name = topic["name"]
-            partitions = [self._list_offset(name, part) for part in topic["partitions"]]
+            partitions = [self._list_offset(name, part, parsed.body.get("isolation_level", 0))
+                          for part in topic["partitions"]]
             topics.append({"name": name, "partitions": partitions})
         self._send(request, parsed, {"throttle_time_ms": 0, "topics": topics})
 
-    def _list_offset(self, topic: str, part: dict) -> dict:
+    def _list_offset(self, topic: str, part: dict, parsed_isolation_level: int) -> dict:
         index = part["partition_index"]
         timestamp = part["timestamp"]
         entry = {"partition_index": index, "error_code": NONE, "timestamp": -1, "offset": -1, "leader_epoch": -1}
@@ -461,7 +465,7 @@ class KafkaApis:
             entry["error_code"] = InvalidRequestError.code
             return entry
         try:
-            found = lg.offset_for_timestamp(timestamp)
+            found = lg.fetch_offset_for_timestamp(timestamp, parsed_isolation_level)
         except KafkaError as exc:
             entry["error_code"] = exc.code
             return entry

@@ -13,12 +13,10 @@ from broker_core.config import BrokerConfig, LogConfig
 from broker_core.log.cleaner import LogCleaner
 from broker_core.log.log import Log
 from format.compression import CompressionType
-from format.control import ControlRecordType, EndTransactionMarker
 from format.file_records import FileRecords
 from format.layout import TopicPartition
 from format.record import Record, SimpleRecord
-from format.record_batch import RecordBatch, build_batch, build_end_txn_marker_batch, iter_batches
-from format.txn_index import AbortedTxn
+from format.record_batch import RecordBatch, build_batch, iter_batches
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 TP = TopicPartition("table", 0)
@@ -81,15 +79,10 @@ def produce(log: Log, produced: Produced, clock: MockTime, pairs, **batch_kwargs
 
 def end_transaction(log: Log, produced: Produced, clock: MockTime, producer_id: int, commit: bool,
                     first_offset: int, epoch: int = 0) -> int:
-    """Write a COMMIT or ABORT marker as a transaction coordinator would, indexing an abort."""
-    kind = ControlRecordType.COMMIT if commit else ControlRecordType.ABORT
-    marker = build_end_txn_marker_batch(EndTransactionMarker(kind, 0), producer_id=producer_id,
-                                        producer_epoch=epoch, timestamp=clock.milliseconds())
-    info = log.append(marker, from_client=False)
+    """Write a COMMIT or ABORT marker as a transaction coordinator would (the log indexes an abort)."""
+    info = log.append_control_marker(producer_id, epoch, 0, commit)
     produced.records[info.first_offset] = None
     if not commit:
-        log.active_segment.update_txn_index(AbortedTxn(producer_id, first_offset, info.first_offset,
-                                                       info.first_offset))
         produced.aborted.update(o for o, r in produced.records.items() if first_offset <= o < info.first_offset
                                 and r is not None and o in produced.txn_offsets.get(producer_id, ()))
     return info.first_offset

@@ -54,8 +54,9 @@ def fetch(client: ProtocolClient, partitions: list[tuple[str, int, int, int]], *
     return {(t["topic"], p["partition_index"]): p for t in response["responses"] for p in t["partitions"]}
 
 
-def list_offset(client: ProtocolClient, topic: str, partition: int, timestamp: int) -> dict:
-    response = client.send(ApiKey.LIST_OFFSETS, {"replica_id": -1, "isolation_level": 0, "topics": [
+def list_offset(client: ProtocolClient, topic: str, partition: int, timestamp: int, isolation_level: int = 0
+                ) -> dict:
+    response = client.send(ApiKey.LIST_OFFSETS, {"replica_id": -1, "isolation_level": isolation_level, "topics": [
         {"name": topic, "partitions": [{"partition_index": partition, "timestamp": timestamp}]}]})
     return response["topics"][0]["partitions"][0]
 
@@ -246,6 +247,52 @@ def test_fetch_read_committed_reports_an_empty_aborted_list(client):
     produce(client, "t", 0, batch(b"a"))
     data = fetch(client, [("t", 0, 0, 1 << 20)], isolation_level=1)[("t", 0)]
     assert data["aborted_transactions"] == [] and values_of(data["records"]) == [b"a"]
+
+
+def idempotent(*values: bytes, producer_id: int = 4000, epoch: int = 0, sequence: int = 0,
+               transactional: bool = False) -> bytes:
+    # Timestamps of now: the markers the broker writes take its clock, and older records would roll the segment.
+    now = int(time.time() * 1000)
+    return build_batch([SimpleRecord(v, None, now) for v in values], producer_id=producer_id,
+                       producer_epoch=epoch, base_sequence=sequence, is_transactional=transactional)
+
+
+def test_a_retried_idempotent_produce_answers_the_first_base_offset_and_writes_nothing(client):
+    create_topic(client, "t")
+    produce(client, "t", 0, batch(b"before"))
+    first = produce(client, "t", 0, idempotent(b"a", b"b"))
+    retry = produce(client, "t", 0, idempotent(b"a", b"b"))
+    assert (first["error_code"], first["base_offset"]) == (0, 1)
+    assert (retry["error_code"], retry["base_offset"]) == (0, 1)
+    assert list_offset(client, "t", 0, -1)["offset"] == 3
+
+
+def test_an_idempotent_produce_out_of_sequence_or_of_a_fenced_epoch_gets_kafkas_error(client):
+    create_topic(client, "t")
+    produce(client, "t", 0, idempotent(b"a", epoch=2))
+    gap = produce(client, "t", 0, idempotent(b"b", epoch=2, sequence=5))
+    fenced = produce(client, "t", 0, idempotent(b"b", epoch=1, sequence=1))
+    assert gap["error_code"] == 45 and "out of order sequence number" in gap["error_message"]  # OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert fenced["error_code"] == 47  # INVALID_PRODUCER_EPOCH
+    assert list_offset(client, "t", 0, -1)["offset"] == 1
+
+
+def test_read_committed_fetches_stop_at_the_lso_and_list_the_aborted_transactions(client, broker_server):
+    create_topic(client, "t")
+    produce(client, "t", 0, idempotent(b"aborted-1", producer_id=1, transactional=True))   # 0
+    produce(client, "t", 0, idempotent(b"committed", producer_id=2, transactional=True))   # 1
+    broker_server.broker.append_control_marker("t", 0, 1, 0, 0, commit=False)             # 2
+    produce(client, "t", 0, idempotent(b"open", producer_id=3, transactional=True))        # 3
+    broker_server.broker.append_control_marker("t", 0, 2, 0, 0, commit=True)              # 4
+    committed = fetch(client, [("t", 0, 0, 1 << 20)], isolation_level=1)[("t", 0)]
+    assert (committed["high_watermark"], committed["last_stable_offset"]) == (5, 3)
+    assert committed["aborted_transactions"] == [{"producer_id": 1, "first_offset": 0}]
+    assert [b.header.base_offset for b in iter_batches(committed["records"])] == [0, 1, 2]
+    uncommitted = fetch(client, [("t", 0, 0, 1 << 20)])[("t", 0)]
+    assert uncommitted["aborted_transactions"] is None
+    assert [b.header.base_offset for b in iter_batches(uncommitted["records"])] == [0, 1, 2, 3, 4]
+    assert list_offset(client, "t", 0, -1, isolation_level=1)["offset"] == 3
+    assert list_offset(client, "t", 0, -1, isolation_level=0)["offset"] == 5
 
 
 def test_fetch_out_of_range_and_unknown_partitions_get_their_error(client):
