@@ -132,8 +132,6 @@ def plan_compaction(url: str, topics: Sequence[str], *, storage_options: Mapping
     """Plan every partition of ``topics`` in the log dir at ``url`` (partitions with nothing to
     clean are left out). Topics must exist and be compacted. With ``settle_leftovers`` an
     interrupted swap's files are settled first (not under a running broker, which owns them)."""
-    from format.log_dir import LogDirectory
-
     directory = LogDirectory(url, storage_options)
     fs, root = directory.fs, directory.root
     defaults = BrokerConfig.from_props(dict(broker_config or {})).log_config_defaults()
