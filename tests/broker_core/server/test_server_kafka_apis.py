@@ -77,11 +77,11 @@ def test_api_versions_advertises_exactly_the_served_apis(client):
     served = {ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS, ApiKey.METADATA, ApiKey.API_VERSIONS,
               ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.INIT_PRODUCER_ID, ApiKey.DESCRIBE_CONFIGS,
               ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.DESCRIBE_LOG_DIRS,
-              ApiKey.CREATE_PARTITIONS,
+              ApiKey.CREATE_PARTITIONS, ApiKey.DESCRIBE_CLUSTER, ApiKey.DESCRIBE_TOPIC_PARTITIONS,
               # The group coordinator's.
               ApiKey.FIND_COORDINATOR, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP,
               ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.DESCRIBE_GROUPS, ApiKey.LIST_GROUPS,
-              ApiKey.DELETE_GROUPS}
+              ApiKey.DELETE_GROUPS, ApiKey.OFFSET_DELETE}
     assert set(client.broker_versions) == {int(k) for k in served}
     for key, floor in MIN_VERSIONS.items():
         assert client.broker_versions[int(key)][0] >= floor
