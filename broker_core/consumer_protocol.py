@@ -20,7 +20,8 @@ from .protocol.codec import decode, encode
 from .protocol.errors import ProtocolError
 from .protocol.schema import F, Message, Versions
 
-__all__ = ["CONSUMER_PROTOCOL_TYPE", "decode_assignment", "decode_subscription", "encode_assignment"]
+__all__ = ["CONSUMER_PROTOCOL_TYPE", "decode_assignment", "decode_subscription", "encode_assignment",
+           "encode_subscription"]
 
 #: The protocol type consumers join groups with.
 CONSUMER_PROTOCOL_TYPE = "consumer"
@@ -82,4 +83,11 @@ def encode_assignment(partitions: list[TopicPartition], version: int = 0) -> byt
     encode(CONSUMER_PROTOCOL_ASSIGNMENT, version, {
         "assigned_partitions": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()], "user_data": None},
         out)
+    return b"".join(bytes(p) for p in out)
+
+
+def encode_subscription(topics: list[str], version: int = 0) -> bytes:
+    """A ``ConsumerProtocolSubscription`` to ``topics`` (for tests and tools)."""
+    out: list = [_VERSION.pack(version)]
+    encode(CONSUMER_PROTOCOL_SUBSCRIPTION, version, {"topics": list(topics), "user_data": None}, out)
     return b"".join(bytes(p) for p in out)

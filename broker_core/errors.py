@@ -82,6 +82,7 @@ __all__ = [
     "UnknownProducerIdError",
     "NonEmptyGroupError",
     "GroupIdNotFoundError",
+    "GroupSubscribedToTopicError",
     "OffsetNotAvailableError",
     "MemberIdRequiredError",
     "GroupMaxSizeReachedError",
@@ -433,6 +434,10 @@ class GroupMaxSizeReachedError(KafkaError, code=81, name="GROUP_MAX_SIZE_REACHED
 
 class FencedInstanceIdError(KafkaError, code=82, name="FENCED_INSTANCE_ID"):
     """Another member joined with the same ``group.instance.id``."""
+
+
+class GroupSubscribedToTopicError(KafkaError, code=86, name="GROUP_SUBSCRIBED_TO_TOPIC"):
+    """The group's members consume the topic, so its offsets cannot be deleted (OffsetDelete)."""
 
 
 class InvalidRecordError(KafkaError, code=87, name="INVALID_RECORD"):

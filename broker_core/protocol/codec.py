@@ -104,8 +104,31 @@ def _field_codec(f: Field, version: int, flexible: bool) -> tuple[Reader, Writer
             element = primitive_codec(f.element, compact=compact, nullable=False)
         return _array_codec(f.element, element, compact, nullable)
     if f.is_struct:
-        return _struct_codec(f, version, flexible)
+        codec = _struct_codec(f, version, flexible)
+        return _nullable_struct_codec(codec) if nullable else codec
     return primitive_codec(f.element, compact=compact, nullable=nullable)
+
+
+def _nullable_struct_codec(codec: StructCodec) -> tuple[Reader, Writer]:
+    """A struct that may be null: an int8 marker before it, -1 for null and 1 for present (Kafka's)."""
+    read_struct, write_struct = codec
+
+    def read(buf: Any, pos: int) -> tuple[Any, int]:
+        if pos >= len(buf):
+            raise Malformed("frame ends before the struct's null marker")
+        marker = struct.unpack_from(">b", buf, pos)[0]
+        if marker < 0:
+            return None, pos + 1
+        return read_struct(buf, pos + 1)
+
+    def write(value: Any, out: list) -> None:
+        if value is None:
+            out.append(b"\xff")
+            return
+        out.append(b"\x01")
+        write_struct(value, out)
+
+    return read, write
 
 
 def _array_codec(element_type: str, element: tuple[Reader, Writer], compact: bool, nullable: bool) -> tuple[Reader, Writer]:

@@ -120,7 +120,8 @@ class Field:
     tag: int | None = None
     tagged: Versions = NO_VERSIONS
     #: The Python value of Kafka's default. Arrays use () for "empty" and None
-    #: for "null"; structs ignore it (their default is built from their fields).
+    #: for "null"; structs ignore it (their default is built from their fields,
+    #: or is null for a nullable struct).
     default: Any = None
     #: Overrides the message's flexible versions for this field's own encoding
     #: (Kafka uses it once: the request header's ClientId is never compact).
@@ -147,9 +148,8 @@ class Field:
             raise SchemaError(f"{where}: a primitive type takes no fields")
         if not self.versions:
             raise SchemaError(f"{where}: exists in no version")
-        if self.nullable and not (is_array or element in ("string", "bytes", "records")):
-            # Kafka also has nullable structs; no declared message needs them.
-            raise SchemaError(f"{where}: only strings, bytes, records and arrays can be nullable here")
+        if self.nullable and not (is_array or is_struct or element in ("string", "bytes", "records")):
+            raise SchemaError(f"{where}: only strings, bytes, records, arrays and structs can be nullable")
         if not is_array and not is_struct and self.default is None and not self.nullable:
             raise SchemaError(f"{where}: a null default needs nullable versions")
         if (self.tag is None) != (not self.tagged):
@@ -166,7 +166,8 @@ class Field:
             # An array's declared default is () for "empty" or None for "null".
             return None if self.default is None else []
         if self.is_struct:
-            return {f.key: f.make_default() for f in self.fields}
+            # A nullable struct defaults to null (Kafka's JSON says so for each one it has).
+            return None if self.nullable else {f.key: f.make_default() for f in self.fields}
         return self.default
 
     @property

@@ -7,14 +7,15 @@ all on the wire (a produce with acks=0, which still releases the connection).
 Only APIs in the table are advertised by ApiVersions; a request for any other
 closes the connection, as Kafka does for an API it does not know.
 
-The broker is one node holding every partition: Metadata names it leader of
-everything with itself as the only replica and in-sync replica, leader epoch
-0; the high watermark is the log end offset; with no transactions yet the
+The broker is one node holding every partition: Metadata and
+DescribeTopicPartitions name it leader of everything with itself as the only
+replica and in-sync replica, leader epoch 0 (and no eligible leader replicas);
+DescribeCluster names it the one broker and the controller; the high watermark is the log end offset; with no transactions yet the
 last stable offset is the high watermark too, so read_committed reads what
 read_uncommitted reads.
 
 The group APIs (FindCoordinator, JoinGroup, SyncGroup, Heartbeat,
-LeaveGroup, OffsetCommit, OffsetFetch, DescribeGroups, ListGroups,
+LeaveGroup, OffsetCommit, OffsetFetch, OffsetDelete, DescribeGroups, ListGroups,
 DeleteGroups) go to the ``GroupCoordinator``: ``coordinator.wire`` turns the
 body of each version into the coordinator's typed request and its typed
 result into the response body. JoinGroup and SyncGroup are answered when the
@@ -71,6 +72,7 @@ from ..purgatory import DelayedOperationPurgatory, TopicPartitionOperationKey
 from .config_admin_manager import AlterableConfig, AlterConfigsResource, ConfigAdminManager
 from .delayed_fetch import (READ_COMMITTED, DelayedFetch, FetchParams, FetchPartition, FetchPartitionStatus,
                             LogReadResult, read_from_local_log)
+from .describe_topic_partitions import DescribedTopic, describe_topic_partitions
 from .producer_id_manager import ProducerIdManager
 
 log = logging.getLogger(__name__)
@@ -89,6 +91,16 @@ ZERO_UUID = bytes(16)
 # Kafka's AclOperation codes a topic supports; with no authorizer every one is allowed.
 _TOPIC_OPERATIONS = (3, 4, 5, 6, 7, 8, 10, 11)  # READ WRITE CREATE DELETE ALTER DESCRIBE DESCRIBE_CONFIGS ALTER_CONFIGS
 TOPIC_AUTHORIZED_OPERATIONS = sum(1 << op for op in _TOPIC_OPERATIONS)
+# The same for the cluster: CREATE ALTER DESCRIBE CLUSTER_ACTION DESCRIBE_CONFIGS ALTER_CONFIGS IDEMPOTENT_WRITE
+# CREATE_TOKENS DESCRIBE_TOKENS.
+_CLUSTER_OPERATIONS = (5, 7, 8, 9, 10, 11, 12, 13, 14)
+CLUSTER_AUTHORIZED_OPERATIONS = sum(1 << op for op in _CLUSTER_OPERATIONS)
+# DescribeCluster's endpoint types (KIP-919): a broker describes brokers; controllers it has none to show.
+ENDPOINT_TYPE_BROKER = 1
+ENDPOINT_TYPE_CONTROLLER = 2
+_ENDPOINT_TYPE_NAMES = {ENDPOINT_TYPE_BROKER: "BROKER", ENDPOINT_TYPE_CONTROLLER: "CONTROLLER"}
+UNSUPPORTED_ENDPOINT_TYPE = 115
+MISMATCHED_ENDPOINT_TYPE = 114
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 
@@ -127,6 +139,8 @@ class KafkaApis:
             ApiKey.FETCH: self.handle_fetch_request,
             ApiKey.LIST_OFFSETS: self.handle_list_offsets_request,
             ApiKey.METADATA: self.handle_topic_metadata_request,
+            ApiKey.DESCRIBE_CLUSTER: self.handle_describe_cluster_request,
+            ApiKey.DESCRIBE_TOPIC_PARTITIONS: self.handle_describe_topic_partitions_request,
             ApiKey.API_VERSIONS: self.handle_api_versions_request,
             ApiKey.CREATE_TOPICS: self.handle_create_topics_request,
             ApiKey.DELETE_TOPICS: self.handle_delete_topics_request,
@@ -151,6 +165,7 @@ class KafkaApis:
                 ApiKey.DESCRIBE_GROUPS: self.handle_describe_groups_request,
                 ApiKey.LIST_GROUPS: self.handle_list_groups_request,
                 ApiKey.DELETE_GROUPS: self.handle_delete_groups_request,
+                ApiKey.OFFSET_DELETE: self.handle_offset_delete_request,
             })
         self.api_versions = self._advertised_versions()
         self._pending_fetches: set[DelayedFetch] = set()
@@ -284,18 +299,58 @@ class KafkaApis:
         return {"error_code": code, "name": name, "topic_id": topic_id, "is_internal": False, "partitions": [],
                 "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
 
+    def _partition_metadata(self, partition: int) -> dict:
+        replicas = [self.node_id]
+        return {"error_code": NONE, "partition_index": partition, "leader_id": self.node_id,
+                "leader_epoch": LEADER_EPOCH, "replica_nodes": replicas, "isr_nodes": replicas,
+                "offline_replicas": []}
+
     def _topic_metadata(self, name: str, include_operations: bool) -> dict:
         meta = self.broker.topics.get(name)
         if meta is None:  # deleted since it was listed
             return self._topic_error(name, ZERO_UUID, UnknownTopicOrPartitionError.code)
-        replicas = [self.node_id]
-        partitions = [{"error_code": NONE, "partition_index": p, "leader_id": self.node_id,
-                       "leader_epoch": LEADER_EPOCH, "replica_nodes": replicas, "isr_nodes": replicas,
-                       "offline_replicas": []} for p in range(meta.partitions)]
+        partitions = [self._partition_metadata(p) for p in range(meta.partitions)]
         return {"error_code": NONE, "name": name, "topic_id": topic_id_bytes(meta.topic_id),
                 "is_internal": name in layout.INTERNAL_TOPICS, "partitions": partitions,
                 "topic_authorized_operations": (TOPIC_AUTHORIZED_OPERATIONS if include_operations
                                                 else AUTHORIZED_OPERATIONS_OMITTED)}
+
+    # --- DescribeCluster and DescribeTopicPartitions -------------------------------------
+
+    def handle_describe_cluster_request(self, request: Request, parsed: KafkaRequest) -> None:
+        body = parsed.body
+        endpoint_type = body["endpoint_type"]
+        response: dict = {"throttle_time_ms": 0, "error_code": NONE, "error_message": None,
+                          "endpoint_type": ENDPOINT_TYPE_BROKER, "cluster_id": self.cluster_id,
+                          "controller_id": -1, "brokers": [],
+                          "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
+        if endpoint_type not in _ENDPOINT_TYPE_NAMES:
+            response.update(error_code=UNSUPPORTED_ENDPOINT_TYPE,
+                            error_message=f"Unsupported endpoint type {endpoint_type}")
+        elif endpoint_type != ENDPOINT_TYPE_BROKER:
+            response.update(error_code=MISMATCHED_ENDPOINT_TYPE,
+                            error_message=f"The request was sent to an endpoint of type BROKER, but we wanted an "
+                                          f"endpoint of type {_ENDPOINT_TYPE_NAMES[endpoint_type]}")
+        else:
+            endpoint = self._endpoint_for(request)
+            response.update(
+                controller_id=self.node_id,
+                brokers=[{"broker_id": self.node_id, "host": endpoint.host, "port": endpoint.port, "rack": None,
+                          "is_fenced": False}],
+                cluster_authorized_operations=(CLUSTER_AUTHORIZED_OPERATIONS
+                                               if body["include_cluster_authorized_operations"]
+                                               else AUTHORIZED_OPERATIONS_OMITTED))
+        self._send(request, parsed, response)
+
+    def handle_describe_topic_partitions_request(self, request: Request, parsed: KafkaRequest) -> None:
+        topics = {meta.name: DescribedTopic(topic_id_bytes(meta.topic_id), meta.partitions,
+                                            meta.name in INTERNAL_TOPICS)
+                  for meta in self.broker.topics.all()}
+        self._send(request, parsed, describe_topic_partitions(
+            parsed.body, topics,
+            # No eligible leader replicas (KIP-966) with one replica: empty lists, as Kafka answers.
+            lambda _topic, p: {**self._partition_metadata(p), "eligible_leader_replicas": [], "last_known_elr": []},
+            TOPIC_AUTHORIZED_OPERATIONS))
 
     # --- Produce --------------------------------------------------------------------
 
@@ -829,6 +884,15 @@ class KafkaApis:
         results = self.group_coordinator.delete_groups(
             wire.parse_delete_groups(parsed.body, parsed.header.api_version))
         self._send(request, parsed, wire.delete_groups_response(results))
+
+    def handle_offset_delete_request(self, request: Request, parsed: KafkaRequest) -> None:
+        """OffsetDelete: partitions this broker does not have get UNKNOWN_TOPIC_OR_PARTITION, the rest go
+        to the coordinator; a group-level error answers alone (as Kafka's KafkaApis)."""
+        delete = wire.parse_offset_delete(parsed.body, parsed.header.api_version)
+        known = tuple(tp for tp in delete.partitions if self._has_partition(tp))
+        error, errors = self.group_coordinator.delete_offsets(dataclasses.replace(delete, partitions=known))
+        merged = {tp: errors.get(tp, UnknownTopicOrPartitionError.code) for tp in delete.partitions}
+        self._send(request, parsed, wire.offset_delete_response(error, merged))
 
     # --- InitProducerId ---------------------------------------------------------------
 

@@ -46,8 +46,9 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 from format.layout import TopicPartition
 
 from ...clock import SYSTEM_CLOCK, Clock
+from ...consumer_protocol import CONSUMER_PROTOCOL_TYPE
 from ...errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, FencedInstanceIdError,
-                       GroupIdNotFoundError, GroupMaxSizeReachedError, IllegalGenerationError,
+                       GroupIdNotFoundError, GroupMaxSizeReachedError, GroupSubscribedToTopicError, IllegalGenerationError,
                        InconsistentGroupProtocolError, InvalidCommitOffsetSizeError, InvalidFetchSizeError,
                        InvalidGroupIdError, InvalidRequestError, InvalidSessionTimeoutError, KafkaError,
                        KafkaStorageError, MemberIdRequiredError, MessageTooLargeError, NonEmptyGroupError,
@@ -71,8 +72,8 @@ from .member_metadata import MemberMetadata
 from .offset_and_metadata import OffsetAndMetadata
 from .requests import (COORDINATOR_TYPE_GROUP, COORDINATOR_TYPE_TRANSACTION, DeleteGroupsRequest,
                        DescribeGroupsRequest, FindCoordinatorRequest, HeartbeatRequest, JoinGroupRequest,
-                       LeaveGroupRequest, LeavingMember, ListGroupsRequest, OffsetCommitRequest, OffsetFetchRequest,
-                       SyncGroupRequest)
+                       LeaveGroupRequest, LeavingMember, ListGroupsRequest, OffsetCommitRequest, OffsetDeleteRequest,
+                       OffsetFetchRequest, SyncGroupRequest)
 from .results import (CLASSIC_GROUP_TYPE, NONE, UNKNOWN_MEMBER_ID, GroupOverview, GroupSummary, JoinCallback,
                       JoinGroupResult, LeaveGroupResult, LeaveMemberResult, OffsetFetchResult, SyncCallback,
                       SyncGroupResult)
@@ -957,6 +958,45 @@ class GroupCoordinator:
             if partitions is None:
                 return OffsetFetchResult(NONE, dict(sorted(group.offsets.items())))
             return OffsetFetchResult(NONE, {tp: group.offsets.get(tp) for tp in partitions})
+
+    # ==================================================================================
+    # OffsetDelete
+    # ==================================================================================
+
+    def delete_offsets(self, request: OffsetDeleteRequest) -> tuple[int, dict[TopicPartition, int]]:
+        """Delete a group's committed offsets of some partitions: the group's error and each partition's.
+
+        As Kafka's OffsetDelete: a group that does not exist answers GROUP_ID_NOT_FOUND, a
+        group with members of another protocol than the consumer's NON_EMPTY_GROUP, and the
+        partitions of a topic the current generation subscribes to GROUP_SUBSCRIBED_TO_TOPIC;
+        the others are deleted (a tombstone each where an offset was committed) and answer
+        NONE, whether an offset was there or not.
+        """
+        error = self._validate_group_status(request.group_id, allow_empty_id=False)
+        if error:
+            return error, {}
+        group = self.group(request.group_id)
+        if group is None:
+            return GroupIdNotFoundError.code, {}
+        with group.lock:
+            if group.is_(_S.DEAD):
+                return GroupIdNotFoundError.code, {}
+            if not group.is_(_S.EMPTY) and group.protocol_type != CONSUMER_PROTOCOL_TYPE:
+                return NonEmptyGroupError.code, {}
+            errors = {tp: GroupSubscribedToTopicError.code if group.is_subscribed_to_topic(tp.topic) else NONE
+                      for tp in request.partitions}
+            deleted = [tp for tp, code in errors.items() if code == NONE and tp in group.offsets]
+            if deleted:
+                try:
+                    self.store.append_tombstones(group.group_id, deleted, group=False)
+                except Exception as exc:
+                    code = _store_error_code(exc, offsets=True)
+                    log.warning("group %r: deleting %d offsets failed (error %d): %s", group.group_id,
+                                len(deleted), code, exc)
+                    return code, {}
+                for tp in deleted:
+                    del group.offsets[tp]
+            return NONE, errors
 
     # ==================================================================================
     # DescribeGroups, ListGroups, DeleteGroups

@@ -27,7 +27,9 @@ from typing import Iterable
 from format.layout import TopicPartition
 
 from ...clock import Clock
+from ...consumer_protocol import CONSUMER_PROTOCOL_TYPE, decode_subscription
 from ...errors import FencedInstanceIdError, RebalanceInProgressError
+from ...protocol.errors import ProtocolError
 from ...offsets_topic import NO_TIMESTAMP, GroupMetadataValue
 from ...offsets_topic import MemberMetadata as StoredMember
 from .group_state import VALID_PREVIOUS_STATES, GroupState, IllegalGroupStateTransitionError, check_transition
@@ -70,6 +72,9 @@ class GroupMetadata:
         #: A member joined during the first rebalance: group.initial.rebalance.delay.ms waits once more.
         self.new_member_added = False
         self.offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+        #: The topics the members of the current generation subscribe to; None when unknown
+        #: (not a consumer group, no protocol chosen yet, or metadata that does not parse).
+        self.subscribed_topics: frozenset[str] | None = None
 
     # -- state ---------------------------------------------------------------
 
@@ -331,6 +336,7 @@ class GroupMetadata:
         else:
             self.protocol_name = None
             self.transition_to(GroupState.EMPTY)
+        self.subscribed_topics = self.compute_subscribed_topics()
         self._pending_sync_members.clear()
         self.check_invariants()
 
@@ -340,6 +346,33 @@ class GroupMetadata:
             raise ValueError(f"group {self.group_id!r} has no member metadata to hand out in state {self._state}")
         return tuple(JoinGroupMember(m.member_id, m.group_instance_id, m.metadata(self.protocol_name))
                      for m in self._members.values())
+
+    # -- subscriptions ---------------------------------------------------------------------------
+
+    def compute_subscribed_topics(self) -> frozenset[str] | None:
+        """The topics the members subscribe to, from their ``ConsumerProtocolSubscription``s.
+
+        None unless the group is a consumer group with a protocol chosen, or when a member's
+        metadata does not parse; empty for a consumer group without members.
+        """
+        if self.protocol_type != CONSUMER_PROTOCOL_TYPE:
+            return None
+        if not self._members:
+            return frozenset()
+        if self.protocol_name is None:
+            return None
+        try:
+            return frozenset(topic for m in self._members.values()
+                             for topic in decode_subscription(m.metadata(self.protocol_name)))
+        except ProtocolError:
+            return None
+
+    def is_subscribed_to_topic(self, topic: str) -> bool:
+        """Whether the current generation consumes ``topic``; when that is unknown, a consumer
+        group counts as subscribed and any other group as not (Kafka's ClassicGroup)."""
+        if self.subscribed_topics is None:
+            return self.protocol_type == CONSUMER_PROTOCOL_TYPE
+        return topic in self.subscribed_topics
 
     # -- offsets -----------------------------------------------------------------------------
 
@@ -432,6 +465,7 @@ class GroupMetadata:
             if member.group_instance_id is not None:
                 group._static_members[member.group_instance_id] = member.member_id
         group.leader_id = value.leader if value.leader in group._members else next(iter(group._members), None)
+        group.subscribed_topics = group.compute_subscribed_topics()
         group.check_invariants()
         return group
 

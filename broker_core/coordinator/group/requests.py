@@ -30,6 +30,7 @@ __all__ = [
     "DescribeGroupsRequest",
     "ListGroupsRequest",
     "DeleteGroupsRequest",
+    "OffsetDeleteRequest",
 ]
 
 
@@ -152,3 +153,10 @@ class ListGroupsRequest:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DeleteGroupsRequest:
     group_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetDeleteRequest:
+    group_id: str
+    #: In the request's order.
+    partitions: tuple[TopicPartition, ...]

@@ -21,8 +21,8 @@ from ...errors import ERRORS_BY_CODE
 from .offset_and_metadata import OffsetAndMetadata
 from .requests import (COORDINATOR_TYPE_GROUP, DeleteGroupsRequest, DescribeGroupsRequest, FindCoordinatorRequest,
                        HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, LeavingMember, ListGroupsRequest,
-                       OffsetCommitPartition, OffsetCommitRequest, OffsetFetchGroup, OffsetFetchRequest,
-                       SyncGroupRequest)
+                       OffsetCommitPartition, OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchGroup,
+                       OffsetFetchRequest, SyncGroupRequest)
 from .results import (CLASSIC_GROUP_TYPE, NONE, GroupOverview, GroupSummary, JoinGroupResult, LeaveGroupResult,
                       OffsetFetchResult, SyncGroupResult)
 
@@ -47,6 +47,8 @@ __all__ = [
     "list_groups_response",
     "parse_delete_groups",
     "delete_groups_response",
+    "parse_offset_delete",
+    "offset_delete_response",
     "GROUP_AUTHORIZED_OPERATIONS",
 ]
 
@@ -300,3 +302,21 @@ def parse_delete_groups(body: Mapping[str, Any], version: int) -> DeleteGroupsRe
 def delete_groups_response(results: Mapping[str, int]) -> dict:
     return {"throttle_time_ms": 0, "results": [{"group_id": group_id, "error_code": error}
                                                for group_id, error in results.items()]}
+
+
+# --- OffsetDelete ----------------------------------------------------------------------------
+
+
+def parse_offset_delete(body: Mapping[str, Any], version: int) -> OffsetDeleteRequest:
+    return OffsetDeleteRequest(group_id=body["group_id"], partitions=tuple(
+        TopicPartition(t["name"], p["partition_index"]) for t in body["topics"] for p in t["partitions"]))
+
+
+def offset_delete_response(error: int, partitions: Mapping[TopicPartition, int]) -> dict:
+    """A group-level error answers with no topics, as Kafka's does; otherwise each partition's error, by topic."""
+    topics: dict[str, list[dict]] = {}
+    if error == NONE:
+        for tp, code in partitions.items():
+            topics.setdefault(tp.topic, []).append({"partition_index": tp.partition, "error_code": code})
+    return {"error_code": error, "throttle_time_ms": 0,
+            "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()]}

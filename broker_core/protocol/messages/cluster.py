@@ -1,12 +1,13 @@
-"""ApiVersions, Metadata and DescribeLogDirs: how a client learns what the broker speaks and where
-partitions live, on which broker and in which log directory."""
+"""ApiVersions, Metadata, DescribeCluster, DescribeTopicPartitions and DescribeLogDirs: how a client
+learns what the broker speaks, which brokers make the cluster and where partitions live, on which
+broker and in which log directory."""
 
 from __future__ import annotations
 
 from ..api_keys import ApiKey
 from ..schema import F, api
 
-__all__ = ["API_VERSIONS", "METADATA", "DESCRIBE_LOG_DIRS"]
+__all__ = ["API_VERSIONS", "METADATA", "DESCRIBE_CLUSTER", "DESCRIBE_TOPIC_PARTITIONS", "DESCRIBE_LOG_DIRS"]
 
 API_VERSIONS = api(
     ApiKey.API_VERSIONS, "0-4", flexible="3+",
@@ -107,6 +108,74 @@ DESCRIBE_LOG_DIRS = api(
             # Of the volume the log dir is on.
             F("TotalBytes", "int64", "4+", default=-1),
             F("UsableBytes", "int64", "4+", default=-1),
+        )),
+    ),
+)
+
+DESCRIBE_CLUSTER = api(
+    ApiKey.DESCRIBE_CLUSTER, "0-2", flexible="0+",
+    request=(
+        F("IncludeClusterAuthorizedOperations", "bool", "0+"),
+        # 1 asks for the brokers, 2 for the controllers (KIP-919).
+        F("EndpointType", "int8", "1+", default=1),
+        F("IncludeFencedBrokers", "bool", "2+"),
+    ),
+    response=(
+        F("ThrottleTimeMs", "int32", "0+"),
+        F("ErrorCode", "int16", "0+"),
+        F("ErrorMessage", "string", "0+", nullable="0+", default=None),
+        F("EndpointType", "int8", "1+", default=1),
+        F("ClusterId", "string", "0+"),
+        F("ControllerId", "int32", "0+", default=-1),
+        F("Brokers", "[]DescribeClusterBroker", "0+", fields=(
+            F("BrokerId", "int32", "0+"),
+            F("Host", "string", "0+"),
+            F("Port", "int32", "0+"),
+            F("Rack", "string", "0+", nullable="0+", default=None),
+            F("IsFenced", "bool", "2+"),
+        )),
+        F("ClusterAuthorizedOperations", "int32", "0+", default=-2147483648),
+    ),
+)
+
+# The topics' partitions a page at a time (KIP-966): what Kafka's admin client asks for
+# describeTopics when the broker serves it, Metadata otherwise.
+DESCRIBE_TOPIC_PARTITIONS = api(
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS, "0", flexible="0+",
+    request=(
+        # Empty asks for every topic.
+        F("Topics", "[]TopicRequest", "0+", fields=(
+            F("Name", "string", "0+"),
+        )),
+        F("ResponsePartitionLimit", "int32", "0+", default=2000),
+        F("Cursor", "Cursor", "0+", nullable="0+", fields=(
+            F("TopicName", "string", "0+"),
+            F("PartitionIndex", "int32", "0+"),
+        )),
+    ),
+    response=(
+        F("ThrottleTimeMs", "int32", "0+"),
+        F("Topics", "[]DescribeTopicPartitionsResponseTopic", "0+", fields=(
+            F("ErrorCode", "int16", "0+"),
+            F("Name", "string", "0+", nullable="0+"),
+            F("TopicId", "uuid", "0+"),
+            F("IsInternal", "bool", "0+", default=False),
+            F("Partitions", "[]DescribeTopicPartitionsResponsePartition", "0+", fields=(
+                F("ErrorCode", "int16", "0+"),
+                F("PartitionIndex", "int32", "0+"),
+                F("LeaderId", "int32", "0+"),
+                F("LeaderEpoch", "int32", "0+", default=-1),
+                F("ReplicaNodes", "[]int32", "0+"),
+                F("IsrNodes", "[]int32", "0+"),
+                F("EligibleLeaderReplicas", "[]int32", "0+", nullable="0+", default=None),
+                F("LastKnownElr", "[]int32", "0+", nullable="0+", default=None),
+                F("OfflineReplicas", "[]int32", "0+"),
+            )),
+            F("TopicAuthorizedOperations", "int32", "0+", default=-2147483648),
+        )),
+        F("NextCursor", "Cursor", "0+", nullable="0+", fields=(
+            F("TopicName", "string", "0+"),
+            F("PartitionIndex", "int32", "0+"),
         )),
     ),
 )

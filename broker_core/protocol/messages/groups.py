@@ -17,6 +17,7 @@ __all__ = [
     "DESCRIBE_GROUPS",
     "LIST_GROUPS",
     "DELETE_GROUPS",
+    "OFFSET_DELETE",
 ]
 
 FIND_COORDINATOR = api(
@@ -272,6 +273,30 @@ DELETE_GROUPS = api(
         F("Results", "[]DeletableGroupResult", "0+", fields=(
             F("GroupId", "string", "0+"),
             F("ErrorCode", "int16", "0+"),
+        )),
+    ),
+)
+
+OFFSET_DELETE = api(
+    ApiKey.OFFSET_DELETE, "0", flexible="none",
+    request=(
+        F("GroupId", "string", "0+"),
+        F("Topics", "[]OffsetDeleteRequestTopic", "0+", fields=(
+            F("Name", "string", "0+"),
+            F("Partitions", "[]OffsetDeleteRequestPartition", "0+", fields=(
+                F("PartitionIndex", "int32", "0+"),
+            )),
+        )),
+    ),
+    response=(
+        F("ErrorCode", "int16", "0+"),
+        F("ThrottleTimeMs", "int32", "0+"),
+        F("Topics", "[]OffsetDeleteResponseTopic", "0+", fields=(
+            F("Name", "string", "0+"),
+            F("Partitions", "[]OffsetDeleteResponsePartition", "0+", fields=(
+                F("PartitionIndex", "int32", "0+"),
+                F("ErrorCode", "int16", "0+"),
+            )),
         )),
     ),
 )

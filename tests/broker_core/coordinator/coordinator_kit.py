@@ -193,7 +193,8 @@ class Harness:
         return first
 
     def sync(self, member: Member, assignments: dict[str, bytes] | None = None, *, generation_id: int | None = None,
-             version: int | None = None, protocol_name: str | None = "range") -> Pending:
+             version: int | None = None, protocol_name: str | None = "range",
+             protocol_type: str = "consumer") -> Pending:
         version = LATEST[ApiKey.SYNC_GROUP] if version is None else version
         fields: dict[str, Any] = {
             "group_id": self.group_id, "member_id": member.member_id,
@@ -202,7 +203,7 @@ class Harness:
         if version >= 3:
             fields["group_instance_id"] = member.group_instance_id
         if version >= 5:
-            fields["protocol_type"] = "consumer"
+            fields["protocol_type"] = protocol_type
             fields["protocol_name"] = protocol_name
         pending = Pending(ApiKey.SYNC_GROUP, version)
         request = wire.parse_sync_group(request_body(ApiKey.SYNC_GROUP, version, **fields), version)
@@ -308,26 +309,42 @@ class Harness:
         check_response(ApiKey.DELETE_GROUPS, version, body)
         return {r["group_id"]: r["error_code"] for r in body["results"]}
 
+    def delete_offsets(self, partitions: list[tuple[str, int]], *, group_id: str | None = None
+                       ) -> tuple[int, dict[tuple[str, int], int]]:
+        """OffsetDelete (v0, its only version); the group's error and each (topic, partition)'s."""
+        topics: dict[str, list[dict]] = {}
+        for topic, partition in partitions:
+            topics.setdefault(topic, []).append({"partition_index": partition})
+        request = wire.parse_offset_delete(request_body(
+            ApiKey.OFFSET_DELETE, 0, group_id=self.group_id if group_id is None else group_id,
+            topics=[{"name": t, "partitions": ps} for t, ps in topics.items()]), 0)
+        body = check_response(ApiKey.OFFSET_DELETE, 0, wire.offset_delete_response(
+            *self.coordinator.delete_offsets(request)))
+        return body["error_code"], {(t["name"], p["partition_index"]): p["error_code"]
+                                    for t in body["topics"] for p in t["partitions"]}
+
     # -- whole rebalances ------------------------------------------------------------------
 
-    def form_group(self, *members: Member, assignments: dict[str, bytes] | None = None) -> None:
+    def form_group(self, *members: Member, assignments: dict[str, bytes] | None = None,
+                   protocols: list[tuple[str, bytes]] | None = None, protocol_type: str = "consumer") -> None:
         """The first rebalance of a new group: every member joins, the initial delay passes, all sync."""
-        pendings = [self.join_new(member) for member in members]
+        pendings = [self.join_new(member, protocols=protocols, protocol_type=protocol_type) for member in members]
         # Each member that arrived during the initial delay extends it once more.
         for _ in members:
             if all(p.done for p in pendings):
                 break
             self.advance(self.config.group_initial_rebalance_delay_ms)
         assert all(p.done and p.error == NONE for p in pendings), [p.responses for p in pendings]
-        self.sync_all(*members, assignments=assignments)
+        self.sync_all(*members, assignments=assignments, protocol_type=protocol_type)
 
-    def sync_all(self, *members: Member, assignments: dict[str, bytes] | None = None) -> list[Pending]:
+    def sync_all(self, *members: Member, assignments: dict[str, bytes] | None = None,
+                 protocol_type: str = "consumer") -> list[Pending]:
         """Everyone syncs (followers first, then the leader with ``assignments`` or one per member)."""
         leader_id = self.group.leader_id
         leader = next(m for m in members if m.member_id == leader_id)
-        followers = [self.sync(m) for m in members if m is not leader]
+        followers = [self.sync(m, protocol_type=protocol_type) for m in members if m is not leader]
         if assignments is None:
             assignments = {m.member_id: f"assignment-of-{m.member_id}".encode() for m in members}
-        syncs = followers + [self.sync(leader, assignments)]
+        syncs = followers + [self.sync(leader, assignments, protocol_type=protocol_type)]
         assert all(p.error == NONE for p in syncs), [p.responses for p in syncs]
         return syncs

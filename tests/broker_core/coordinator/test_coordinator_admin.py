@@ -1,4 +1,4 @@
-"""FindCoordinator, DescribeGroups, ListGroups, DeleteGroups, and answers while the coordinator loads."""
+"""FindCoordinator, DescribeGroups, ListGroups, DeleteGroups, OffsetDelete, and answers while the coordinator loads."""
 
 from __future__ import annotations
 
@@ -6,10 +6,14 @@ from typing import Iterator
 
 import pytest
 
+from broker_core.consumer_protocol import encode_subscription
 from broker_core.coordinator.group import InMemoryGroupStore
 from broker_core.offsets_topic import GroupMetadataKey, OffsetCommitKey, decode_record
 from coordinator_kit import (COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, GROUP_ID_NOT_FOUND,
-                             INITIAL_DELAY_MS, NON_EMPTY_GROUP, NONE, REBALANCE_IN_PROGRESS, Harness, Member)
+                             INITIAL_DELAY_MS, INVALID_GROUP_ID, NON_EMPTY_GROUP, NONE, REBALANCE_IN_PROGRESS, Harness,
+                             Member)
+
+GROUP_SUBSCRIBED_TO_TOPIC = 86
 
 
 @pytest.fixture
@@ -102,6 +106,50 @@ def test_list_groups_filters_by_state_and_type(h: Harness) -> None:
 def test_list_groups_answers_at_every_version(h: Harness, version: int) -> None:
     h.form_group(Member())
     assert [g["group_id"] for g in h.list_groups(version=version)["groups"]] == ["group"]
+
+
+# --- OffsetDelete ----------------------------------------------------------------------------------------
+
+
+def test_delete_offsets_of_an_empty_group_writes_tombstones_and_forgets_them(h: Harness) -> None:
+    h.commit({("orders", 0): 5, ("orders", 1): 7, ("payments", 0): 3})
+    assert h.delete_offsets([("orders", 0), ("orders", 1), ("orders", 2)]) == (
+        NONE, {("orders", 0): NONE, ("orders", 1): NONE, ("orders", 2): NONE})
+    assert h.committed() == {("payments", 0): 3}
+    tombstones = [decode_record(k, v)[0] for k, v in h.store.records("group") if v is None]
+    # Only where an offset was committed; the group itself stays.
+    assert tombstones == [OffsetCommitKey("group", "orders", 0), OffsetCommitKey("group", "orders", 1)]
+    assert [(tp.topic, tp.partition) for tp in h.store.load().offsets["group"]] == [("payments", 0)]
+    assert h.coordinator.group("group") is not None
+
+
+def test_delete_offsets_of_a_topic_the_members_consume_is_group_subscribed_to_topic(h: Harness) -> None:
+    a = Member()
+    h.form_group(a, protocols=[("range", encode_subscription(["orders"]))])
+    h.commit({("orders", 0): 5, ("archive", 0): 9}, a)
+    # A topic the generation does not consume loses its offsets while the group runs.
+    assert h.delete_offsets([("orders", 0), ("archive", 0)]) == (
+        NONE, {("orders", 0): GROUP_SUBSCRIBED_TO_TOPIC, ("archive", 0): NONE})
+    assert h.committed() == {("orders", 0): 5}
+
+
+def test_delete_offsets_of_a_consumer_group_whose_subscriptions_do_not_parse_is_refused_for_every_topic(
+        h: Harness) -> None:
+    a = Member()
+    h.form_group(a)  # metadata b"sub" is no ConsumerProtocolSubscription
+    h.commit({("archive", 0): 9}, a)
+    assert h.delete_offsets([("archive", 0)]) == (NONE, {("archive", 0): GROUP_SUBSCRIBED_TO_TOPIC})
+
+
+def test_delete_offsets_of_a_running_group_of_another_protocol_is_non_empty_group(h: Harness) -> None:
+    a = Member()
+    h.form_group(a, protocol_type="connect", protocols=[("range", b"worker")])
+    assert h.delete_offsets([("orders", 0)]) == (NON_EMPTY_GROUP, {})
+
+
+def test_delete_offsets_of_an_unknown_group_is_group_id_not_found(h: Harness) -> None:
+    assert h.delete_offsets([("orders", 0)], group_id="nobody") == (GROUP_ID_NOT_FOUND, {})
+    assert h.delete_offsets([("orders", 0)], group_id="") == (INVALID_GROUP_ID, {})
 
 
 # --- DeleteGroups -------------------------------------------------------------------------------------

@@ -78,14 +78,29 @@ def test_api_versions_advertises_exactly_the_served_apis(client):
     served = {ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS, ApiKey.METADATA, ApiKey.API_VERSIONS,
               ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.INIT_PRODUCER_ID, ApiKey.DESCRIBE_CONFIGS,
               ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.DESCRIBE_LOG_DIRS,
-              ApiKey.CREATE_PARTITIONS,
+              ApiKey.CREATE_PARTITIONS, ApiKey.DESCRIBE_CLUSTER, ApiKey.DESCRIBE_TOPIC_PARTITIONS,
               # The group coordinator's.
               ApiKey.FIND_COORDINATOR, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP,
               ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.DESCRIBE_GROUPS, ApiKey.LIST_GROUPS,
-              ApiKey.DELETE_GROUPS}
+              ApiKey.DELETE_GROUPS, ApiKey.OFFSET_DELETE}
     assert set(client.broker_versions) == {int(k) for k in served}
     for key, floor in MIN_VERSIONS.items():
         assert client.broker_versions[int(key)][0] >= floor
+
+
+# Fields whose default makes a request that gets no answer by design (a produce with acks=0).
+_ANSWERED_DEFAULTS = {ApiKey.PRODUCE: {"acks": -1}}
+
+
+def test_every_advertised_version_of_every_api_is_answered(client):
+    # A version advertised but not served would close the connection: the client's next send fails.
+    asked = 0
+    for key, (low, high) in sorted(client.broker_versions.items()):
+        for version in range(low, high + 1):
+            response = client.send(ApiKey(key), _ANSWERED_DEFAULTS.get(ApiKey(key), {}), version=version)
+            assert isinstance(response, dict), (ApiKey(key).name, version)
+            asked += 1
+    assert asked > 100
 
 
 def _raw_header(api_key: int, version: int, correlation_id: int) -> bytes:
