@@ -5,6 +5,8 @@ switch its broker first and its source second."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
@@ -173,6 +175,39 @@ def test_kafka_source_stream_resumes_from_its_checkpoint_as_format_seglog_does(s
     assert sorted(row[1] for row in second["kafka"] if row[1] is not None) == sorted(
         f"ticks-{n}".encode() for n in range(50) if n % 11 != 5)
     assert len(second["kafka"]) == 50  # each record once across the restart
+
+
+def test_kafka_source_starts_where_retention_left_the_log_as_format_seglog_does(spark, tmp_path):
+    log_dir = tmp_path / "logs"
+    server = start_broker(log_dir, **{"log.retention.check.interval.ms": 200})
+    try:
+        bootstrap = server.bootstrap_servers
+        create_topics(bootstrap, NewTopic("retained", 1, config={"segment.bytes": "1024", "retention.ms": "3600000"}))
+        producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+        now = int(time.time() * 1000)
+        for n in range(150):  # the first 100 a year old, beyond retention.ms
+            producer.produce("retained", key=f"k{n}", value=f"v{n}", timestamp=now - 365 * 86_400_000 + n
+                             if n < 100 else now)
+            if n % 10 == 9:
+                producer.flush(30)
+        assert producer.flush(30) == 0
+        deadline = time.monotonic() + 60
+        while server.broker.list_offsets("retained", 0, "earliest").offset == 0:
+            assert time.monotonic() < deadline, "retention did not delete the old segments within 60 s"
+            time.sleep(0.2)
+        time.sleep(1)  # one more retention check, which finds nothing more to delete
+        log_start = server.broker.list_offsets("retained", 0, "earliest").offset
+        starts = {"earliest": {}, "below the log start": {"startingOffsets": '{"retained": {"0": 5}}',
+                                                         "failOnDataLoss": "false"}}
+        for name, options in starts.items():
+            from_kafka = rows(kafka_reader(spark, bootstrap).option("subscribe", "retained").options(**options).load())
+            from_files = rows(seglog_reader(spark, str(log_dir)).option("subscribe", "retained").options(**options)
+                              .load())
+            assert from_kafka == from_files, name
+            assert [row[4] for row in from_kafka] == list(range(log_start, 150)), name
+        assert 5 < log_start <= 100
+    finally:
+        server.shutdown(timeout_ms=10_000)
 
 
 def test_kafka_source_stream_picks_up_new_partitions_as_format_seglog_does(spark, seglog, tmp_path):
