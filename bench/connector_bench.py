@@ -1,6 +1,6 @@
 """Benchmarks of the Spark connector end to end: rows/s of Spark reading a log through ``format("seglog")``.
 
-Figures, each beside two peers in the same run on the same rows (absolute
+Figures, each beside its peers in the same run on the same rows (absolute
 rates drift on shared machines; ratios hold better):
 
 * ``count()``, ``sum(length(value))`` (a full scan: every value reaches the
@@ -13,7 +13,17 @@ rates drift on shared machines; ratios hold better):
   JVM, Arrow to rows). It has as many partitions as the seglog read has tasks;
 * Spark reading the same rows from Parquet (written once from the log,
   outside the timing). Its ``count()`` may read row-group metadata only, so
-  ``sum(length(value))`` is the figure that scans.
+  ``sum(length(value))`` is the figure that scans;
+* Spark's own Kafka source (``format("kafka")``, its jars handed over with
+  ``spark.jars``) reading the same records over the Kafka protocol, from
+  Apache Kafka and from ``seglog broker``: how fast a topic becomes a
+  DataFrame the way Spark users read it today. ``seglog broker`` serves the
+  very log dir ``format("seglog")`` reads; Apache Kafka (one KRaft broker
+  and controller, its log dir beside the others) gets the same batches through
+  Produce requests, so both hold the same records in the same batches. Both
+  run beside Spark, unpinned, as a broker on the same host would. For
+  ``count()`` and the Parquet write only (the scan adds nothing the count does
+  not already pay: the Kafka source hands over every record either way).
 
 Records are 100-byte JSON-like values with 10-byte keys, in batches of 135
 records (16,268 bytes: what fills Kafka's default ``batch.size``), appended
@@ -28,6 +38,7 @@ Run ``python bench/connector_bench.py``; ``--quick`` for a smoke run,
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import shutil
@@ -41,6 +52,8 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from broker_core import Broker
+from broker_core.client.protocol_client import ProtocolClient
+from broker_core.protocol import ApiKey
 from connector.planning import OffsetRange
 from connector.reading import read_range
 from format.arrow import decode_to_arrow, kafka_schema
@@ -48,6 +61,8 @@ from format.layout import TopicPartition
 from format.log_dir import LogDirectory
 from format.record import SimpleRecord
 from format.record_batch import build_batch, set_base_offset
+from jvm.apache_kafka import KafkaBroker
+from jvm.classpath import spark_jars
 
 # Spark's Python workers unpickle the ceiling data source below by value, as part of
 # __main__. It must not use anything from bench_common: that would be pickled by
@@ -57,6 +72,7 @@ from bench_common import (GIB, MIB, VALUE_SIZE, Environment, Target, Timing, arg
                           date_and_command, environment, event_record, file_system, log, print_environment,
                           print_header, print_markdown_header, print_markdown_row, print_markdown_targets,
                           print_targets, rate, scratch_directory, short_of_disk, timed)
+from broker_bench import broker_command, create_topic, start_broker, stop_broker  # noqa: E402
 
 # The most such records a batch of Kafka's default batch.size (16384 bytes) holds.
 BATCH_RECORDS = 135
@@ -71,7 +87,10 @@ CEILING_BATCH_ROWS = 10_000
 KAFKA_SCHEMA = ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
                 "timestampType int")
 SCAN = "sum(length(value))"
-MIN_FREE_BYTES = 8 * GIB
+# UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER: a new topic's leaders not ready yet.
+RETRIABLE_PRODUCE_ERRORS = (3, 5, 6)
+# The log, Apache Kafka's copy of it, a Parquet copy and a written copy, for 10,000,000 records.
+MIN_FREE_BYTES = 10 * GIB
 
 
 # --- the ceiling: a Python data source that only hands Spark pre-built Arrow batches ---------
@@ -136,11 +155,19 @@ class Row:
     tasks: dict[str, int]
     timings: dict[str, Timing]
 
-    def ratio(self, peer: str) -> float:
+    def ratio(self, peer: str) -> float | None:
+        """seglog's best rate over ``peer``'s; None where ``peer`` did not take part."""
+        if peer not in self.timings:
+            return None
         return self.timings["seglog"].best_rate / self.timings[peer].best_rate
 
 
-SOURCES = ("seglog", "ceiling", "parquet")
+KAFKA_FROM_KAFKA = "kafka: Kafka"
+KAFKA_FROM_SEGLOG = "kafka: seglog broker"
+SOURCES = ("seglog", "ceiling", "parquet", KAFKA_FROM_KAFKA, KAFKA_FROM_SEGLOG)
+# The sources through Spark's Kafka source, and the figures they take part in.
+KAFKA_SOURCES = (KAFKA_FROM_KAFKA, KAFKA_FROM_SEGLOG)
+KAFKA_FIGURES = ("count()", "write Parquet")
 
 
 # --- environment -----------------------------------------------------------------------
@@ -155,6 +182,8 @@ def spark_environment(spark, directory: str, master: str) -> Environment:
         ("files", file_system(directory, with_options=False)),
         ("page cache", "warm: the log and the Parquet copy are read once before timing"),
         ("libraries", f"numpy {np.__version__}, pyarrow {pa.__version__}"),
+        ("brokers", "Apache Kafka (KRaft, one JVM, -Xmx1G, default settings) and seglog broker (defaults), "
+                    "both unpinned beside Spark; Spark's Kafka source from spark.jars, default options"),
     ])
 
 
@@ -171,28 +200,68 @@ def make_pool(batches: int, timestamp_ms: int, seed: int = 42) -> tuple[bytes, .
     return tuple(build_batch(make_records(BATCH_RECORDS, timestamp_ms, rng)) for _ in range(batches))
 
 
+def partition_batches(pool: Sequence[bytes], per_partition: int, partition: int, timestamp_ms: int
+                      ) -> Iterator[bytes]:
+    """The batches of partition ``partition``: the pool's, cycled from the partition's number, then a shorter
+    one for the remainder; ``per_partition`` records in all."""
+    full, tail = divmod(per_partition, BATCH_RECORDS)
+    for i in range(full):
+        yield pool[(i + partition) % len(pool)]
+    if tail:
+        yield build_batch(make_records(tail, timestamp_ms, random.Random(7)))
+
+
 def write_log(log_dir: str, pool: Sequence[bytes], per_partition: int, partitions: int, timestamp_ms: int) -> int:
     """Fill topic ``bench`` with ``per_partition`` records in each partition; returns bytes written.
 
     One ``Log.append`` per 16 KiB batch, as produce requests bring them, without
     building a record in the loop: the log assigns offsets to the pooled batches.
     """
-    full, tail = divmod(per_partition, BATCH_RECORDS)
-    tail_batch = build_batch(make_records(tail, timestamp_ms, random.Random(7))) if tail else None
     written = 0
     with Broker(log_dir, background=False) as broker:
         broker.create_topic(TOPIC, partitions)
         for p in range(partitions):
             log = broker.log_manager.get_log(TopicPartition(TOPIC, p))
-            for i in range(full):
-                log.append(pool[(i + p) % len(pool)])
-            if tail_batch is not None:
-                log.append(tail_batch)
+            for batch in partition_batches(pool, per_partition, p, timestamp_ms):
+                log.append(batch)
             if log.log_end_offset != per_partition:
                 raise AssertionError(f"{log}: log end offset {log.log_end_offset}, expected {per_partition}")
             log.flush()
             written += log.size
     return written
+
+
+def produce_log(bootstrap: str, pool: Sequence[bytes], per_partition: int, partitions: int,
+                timestamp_ms: int, timeout_s: float = 60.0) -> None:
+    """Create topic ``bench`` on the broker at ``bootstrap`` and produce into it the batches ``write_log``
+    appends, batch for batch (acks=1): the same records in the same batches.
+
+    Kafka takes one batch per partition in a Produce request, so each request carries the next batch of
+    every partition. A partition whose leader is not ready yet (a new topic) gets its batch again.
+    """
+    create_topic(bootstrap, TOPIC, partitions)
+    streams = [partition_batches(pool, per_partition, p, timestamp_ms) for p in range(partitions)]
+    pending: dict[int, bytes] = {}
+    deadline = time.monotonic() + timeout_s
+    with ProtocolClient(bootstrap, timeout_s=120) as client:
+        while True:
+            for p, stream in enumerate(streams):
+                if p not in pending and (batch := next(stream, None)) is not None:
+                    pending[p] = batch
+            if not pending:
+                return
+            response = client.send(ApiKey.PRODUCE, {
+                "transactional_id": None, "acks": 1, "timeout_ms": 30_000, "topic_data": [{
+                    "name": TOPIC, "partition_data": [{"index": p, "records": b} for p, b in pending.items()]}]})
+            for result in response["responses"][0]["partition_responses"]:
+                code = result["error_code"]
+                if code == 0:
+                    del pending[result["index"]]
+                elif code not in RETRIABLE_PRODUCE_ERRORS or time.monotonic() > deadline:
+                    raise RuntimeError(f"{bootstrap}: producing to {TOPIC}-{result['index']} failed with error "
+                                       f"code {code} ({result['error_message']})")
+            if pending and all(p in pending for p in range(partitions)):
+                time.sleep(0.1)  # nothing went through: wait for the leaders
 
 
 def write_ceiling_rows(path: str, pool: Sequence[bytes], batch_rows: int) -> int:
@@ -266,6 +335,7 @@ def spark_session(master: str, warehouse: str):
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.driver.memory", "4g")
+               .config("spark.jars", spark_jars())  # Spark's Kafka source
                .config("spark.sql.warehouse.dir", warehouse)
                .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={warehouse}")
                .getOrCreate())
@@ -273,8 +343,18 @@ def spark_session(master: str, warehouse: str):
     return session
 
 
-def figures(spark, root: str, log_dir: str, parquet_dir: str, ceiling_path: str, rows: int, runs: int,
-            log) -> list[Row]:
+def kafka_source(spark, bootstrap: str, min_partitions: int | None):
+    """Spark's own Kafka source over topic ``bench`` of the broker at ``bootstrap``, from start to end."""
+    reader = (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", TOPIC)
+              .option("startingOffsets", "earliest").option("endingOffsets", "latest"))
+    if min_partitions:
+        reader = reader.option("minPartitions", str(min_partitions))
+    return reader.load()
+
+
+def figures(spark, root: str, log_dir: str, parquet_dir: str, ceiling_path: str, bootstraps: dict[str, str],
+            rows: int, runs: int, log) -> list[Row]:
+    """Every figure; ``bootstraps`` maps each of ``KAFKA_SOURCES`` to the broker it reads from."""
     out_dir = os.path.join(root, "out")
     expected_sum = rows * VALUE_SIZE
 
@@ -305,6 +385,7 @@ def figures(spark, root: str, log_dir: str, parquet_dir: str, ceiling_path: str,
             "ceiling": (spark.read.format(CeilingSource.name()).option("path", ceiling_path)
                         .option("rows", str(rows)).option("partitions", str(tasks_wanted)).load()),
             "parquet": spark.read.parquet(parquet_dir),
+            **{who: kafka_source(spark, bootstraps[who], min_partitions) for who in KAFKA_SOURCES},
         }
         tasks = {who: df.rdd.getNumPartitions() for who, df in frames.items()}
         label = f"{tasks['seglog']} tasks" + (f" (minPartitions={min_partitions})" if min_partitions else "")
@@ -315,7 +396,9 @@ def figures(spark, root: str, log_dir: str, parquet_dir: str, ceiling_path: str,
                 ("write Parquet", lambda df: (lambda: df.write.mode("overwrite").parquet(out_dir)),
                  check_written)):
             name = f"{action}, {label}"
-            timings = measure({who: make(df) for who, df in frames.items()}, check, rows, runs, name, log)
+            taking_part = {who: df for who, df in frames.items()
+                           if who not in KAFKA_SOURCES or action in KAFKA_FIGURES}
+            timings = measure({who: make(df) for who, df in taking_part.items()}, check, rows, runs, name, log)
             result.append(Row(name, tasks, timings))
         shutil.rmtree(out_dir, ignore_errors=True)
     return result
@@ -325,21 +408,40 @@ def figures(spark, root: str, log_dir: str, parquet_dir: str, ceiling_path: str,
 
 
 def targets(rows: list[Row]) -> list[Target]:
-    """The issue's target: seglog's count() at least 50% of the ceiling's."""
-    return [Target(f"{row.figure}: seglog at least 50% of the ceiling",
-                   f"{row.ratio('ceiling'):.0%} ({rate(row.timings['seglog'].best_rate)} against "
-                   f"{rate(row.timings['ceiling'].best_rate)} rows/s)", row.ratio("ceiling") >= 0.5)
-            for row in rows if row.figure.startswith("count()")]
+    """The issues' targets: seglog's count() at least 50% of the ceiling's, and seglog at least 1.5x Spark's
+    Kafka source over Apache Kafka on count() and on writing Parquet."""
+    found = [Target(f"{row.figure}: seglog at least 50% of the ceiling",
+                    f"{row.ratio('ceiling'):.0%} ({rate(row.timings['seglog'].best_rate)} against "
+                    f"{rate(row.timings['ceiling'].best_rate)} rows/s)", row.ratio("ceiling") >= 0.5)
+             for row in rows if row.figure.startswith("count()")]
+    for row in rows:
+        ratio = row.ratio(KAFKA_FROM_KAFKA)
+        if ratio is not None:
+            found.append(Target(f"{row.figure}: seglog at least 1.5x Spark's Kafka source over Apache Kafka",
+                                f"{ratio:.2f}x ({rate(row.timings['seglog'].best_rate)} against "
+                                f"{rate(row.timings[KAFKA_FROM_KAFKA].best_rate)} rows/s)", ratio >= 1.5))
+    return found
+
+
+def ratio_text(ratio: float | None) -> str:
+    return "-" if ratio is None else f"{ratio:.2f}x"
+
+
+PEERS = SOURCES[1:]
 
 
 def print_table(env: Environment, rows: list[Row], alone: Timing | None, notes: list[str], runs: int) -> None:
     print_environment(env)
-    print(f"\nrows/s, best of {runs} runs (median); ratios of the best runs")
-    print_header(f"{'figure':<48} {'seglog':>18} {'ceiling':>18} {'parquet':>18} {'/ceiling':>9} {'/parquet':>9}")
+    print(f"\nrows/s, best of {runs} runs (median); ratios of the best runs, seglog / each peer")
+    print_header(f"{'figure':<48} " + " ".join(f"{who:>20}" for who in SOURCES) + " "
+                 + " ".join(f"{'/' + who:>9}" for who in ("ceiling", "parquet", "kafka:K", "kafka:s")))
     for row in rows:
-        cells = [f"{rate(t.best_rate)} ({rate(t.median_rate)})" for t in (row.timings[w] for w in SOURCES)]
-        print(f"{row.figure:<48} {cells[0]:>18} {cells[1]:>18} {cells[2]:>18} "
-              f"{row.ratio('ceiling'):>8.2f}x {row.ratio('parquet'):>8.2f}x")
+        cells = [f"{rate(t.best_rate)} ({rate(t.median_rate)})" if t else "-"
+                 for t in (row.timings.get(w) for w in SOURCES)]
+        print(f"{row.figure:<48} " + " ".join(f"{c:>20}" for c in cells) + " "
+              + " ".join(f"{ratio_text(row.ratio(w)):>9}" for w in PEERS))
+    print(f"  kafka:K = Spark's Kafka source over Apache Kafka ({KAFKA_FROM_KAFKA}); "
+          f"kafka:s = over seglog broker ({KAFKA_FROM_SEGLOG})")
     for row in rows:
         if not row.figure.startswith("count()"):
             continue
@@ -356,11 +458,14 @@ def print_table(env: Environment, rows: list[Row], alone: Timing | None, notes: 
 def print_markdown(env: Environment, rows: list[Row], runs: int) -> None:
     date, command = date_and_command(env)
     print_markdown_header(("figure", f"seglog, rows/s (best of {runs}; median)", "ceiling, rows/s", "Parquet, rows/s",
-                           "seglog / ceiling", "seglog / Parquet", "command", "date"))
+                           "Spark's Kafka source over Apache Kafka, rows/s",
+                           "Spark's Kafka source over seglog broker, rows/s", "seglog / ceiling", "seglog / Parquet",
+                           "seglog / Kafka source over Kafka", "seglog / Kafka source over seglog broker",
+                           "command", "date"))
     for row in rows:
-        cells = [f"{rate(t.best_rate)}; {rate(t.median_rate)}" for t in (row.timings[w] for w in SOURCES)]
-        print_markdown_row((row.figure, *cells, f"{row.ratio('ceiling'):.2f}x", f"{row.ratio('parquet'):.2f}x",
-                            f"`{command}`", date))
+        cells = [f"{rate(t.best_rate)}; {rate(t.median_rate)}" if t else "-"
+                 for t in (row.timings.get(w) for w in SOURCES)]
+        print_markdown_row((row.figure, *cells, *(ratio_text(row.ratio(w)) for w in PEERS), f"`{command}`", date))
     print_markdown_targets(targets(rows))
 
 
@@ -385,52 +490,70 @@ def main(argv: Sequence[str] | None = None) -> int:
     needed = max(MIN_FREE_BYTES // 10, MIN_FREE_BYTES * args.records // 10_000_000)
     short = short_of_disk(args.dir, needed)
     if short:
-        log(f"{short}, fewer than the {needed / GIB:.1f} GiB this run needs (the log, a Parquet copy and a "
-            f"written copy)")
+        log(f"{short}, fewer than the {needed / GIB:.1f} GiB this run needs (the log, Apache Kafka's copy, a "
+            f"Parquet copy and a written copy)")
         return 1
     with scratch_directory("seglog-connector-bench-", args.dir) as root:
         return run_all(args, root)
 
 
+@contextlib.contextmanager
+def brokers_serving(root: str, log_dir: str, pool: Sequence[bytes], per_partition: int, timestamp_ms: int
+                    ) -> Iterator[dict[str, str]]:
+    """``seglog broker`` on ``log_dir`` and Apache Kafka holding the same batches; yields the bootstrap of
+    each of ``KAFKA_SOURCES``."""
+    with contextlib.ExitStack() as stack:
+        log("starting seglog broker on the log dir")
+        seglog = start_broker("seglog", root, None,
+                              command=lambda name, port, _: broker_command(name, port, log_dir))
+        stack.callback(stop_broker, seglog)
+        log("starting Apache Kafka")
+        kafka = stack.enter_context(KafkaBroker(os.path.join(root, "apache-kafka"), heap="-Xmx1G"))
+        log("producing the same batches into Apache Kafka")
+        s, _ = timed(lambda: produce_log(kafka.bootstrap, pool, per_partition, PARTITIONS, timestamp_ms))
+        log(f"  {s:.1f} s")
+        yield {KAFKA_FROM_KAFKA: kafka.bootstrap, KAFKA_FROM_SEGLOG: seglog.bootstrap}
+
+
 def run_all(args: argparse.Namespace, root: str) -> int:
     """All figures, with Spark, in the scratch directory ``root``."""
-    spark = None
-    try:
-        log_dir = os.path.join(root, "logs")
-        parquet_dir = os.path.join(root, "parquet")
-        ceiling_path = os.path.join(root, "ceiling.arrow")
-        per_partition = args.records // PARTITIONS
-        now_ms = int(time.time() * 1000)
-        log(f"building a pool of {POOL_BATCHES} batches of {BATCH_RECORDS} records")
-        pool = make_pool(POOL_BATCHES, now_ms)
-        log(f"writing {args.records:,} records over {PARTITIONS} partitions with Log.append")
-        s, log_bytes = timed(lambda: write_log(log_dir, pool, per_partition, PARTITIONS, now_ms))
-        log(f"  {log_bytes / MIB:,.0f} MiB in {s:.1f} s")
-        ceiling_batches = write_ceiling_rows(ceiling_path, pool, args.ceiling_batch_rows)
+    log_dir = os.path.join(root, "logs")
+    parquet_dir = os.path.join(root, "parquet")
+    ceiling_path = os.path.join(root, "ceiling.arrow")
+    per_partition = args.records // PARTITIONS
+    now_ms = int(time.time() * 1000)
+    log(f"building a pool of {POOL_BATCHES} batches of {BATCH_RECORDS} records")
+    pool = make_pool(POOL_BATCHES, now_ms)
+    log(f"writing {args.records:,} records over {PARTITIONS} partitions with Log.append")
+    s, log_bytes = timed(lambda: write_log(log_dir, pool, per_partition, PARTITIONS, now_ms))
+    log(f"  {log_bytes / MIB:,.0f} MiB in {s:.1f} s")
+    ceiling_batches = write_ceiling_rows(ceiling_path, pool, args.ceiling_batch_rows)
+    with brokers_serving(root, log_dir, pool, per_partition, now_ms) as bootstraps:
         del pool
         log("reading partition 0 with read_range alone (no Spark)")
         alone = decode_alone(log_dir, per_partition)
-
+        # Spark stops before the brokers do: its Kafka consumers would otherwise retry them.
         spark = spark_session(args.master, os.path.join(root, "warehouse"))
-        spark.dataSource.register(CeilingSource)
-        env = spark_environment(spark, args.dir, args.master)
-        log("writing the Parquet copy from the log (untimed)")
-        (spark.read.format("seglog").option("path", log_dir).option("subscribe", TOPIC).load()
-         .write.parquet(parquet_dir))
-        parquet_bytes = sum(os.path.getsize(os.path.join(parquet_dir, n)) for n in os.listdir(parquet_dir))
-        rows = figures(spark, root, log_dir, parquet_dir, ceiling_path, args.records, args.runs, log)
-        notes = [f"log: {log_bytes / MIB:,.0f} MiB ({log_bytes / args.records:.1f} B/record) in {PARTITIONS} "
-                 f"partitions; Parquet copy: {parquet_bytes / MIB:,.0f} MiB",
-                 f"ceiling: {ceiling_batches} distinct Arrow batches of {args.ceiling_batch_rows:,} rows, "
-                 f"cycled; seglog yields one batch per 4 MiB chunk (~{4 * MIB * args.records // log_bytes:,} "
-                 f"rows)"]
-        print_table(env, rows, alone, notes, args.runs)
-        if args.markdown:
-            print_markdown(env, rows, args.runs)
-        return 0
-    finally:
-        if spark is not None:
+        try:
+            spark.dataSource.register(CeilingSource)
+            env = spark_environment(spark, args.dir, args.master)
+            log("writing the Parquet copy from the log (untimed)")
+            (spark.read.format("seglog").option("path", log_dir).option("subscribe", TOPIC).load()
+             .write.parquet(parquet_dir))
+            parquet_bytes = sum(os.path.getsize(os.path.join(parquet_dir, n)) for n in os.listdir(parquet_dir))
+            rows = figures(spark, root, log_dir, parquet_dir, ceiling_path, bootstraps, args.records, args.runs,
+                           log)
+        finally:
             spark.stop()
+    notes = [f"log: {log_bytes / MIB:,.0f} MiB ({log_bytes / args.records:.1f} B/record) in {PARTITIONS} "
+             f"partitions; Parquet copy: {parquet_bytes / MIB:,.0f} MiB",
+             f"ceiling: {ceiling_batches} distinct Arrow batches of {args.ceiling_batch_rows:,} rows, "
+             f"cycled; seglog yields one batch per 4 MiB chunk (~{4 * MIB * args.records // log_bytes:,} "
+             f"rows)"]
+    print_table(env, rows, alone, notes, args.runs)
+    if args.markdown:
+        print_markdown(env, rows, args.runs)
+    return 0
 
 
 if __name__ == "__main__":

@@ -41,9 +41,23 @@ _MIN_RECV = 64 * 1024
 # One recv never asks for more: a 100 MiB request arrives in slices rather
 # than as one 100 MiB allocation per call.
 _MAX_RECV = 1024 * 1024
+# Buffers handed to one sendmsg, well below the system's IOV_MAX (1024 on Linux).
+_MAX_BUFFERS_PER_WRITE = 64
 # How long a processor blocked on a full request queue waits before looking
 # whether it is being shut down.
 _QUEUE_RETRY_S = 0.3
+
+
+def _advance(buffers: list[memoryview], sent: int) -> None:
+    """Drop the ``sent`` bytes written from the front of ``buffers``."""
+    while sent and buffers:
+        first = buffers[0]
+        if sent >= len(first):
+            sent -= len(first)
+            del buffers[0]
+        else:
+            buffers[0] = first[sent:]
+            sent = 0
 
 
 @dataclass(eq=False)
@@ -57,7 +71,7 @@ class _Connection:
     receive: NetworkReceive
     last_active_ms: int
     muted: bool = False  # a request is with the handlers
-    send: memoryview | None = None  # the rest of the response being written
+    send: list[memoryview] | None = None  # the rest of the response being written, buffer by buffer
     events: int = 0  # what the selector watches for
     closed: bool = field(default=False)
 
@@ -185,7 +199,9 @@ class Processor(threading.Thread):
             if conn is None or conn.closed:
                 continue  # the client went away while its request was handled
             if isinstance(response, SendResponse):
-                conn.send = memoryview(response.payload)
+                payload = response.payload
+                buffers = [payload] if isinstance(payload, (bytes, bytearray, memoryview)) else payload
+                conn.send = [memoryview(b) for b in buffers if len(b)]
                 self._write(conn)
             elif isinstance(response, NoOpResponse):
                 self._unmute(conn)
@@ -267,8 +283,8 @@ class Processor(threading.Thread):
             return
         try:
             while conn.send:
-                sent = conn.sock.send(conn.send)
-                conn.send = conn.send[sent:]
+                sent = conn.sock.sendmsg(conn.send[:_MAX_BUFFERS_PER_WRITE])
+                _advance(conn.send, sent)
                 conn.last_active_ms = self.clock.hi_res_clock_ms()  # a slow reader is still active
         except (BlockingIOError, InterruptedError):
             self._update_interest(conn)  # wait until the socket takes more

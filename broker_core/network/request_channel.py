@@ -20,7 +20,7 @@ from __future__ import annotations
 import queue
 import threading
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, Sequence
 
 DEFAULT_QUEUED_MAX_REQUESTS = 500
 
@@ -40,7 +40,9 @@ class Request:
 @dataclass(frozen=True, eq=False)
 class SendResponse:
     request: Request
-    payload: bytes  # the complete frame, size prefix included
+    # The complete frame, size prefix included: one buffer, or several written in order (a fetch's
+    # records go out from the buffers the log read them into).
+    payload: bytes | Sequence[bytes]
 
 
 @dataclass(frozen=True, eq=False)

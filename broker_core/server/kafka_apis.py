@@ -64,7 +64,7 @@ from ..network.request_channel import CloseConnectionResponse, NoOpResponse, Req
 from ..offsets_topic import OFFSETS_TOPIC
 from ..protocol import Request as KafkaRequest
 from ..protocol import (ApiKey, ProtocolError, SeglogApiKey, UnsupportedVersionError, api_versions_fallback_response,
-                        encode_response, parse_request, supported_apis)
+                        encode_response_buffers, parse_request, supported_apis)
 from ..protocol.config_resources import RESOURCE_BROKER, RESOURCE_TOPIC
 from ..protocol.messages.compaction import ACQUIRE, RELEASE, RENEW
 from ..protocol.types import topic_id_bytes, topic_id_text
@@ -213,7 +213,7 @@ class KafkaApis:
         handler(request, parsed)
 
     def _send(self, request: Request, parsed: KafkaRequest, body: dict) -> None:
-        self.request_channel.send_response(SendResponse(request, encode_response(parsed.header, body)))
+        self.request_channel.send_response(SendResponse(request, encode_response_buffers(parsed.header, body)))
 
     def _close(self, request: Request, reason: str) -> None:
         log.debug("closing connection %s from %s: %s", request.connection_id, request.client_address, reason)

@@ -18,6 +18,7 @@ from broker_core.protocol import (
     api_versions_fallback_response,
     encode_request,
     encode_response,
+    encode_response_buffers,
     parse_request,
     parse_response,
 )
@@ -96,6 +97,22 @@ def test_flexible_responses_have_a_v1_header_and_classic_ones_v0():
     assert encode_response(header, {"error_code": 0}) == struct.pack(">ii", 12, 99) + b"\x00" + b"\x00" * 4 + b"\x00\x00" + b"\x00"
     classic = RequestHeader(ApiKey.HEARTBEAT, 3, 99, "c", 1)
     assert encode_response(classic, {"error_code": 27}) == struct.pack(">ii", 10, 99) + b"\x00" * 4 + b"\x00\x1b"
+
+
+def test_a_fetch_response_in_buffers_keeps_its_records_uncopied_and_joins_to_the_frame():
+    records = [bytes([p]) * (256 * 1024) for p in range(3)]
+    body = {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": [{"topic": "t", "partitions": [
+        {"partition_index": p, "error_code": 0, "high_watermark": 10, "last_stable_offset": 10,
+         "log_start_offset": 0, "aborted_transactions": None, "preferred_read_replica": -1, "records": r}
+        for p, r in enumerate(records)]}]}
+    header = RequestHeader(ApiKey.FETCH, 11, 5, "c", 1)
+    buffers = encode_response_buffers(header, body)
+    assert [b for b in buffers if len(b) >= 256 * 1024] == records
+    assert all(any(b is r for b in buffers) for r in records)
+    assert len(buffers) == 2 * len(records)  # each partition: its small fields joined, then its records
+    assert b"".join(buffers) == encode_response(header, body)
+    assert parse_response(ApiKey.FETCH, 11, encode_response(header, body)[4:])[1]["responses"][0]["partitions"][2][
+        "records"] == records[2]
 
 
 def test_api_versions_responses_always_have_a_v0_header():

@@ -50,7 +50,12 @@ class EchoHandler:
         finally:
             with self.lock:
                 self.in_flight[request.connection_id] -= 1
-        if request.frame == b"noop":
+        if request.frame.startswith(b"parts:"):
+            # Answered in buffers of 1, 2, ... 4 MiB-ish sizes: a gathering write across many partial sends.
+            payload = request.frame * int(request.frame[6:])
+            buffers = [payload[:1], payload[1:70_000], b"", payload[70_000:]]
+            self.channel.send_response(SendResponse(request, [struct.pack(">i", len(payload)), *buffers]))
+        elif request.frame == b"noop":
             self.channel.send_response(NoOpResponse(request))
         elif request.frame == b"close":
             self.channel.send_response(CloseConnectionResponse(request, "asked to"))
@@ -196,6 +201,14 @@ def test_a_large_response_is_written_whole(server):
     with server.connect() as sock:
         sock.sendall(frame(payload))
         assert read_frame(sock) == payload
+
+
+def test_a_response_in_several_buffers_is_written_whole_and_in_order(server):
+    request = b"parts:400000"
+    with server.connect() as sock:
+        sock.sendall(frame(request) + frame(b"after"))
+        assert read_frame(sock) == request * 400_000  # 4.8 MB
+        assert read_frame(sock) == b"after"
 
 
 def test_connections_beyond_max_connections_wait_until_one_closes():
