@@ -913,9 +913,9 @@ class KafkaApis:
                    txn_wire.describe_transactions_response(self.transaction_coordinator.describe_transactions(ids)))
 
     def handle_list_transactions_request(self, request: Request, parsed: KafkaRequest) -> None:
-        error, listings = self.transaction_coordinator.list_transactions(
-            txn_wire.parse_list_transactions(parsed.body, parsed.header.api_version))
-        self._send(request, parsed, txn_wire.list_transactions_response(error, listings))
+        listing = txn_wire.parse_list_transactions(parsed.body, parsed.header.api_version)
+        error, listings = self.transaction_coordinator.list_transactions(listing)
+        self._send(request, parsed, txn_wire.list_transactions_response(listing, error, listings))
 
     # --- CompactionLease and ReplaceSegments (seglog's own) -----------------------------
 

@@ -14,6 +14,7 @@ from format.layout import TopicPartition
 
 from ...errors import InvalidProducerEpochError, ProducerFencedError
 from ..group.requests import OffsetCommitPartition, TxnOffsetCommitRequest
+from .transaction_state import TransactionState
 from .requests import (AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, EndTxnRequest, InitProducerIdRequest,
                        InitProducerIdResult, ListTransactionsRequest, TransactionDescription, TransactionListing)
 
@@ -153,7 +154,7 @@ def describe_transactions_response(described: Sequence[TransactionDescription]) 
                        "transaction_state": d.state, "transaction_timeout_ms": d.transaction_timeout_ms,
                        "transaction_start_time_ms": d.transaction_start_time_ms, "producer_id": d.producer_id,
                        "producer_epoch": d.producer_epoch,
-                       "topic_partitions": [{"name": n, "partition_indexes": p} for n, p in topics.items()]})
+                       "topics": [{"topic": n, "partitions": p} for n, p in topics.items()]})
     return {"throttle_time_ms": 0, "transaction_states": states}
 
 
@@ -163,7 +164,9 @@ def parse_list_transactions(body: Mapping[str, Any], version: int) -> ListTransa
                                    duration_filter_ms=body.get("duration_filter", -1) if version >= 1 else -1)
 
 
-def list_transactions_response(error: int, listings: Sequence[TransactionListing]) -> dict:
-    return {"throttle_time_ms": 0, "error_code": error, "transaction_states": [
+def list_transactions_response(request: ListTransactionsRequest, error: int,
+                               listings: Sequence[TransactionListing]) -> dict:
+    unknown = [s for s in request.state_filters if TransactionState.parse(s) is None]
+    return {"throttle_time_ms": 0, "error_code": error, "unknown_state_filters": unknown, "transaction_states": [
         {"transactional_id": t.transactional_id, "producer_id": t.producer_id, "transaction_state": t.state}
         for t in listings]}

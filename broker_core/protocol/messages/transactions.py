@@ -134,10 +134,10 @@ DESCRIBE_TRANSACTIONS = api(
             F("TransactionTimeoutMs", "int32", "0+"),
             F("TransactionStartTimeMs", "int64", "0+"),
             F("ProducerId", "int64", "0+"),
-            F("ProducerEpoch", "int32", "0+"),
-            F("TopicPartitions", "[]TopicData", "0+", fields=(
-                F("Name", "string", "0+"),
-                F("PartitionIndexes", "[]int32", "0+"),
+            F("ProducerEpoch", "int16", "0+"),
+            F("Topics", "[]TopicData", "0+", fields=(
+                F("Topic", "string", "0+"),
+                F("Partitions", "[]int32", "0+"),
             )),
         )),
     ),
@@ -153,6 +153,7 @@ LIST_TRANSACTIONS = api(
     response=(
         F("ThrottleTimeMs", "int32", "0+"),
         F("ErrorCode", "int16", "0+"),
+        F("UnknownStateFilters", "[]string", "0+"),
         F("TransactionStates", "[]TransactionState", "0+", fields=(
             F("TransactionalId", "string", "0+"),
             F("ProducerId", "int64", "0+"),
