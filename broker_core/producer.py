@@ -147,6 +147,7 @@ class Producer:
             transactional_id=transactional_id, producer_id=self.producer_id, producer_epoch=self.producer_epoch,
             group_id=group_id))
         _raise_for(code, f"transactional id {transactional_id!r}: adding the offsets of group {group_id!r} failed")
+        self._partitions_in_txn.add(self._coordinator.offsets_partition_for(group_id))
         group_coordinator = self.broker.group_coordinator
         if group_coordinator is not None:
             errors = group_coordinator.commit_transactional_offsets(TxnOffsetCommitRequest(
