@@ -1011,8 +1011,9 @@ class GroupCoordinator:
         """Each group's committed offsets, in the request's order.
 
         Whatever the group's state: a group may use the coordinator only to
-        store offsets. ``require_stable`` matters only for pending
-        transactional commits, which this coordinator does not take.
+        store offsets. Offsets committed in a transaction that has not ended
+        are not shown (the committed offset before them is); ``require_stable``
+        (UNSTABLE_OFFSET_COMMIT for such partitions) is not answered yet.
         """
         return [self._fetch_group_offsets(group.group_id, group.partitions) for group in request.groups]
 
