@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from format import layout
 from format.compression import CompressionType
@@ -43,6 +43,12 @@ from .log.log_loader import UnreadableBytes
 from .log.log_manager import LogManager
 from .log.topic_store import PendingChange, TopicMetadata, TopicStore, new_topic_id
 from .partitioner import StickyPartitioner, assign_partitions
+from .producer import DEFAULT_TRANSACTION_TIMEOUT_MS, Producer, Transaction
+from .server.producer_id_manager import ProducerIdManager
+
+if TYPE_CHECKING:
+    from .coordinator.group.group_coordinator import GroupCoordinator
+    from .coordinator.transaction import TransactionCoordinator
 
 log = logging.getLogger(__name__)
 
@@ -182,6 +188,10 @@ class Broker:
         self.compaction_leases.schedule_expiration(self.log_manager.scheduler)
         if background and not read_only:
             self.log_manager.start_background()
+        #: The server's group coordinator when one runs over this broker (offsets in transactions go to it).
+        self.group_coordinator: GroupCoordinator | None = None
+        self._producer_ids: ProducerIdManager | None = None
+        self._transaction_coordinator: TransactionCoordinator | None = None
         self._closed = False
 
     def __enter__(self) -> "Broker":
@@ -193,6 +203,8 @@ class Broker:
     def close(self) -> None:
         if not getattr(self, "_closed", True):
             self._closed = True
+            if self._transaction_coordinator is not None:
+                self._transaction_coordinator.shutdown()
             self.log_manager.shutdown()
 
     def tick(self) -> None:
@@ -434,11 +446,54 @@ class Broker:
                 out[i] = RecordMetadata(topic, p, info.first_offset + n, ts)
         return out  # type: ignore[return-value]
 
-    def produce_batches(self, topic: str, partition: int, records: bytes) -> LogAppendInfo:
-        """Append raw v2 batches, as a Produce request carries them."""
+    def produce_batches(self, topic: str, partition: int, records: bytes, *, from_client: bool = True) -> LogAppendInfo:
+        """Append raw v2 batches, as a Produce request carries them (``from_client=False``: as a
+        coordinator writes them, producer epochs checked but not sequences)."""
         self._check_writable(f"produce to topic {topic!r}")
         lg = self.log_manager.log_or_raise(TopicPartition(topic, partition))
-        return lg.append(records)
+        return lg.append(records, from_client=from_client)
+
+    # --- producer ids, idempotent and transactional producers -----------------
+
+    @property
+    def producer_ids(self) -> ProducerIdManager:
+        """The broker's producer ids (``producer-id-block`` in the first log dir), never handed out twice."""
+        with self._lock:
+            if self._producer_ids is None:
+                self._check_writable("hand out producer ids")
+                self._producer_ids = ProducerIdManager(self.log_manager.log_dirs[0])
+            return self._producer_ids
+
+    @property
+    def transaction_coordinator(self) -> TransactionCoordinator:
+        """The transaction coordinator over this broker's ``__transaction_state``; an embedded broker
+        starts it (and loads the topic) on first use, a server sets its own."""
+        with self._lock:
+            if self._transaction_coordinator is None:
+                self._check_writable("run the transaction coordinator")
+                from .coordinator.transaction import TransactionCoordinator
+
+                coordinator = TransactionCoordinator.for_broker(self)
+                coordinator.startup()
+                self._transaction_coordinator = coordinator
+            return self._transaction_coordinator
+
+    @transaction_coordinator.setter
+    def transaction_coordinator(self, coordinator: TransactionCoordinator) -> None:
+        with self._lock:
+            self._transaction_coordinator = coordinator
+
+    def producer(self, transactional_id: str | None = None,
+                 transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS) -> Producer:
+        """An idempotent producer; with ``transactional_id`` a transactional one (fencing any earlier
+        producer of that id and aborting its open transaction)."""
+        return Producer(self, transactional_id, transaction_timeout_ms)
+
+    def transaction(self, transactional_id: str,
+                    transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS) -> Transaction:
+        """One transaction as a ``with`` block: ``txn.produce(...)``, ``txn.send_offsets(group, {...})``;
+        committed at the end of the block, aborted if it raises."""
+        return Transaction(self.producer(transactional_id, transaction_timeout_ms))
 
     # --- fetch and offsets ---------------------------------------------------
 

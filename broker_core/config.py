@@ -23,8 +23,9 @@ Defaults are Kafka 3.9's, with these differences, each for a reason:
   tests and small embedded logs can roll tiny segments.
 * ``message.timestamp.after.max.ms`` keeps 3.x's unlimited default rather
   than 4.0's one hour, matching the 3.x brokers pipelines move from.
-* ``offsets.topic.replication.factor`` is 1, not 3: a single broker cannot
-  hold three replicas (Kafka's own single-node example config sets 1 too).
+* ``offsets.topic.replication.factor`` and
+  ``transaction.state.log.replication.factor`` are 1, not 3: a single broker
+  cannot hold three replicas (Kafka's own single-node example config sets 1 too).
 * ``node.id`` defaults to 0 rather than being required.
 * ``max.partitions`` (KIP-578's name; Kafka never shipped the limit) caps the
   partitions the broker holds, internal topics included, at 20,000: a
@@ -565,6 +566,14 @@ _BROKER_KEYS: tuple[_Key, ...] = (
     _Key("group.max.size", _Type.INT, _at_least(1)),
     _Key("producer.id.expiration.ms", _Type.INT, _at_least(1)),
     _Key("producer.id.expiration.check.interval.ms", _Type.INT, _at_least(1)),
+    _Key("transaction.state.log.num.partitions", _Type.INT, _at_least(1)),
+    _Key("transaction.state.log.replication.factor", _Type.SHORT, _at_least(1)),
+    _Key("transaction.state.log.segment.bytes", _Type.INT, _at_least(1)),
+    _Key("transaction.state.log.load.buffer.size", _Type.INT, _at_least(1)),
+    _Key("transaction.max.timeout.ms", _Type.INT, _at_least(1)),
+    _Key("transactional.id.expiration.ms", _Type.INT, _at_least(1)),
+    _Key("transaction.abort.timed.out.transaction.cleanup.interval.ms", _Type.INT, _at_least(1)),
+    _Key("transaction.remove.expired.transaction.cleanup.interval.ms", _Type.INT, _at_least(1)),
 )
 _BROKER_KEYS_BY_NAME = {key.name: key for key in _BROKER_KEYS}
 # Older spellings of the same setting; the one in _BROKER_KEYS wins when both are given.
@@ -654,6 +663,14 @@ class BrokerConfig:
     group_max_size: int = INT_MAX
     producer_id_expiration_ms: int = 24 * 60 * _MS_PER_MINUTE  # the cleaner's DEFAULT_PRODUCER_ID_EXPIRATION_MS
     producer_id_expiration_check_interval_ms: int = 10 * _MS_PER_MINUTE
+    transaction_state_log_num_partitions: int = 50
+    transaction_state_log_replication_factor: int = 1
+    transaction_state_log_segment_bytes: int = 100 * 1024 * 1024
+    transaction_state_log_load_buffer_size: int = 5 * 1024 * 1024
+    transaction_max_timeout_ms: int = 15 * _MS_PER_MINUTE
+    transactional_id_expiration_ms: int = 7 * 24 * _MS_PER_HOUR
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10_000
+    transaction_remove_expired_transaction_cleanup_interval_ms: int = _MS_PER_HOUR
     static_overrides: frozenset[str] = frozenset()
     extra: Mapping[str, str] = field(default_factory=dict, hash=False)
 

@@ -89,6 +89,8 @@ __all__ = [
     "FencedInstanceIdError",
     "InvalidRecordError",
     "ProducerFencedError",
+    "UnstableOffsetCommitError",
+    "TransactionalIdNotFoundError",
     "UnknownTopicIdError",
 ]
 
@@ -454,3 +456,11 @@ class ProducerFencedError(KafkaError, code=90, name="PRODUCER_FENCED"):
 
 class UnknownTopicIdError(KafkaError, code=100, name="UNKNOWN_TOPIC_ID", retriable=True):
     """This broker hosts no topic with that topic id."""
+
+
+class UnstableOffsetCommitError(KafkaError, code=88, name="UNSTABLE_OFFSET_COMMIT", retriable=True):
+    """The group has offsets committed in a transaction that has not ended yet for this partition."""
+
+
+class TransactionalIdNotFoundError(KafkaError, code=105, name="TRANSACTIONAL_ID_NOT_FOUND"):
+    """The transaction coordinator holds no such transactional id."""

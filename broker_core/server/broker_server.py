@@ -4,8 +4,9 @@
 
 start-up — open the ``Broker`` (which locks and recovers the log dirs),
 check or write ``meta.properties`` (the cluster id), start the group
-coordinator (it loads ``__consumer_offsets`` on a background thread and
-answers COORDINATOR_LOAD_IN_PROGRESS until done), bind the listeners,
+and transaction coordinators (one background thread loads
+``__consumer_offsets``, then ``__transaction_state``; they answer
+COORDINATOR_LOAD_IN_PROGRESS until done), bind the listeners,
 start the handler threads, then the network threads;
 
 shutdown — stop the group coordinator first (parked JoinGroup and SyncGroup
@@ -28,6 +29,9 @@ from ..broker import Broker
 from ..clock import SYSTEM_CLOCK, Clock
 from ..config import BrokerConfig
 from ..coordinator.group import GroupCoordinator
+from ..coordinator.transaction import TransactionCoordinator, TxnMarker
+from ..offsets_topic import OFFSETS_TOPIC
+from ..purgatory import TopicPartitionOperationKey
 from ..meta_properties import ensure_meta_properties
 from ..network.endpoint import EndPoint, advertised_endpoints
 from ..network.request_channel import DEFAULT_QUEUED_MAX_REQUESTS, RequestChannel
@@ -36,7 +40,6 @@ from ..purgatory import DelayedOperationPurgatory
 from .delayed_fetch import DelayedFetch
 from .handler_pool import KafkaRequestHandlerPool
 from .kafka_apis import KafkaApis
-from .producer_id_manager import ProducerIdManager
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +62,7 @@ class BrokerServer:
         self._handler_pool: KafkaRequestHandlerPool | None = None
         self._fetch_purgatory: DelayedOperationPurgatory[DelayedFetch] | None = None
         self.group_coordinator: GroupCoordinator | None = None
+        self.transaction_coordinator: TransactionCoordinator | None = None
         self._coordinator_loader: threading.Thread | None = None
         self._lock = threading.Lock()
         self._shut_down = threading.Event()
@@ -73,15 +77,20 @@ class BrokerServer:
             self.cluster_id = ensure_meta_properties([os.path.abspath(d) for d in config.log_dirs],
                                                      config.node_id)
             self.broker = Broker(list(config.log_dirs), config, clock=self.clock)
-            producer_ids = ProducerIdManager(self.broker.log_manager.log_dirs[0])
-            # The coordinator runs on the broker's clock (the server's); its
+            producer_ids = self.broker.producer_ids
+            # The coordinators run on the broker's clock (the server's); the group coordinator's
             # timer also expires offsets every offsets.retention.check.interval.ms.
             self.group_coordinator = GroupCoordinator.for_broker(self.broker)
             self.group_coordinator.startup(load=False)
-            self._coordinator_loader = threading.Thread(target=self._load_groups, daemon=True,
-                                                        name=f"group-metadata-loader-{config.node_id}")
-            self._coordinator_loader.start()
+            self.broker.group_coordinator = self.group_coordinator
             self._fetch_purgatory = DelayedOperationPurgatory("Fetch", clock=self.clock, broker_id=config.node_id)
+            self.transaction_coordinator = TransactionCoordinator.for_broker(self.broker)
+            self.transaction_coordinator.markers.add_listener(self._on_marker_written)
+            self.transaction_coordinator.startup(load=False)
+            self.broker.transaction_coordinator = self.transaction_coordinator
+            self._coordinator_loader = threading.Thread(target=self._load_coordinators, daemon=True,
+                                                        name=f"coordinator-loader-{config.node_id}")
+            self._coordinator_loader.start()
             queue_size = int(config.extra.get("queued.max.requests", DEFAULT_QUEUED_MAX_REQUESTS))
             self._request_channel = RequestChannel(queue_size)
             self.socket_server = SocketServer(config, self._request_channel, clock=self.clock)
@@ -89,7 +98,8 @@ class BrokerServer:
                                               config.extra)
             self.apis = KafkaApis(self.broker, self._request_channel, cluster_id=self.cluster_id,
                                   advertised=advertised, fetch_purgatory=self._fetch_purgatory,
-                                  producer_id_manager=producer_ids, group_coordinator=self.group_coordinator)
+                                  producer_id_manager=producer_ids, group_coordinator=self.group_coordinator,
+                                  transaction_coordinator=self.transaction_coordinator)
             self._handler_pool = KafkaRequestHandlerPool(self._request_channel, self.apis, config.num_io_threads)
             self._handler_pool.start()
             self.socket_server.startup()
@@ -108,6 +118,8 @@ class BrokerServer:
             self._shut_down.set()
         log.info("[BrokerServer id=%d] shutting down", self.config.node_id)
         try:
+            if self.transaction_coordinator is not None:
+                self.transaction_coordinator.shutdown()
             if self.group_coordinator is not None:
                 self.group_coordinator.shutdown()
             if self.socket_server is not None:
@@ -130,13 +142,29 @@ class BrokerServer:
                 self.broker.close()  # flush, checkpoints, clean-shutdown marker
         log.info("[BrokerServer id=%d] shut down", self.config.node_id)
 
-    def _load_groups(self) -> None:
-        """Replay ``__consumer_offsets`` into the coordinator (the loader thread)."""
+    def _load_coordinators(self) -> None:
+        """Replay ``__consumer_offsets`` into the group coordinator, then ``__transaction_state`` into the
+        transaction coordinator (the loader thread): groups first, so the offsets of transactions the
+        transaction coordinator completes while loading find their groups."""
         try:
             self.group_coordinator.load()
         except Exception:
             # Clients keep getting COORDINATOR_LOAD_IN_PROGRESS and retry; the log says why.
             log.exception("[BrokerServer id=%d] loading the consumer groups failed", self.config.node_id)
+            return
+        try:
+            self.transaction_coordinator.load()
+        except Exception:
+            log.exception("[BrokerServer id=%d] loading the transactions failed", self.config.node_id)
+
+    def _on_marker_written(self, marker: TxnMarker) -> None:
+        """A transaction marker landed: fetches waiting for the partition's last stable offset may answer,
+        and offsets a transaction committed in ``__consumer_offsets`` count or vanish."""
+        tp = marker.topic_partition
+        if self._fetch_purgatory is not None:
+            self._fetch_purgatory.check_and_complete(TopicPartitionOperationKey(tp.topic, tp.partition))
+        if tp.topic == OFFSETS_TOPIC and self.group_coordinator is not None:
+            self.group_coordinator.on_transaction_completed(tp.partition, marker.producer_id, marker.commit)
 
     def __enter__(self) -> BrokerServer:
         return self.startup()

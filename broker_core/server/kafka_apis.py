@@ -53,6 +53,9 @@ from ..config import (BROKER_CONFIG_NAMES, CONFIG_SOURCE_IDS, DEFAULT_CONFIG, DY
                       STATIC_BROKER_CONFIG, TOPIC_CONFIG_SYNONYMS, BrokerConfig, ConfigEntry, LogConfig)
 from ..coordinator.group import GroupCoordinator, wire
 from ..coordinator.group.broker_store import ensure_offsets_topic
+from ..coordinator.group.requests import COORDINATOR_TYPE_TRANSACTION
+from ..coordinator.transaction import TransactionCoordinator
+from ..coordinator.transaction import wire as txn_wire
 from ..errors import (NONE, InvalidConfigurationError, InvalidPartitionsError, InvalidReplicaAssignmentError,
                       InvalidReplicationFactorError, InvalidRequestError, InvalidRequiredAcksError, InvalidTopicError,
                       KafkaError, KafkaStorageError, TopicAlreadyExistsError, UnknownServerError, UnknownTopicIdError,
@@ -81,6 +84,7 @@ log = logging.getLogger(__name__)
 FETCH_SESSION_ID_NOT_FOUND = 70
 INVALID_FETCH_SESSION_EPOCH = 71
 UNKNOWN_LEADER_EPOCH = 76
+OPERATION_NOT_ATTEMPTED = 55
 
 # The oldest versions served, where the protocol package knows older ones:
 # Produce v3 and Fetch v4 are the first to carry RecordBatch v2 only.
@@ -123,7 +127,8 @@ class KafkaApis:
 
     def __init__(self, broker: Broker, request_channel: RequestChannel, *, cluster_id: str,
                  advertised: Mapping[str, EndPoint], fetch_purgatory: DelayedOperationPurgatory[DelayedFetch],
-                 producer_id_manager: ProducerIdManager, group_coordinator: GroupCoordinator | None = None) -> None:
+                 producer_id_manager: ProducerIdManager, group_coordinator: GroupCoordinator | None = None,
+                 transaction_coordinator: TransactionCoordinator | None = None) -> None:
         self.broker = broker
         self.config: BrokerConfig = broker.config
         self.node_id = broker.node_id
@@ -133,6 +138,7 @@ class KafkaApis:
         self.fetch_purgatory = fetch_purgatory
         self.producer_id_manager = producer_id_manager
         self.group_coordinator = group_coordinator
+        self.transaction_coordinator = transaction_coordinator
         self.config_admin = ConfigAdminManager(broker)
         self._handlers: dict[ApiKey | SeglogApiKey, Callable[[Request, KafkaRequest], None]] = {
             ApiKey.PRODUCE: self.handle_produce_request,
@@ -166,6 +172,15 @@ class KafkaApis:
                 ApiKey.LIST_GROUPS: self.handle_list_groups_request,
                 ApiKey.DELETE_GROUPS: self.handle_delete_groups_request,
                 ApiKey.OFFSET_DELETE: self.handle_offset_delete_request,
+            })
+        if transaction_coordinator is not None and group_coordinator is not None:
+            self._handlers.update({
+                ApiKey.ADD_PARTITIONS_TO_TXN: self.handle_add_partitions_to_txn_request,
+                ApiKey.ADD_OFFSETS_TO_TXN: self.handle_add_offsets_to_txn_request,
+                ApiKey.END_TXN: self.handle_end_txn_request,
+                ApiKey.TXN_OFFSET_COMMIT: self.handle_txn_offset_commit_request,
+                ApiKey.DESCRIBE_TRANSACTIONS: self.handle_describe_transactions_request,
+                ApiKey.LIST_TRANSACTIONS: self.handle_list_transactions_request,
             })
         self.api_versions = self._advertised_versions()
         self._pending_fetches: set[DelayedFetch] = set()
@@ -344,7 +359,7 @@ class KafkaApis:
 
     def handle_describe_topic_partitions_request(self, request: Request, parsed: KafkaRequest) -> None:
         topics = {meta.name: DescribedTopic(topic_id_bytes(meta.topic_id), meta.partitions,
-                                            meta.name in INTERNAL_TOPICS)
+                                            meta.name in layout.INTERNAL_TOPICS)
                   for meta in self.broker.topics.all()}
         self._send(request, parsed, describe_topic_partitions(
             parsed.body, topics,
@@ -821,7 +836,11 @@ class KafkaApis:
     def handle_find_coordinator_request(self, request: Request, parsed: KafkaRequest) -> None:
         # One broker coordinates every group: the answer is this broker, as the client reached it.
         version = parsed.header.api_version
-        answers = self.group_coordinator.find_coordinator(wire.parse_find_coordinator(parsed.body, version))
+        find = wire.parse_find_coordinator(parsed.body, version)
+        if find.key_type == COORDINATOR_TYPE_TRANSACTION and self.transaction_coordinator is not None:
+            answers = self.transaction_coordinator.find_coordinator(find.keys)
+        else:
+            answers = self.group_coordinator.find_coordinator(find)
         endpoint = self._endpoint_for(request)
         self._send(request, parsed, wire.find_coordinator_response(version, answers, self.node_id, endpoint.host,
                                                                    endpoint.port))
@@ -898,6 +917,11 @@ class KafkaApis:
 
     def handle_init_producer_id_request(self, request: Request, parsed: KafkaRequest) -> None:
         body = parsed.body
+        if self.transaction_coordinator is not None:
+            version = parsed.header.api_version
+            result = self.transaction_coordinator.init_producer_id(txn_wire.parse_init_producer_id(body, version))
+            self._send(request, parsed, txn_wire.init_producer_id_response(result, version))
+            return
         if body.get("transactional_id") is not None:
             # Transactions need the transaction coordinator, which this broker does not run yet.
             self._send(request, parsed, {"throttle_time_ms": 0, "error_code": InvalidRequestError.code,
@@ -908,6 +932,54 @@ class KafkaApis:
         producer_id = self.producer_id_manager.generate_producer_id()
         self._send(request, parsed, {"throttle_time_ms": 0, "error_code": NONE, "producer_id": producer_id,
                                      "producer_epoch": 0})
+
+    # --- the transaction APIs (answered by the transaction coordinator) ---------------------
+    # Each is: the body to a typed request (``txn_wire``), the coordinator, the typed result to a body.
+
+    def handle_add_partitions_to_txn_request(self, request: Request, parsed: KafkaRequest) -> None:
+        """Partitions this broker does not have get UNKNOWN_TOPIC_OR_PARTITION and the others
+        OPERATION_NOT_ATTEMPTED, as Kafka's KafkaApis answers."""
+        version = parsed.header.api_version
+        adds = txn_wire.parse_add_partitions_to_txn(parsed.body, version)
+        results = []
+        for add in adds:
+            unknown = [tp for tp in add.partitions if not self._has_partition(tp)]
+            if unknown:
+                results.append({tp: UnknownTopicOrPartitionError.code if tp in unknown
+                                else OPERATION_NOT_ATTEMPTED for tp in add.partitions})
+            else:
+                results.append(self.transaction_coordinator.add_partitions_to_transaction(add))
+        self._send(request, parsed, txn_wire.add_partitions_to_txn_response(version, adds, results))
+
+    def handle_add_offsets_to_txn_request(self, request: Request, parsed: KafkaRequest) -> None:
+        version = parsed.header.api_version
+        error = self.transaction_coordinator.add_offsets_to_transaction(
+            txn_wire.parse_add_offsets_to_txn(parsed.body, version))
+        self._send(request, parsed, txn_wire.add_offsets_to_txn_response(error, version))
+
+    def handle_end_txn_request(self, request: Request, parsed: KafkaRequest) -> None:
+        version = parsed.header.api_version
+        error = self.transaction_coordinator.end_transaction(txn_wire.parse_end_txn(parsed.body, version))
+        self._send(request, parsed, txn_wire.end_txn_response(error, version))
+
+    def handle_txn_offset_commit_request(self, request: Request, parsed: KafkaRequest) -> None:
+        commit = txn_wire.parse_txn_offset_commit(parsed.body, parsed.header.api_version)
+        known = {tp: offset for tp, offset in commit.offsets.items() if self._has_partition(tp)}
+        errors = {tp: UnknownTopicOrPartitionError.code for tp in commit.offsets if tp not in known}
+        if known:
+            errors.update(self.group_coordinator.commit_transactional_offsets(
+                dataclasses.replace(commit, offsets=known)))
+        self._send(request, parsed, txn_wire.txn_offset_commit_response(commit, errors))
+
+    def handle_describe_transactions_request(self, request: Request, parsed: KafkaRequest) -> None:
+        ids = txn_wire.parse_describe_transactions(parsed.body, parsed.header.api_version)
+        self._send(request, parsed,
+                   txn_wire.describe_transactions_response(self.transaction_coordinator.describe_transactions(ids)))
+
+    def handle_list_transactions_request(self, request: Request, parsed: KafkaRequest) -> None:
+        listing = txn_wire.parse_list_transactions(parsed.body, parsed.header.api_version)
+        error, listings = self.transaction_coordinator.list_transactions(listing)
+        self._send(request, parsed, txn_wire.list_transactions_response(listing, error, listings))
 
     # --- CompactionLease and ReplaceSegments (seglog's own) -----------------------------
 

@@ -78,12 +78,21 @@ class BrokerGroupStore(GroupRecordWriter):
 
     # -- writing -------------------------------------------------------------------
 
-    def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]]) -> None:
+    def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]],
+                producer: tuple[int, int] | None = None) -> int | None:
         if not records:
-            return
+            return None
         now = self.broker.clock.milliseconds()
-        batch = build_batch([SimpleRecord(value, key, now) for key, value in records], default_timestamp=now)
-        self.broker.produce_batches(OFFSETS_TOPIC, partition_for_group(group_id, self._ensure_topic()), batch)
+        partition = partition_for_group(group_id, self._ensure_topic())
+        if producer is None:
+            batch = build_batch([SimpleRecord(value, key, now) for key, value in records], default_timestamp=now)
+            return self.broker.produce_batches(OFFSETS_TOPIC, partition, batch).first_offset
+        # As Kafka's coordinator writes it: the producer's id and epoch, no sequence, checked as the
+        # coordinator's append (the epoch fences a zombie; sequences are the client's business).
+        producer_id, producer_epoch = producer
+        batch = build_batch([SimpleRecord(value, key, now) for key, value in records], default_timestamp=now,
+                            producer_id=producer_id, producer_epoch=producer_epoch, is_transactional=True)
+        return self.broker.produce_batches(OFFSETS_TOPIC, partition, batch, from_client=False).first_offset
 
     # -- loading -------------------------------------------------------------------
 

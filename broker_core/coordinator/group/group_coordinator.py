@@ -73,7 +73,7 @@ from .offset_and_metadata import OffsetAndMetadata
 from .requests import (COORDINATOR_TYPE_GROUP, COORDINATOR_TYPE_TRANSACTION, DeleteGroupsRequest,
                        DescribeGroupsRequest, FindCoordinatorRequest, HeartbeatRequest, JoinGroupRequest,
                        LeaveGroupRequest, LeavingMember, ListGroupsRequest, OffsetCommitRequest, OffsetDeleteRequest,
-                       OffsetFetchRequest, SyncGroupRequest)
+                       OffsetFetchRequest, SyncGroupRequest, TxnOffsetCommitRequest)
 from .results import (CLASSIC_GROUP_TYPE, NONE, UNKNOWN_MEMBER_ID, GroupOverview, GroupSummary, JoinCallback,
                       JoinGroupResult, LeaveGroupResult, LeaveMemberResult, OffsetFetchResult, SyncCallback,
                       SyncGroupResult)
@@ -200,6 +200,13 @@ class GroupCoordinator:
                 # Offsets without metadata: a group that only stores offsets.
                 group = groups[group_id] = GroupMetadata(group_id, clock=self.clock)
             group.offsets.update(offsets)
+            group.offset_positions.update(loaded.offset_positions.get(group_id, {}))
+        for producer_id, by_group in loaded.pending_transactional_offsets.items():
+            for group_id, pending in by_group.items():
+                group = groups.get(group_id)
+                if group is None:
+                    group = groups[group_id] = GroupMetadata(group_id, clock=self.clock)
+                group.pending_transactional_offsets.setdefault(producer_id, {}).update(pending)
         with self._lock:
             self._groups.update(groups)
         for group in groups.values():
@@ -926,7 +933,7 @@ class GroupCoordinator:
                  for tp, o in request.offsets.items() if tp not in errors}
         if valid:
             try:
-                self.store.append_offsets(group.group_id, valid)
+                position = self.store.append_offsets(group.group_id, valid)
             except Exception as exc:
                 code = _store_error_code(exc, offsets=True)
                 log.warning("group %r: storing %d offsets failed (error %d): %s", group.group_id, len(valid), code,
@@ -934,15 +941,80 @@ class GroupCoordinator:
                 errors.update({tp: code for tp in valid})
             else:
                 group.offsets.update(valid)
+                if position is not None:
+                    group.offset_positions.update({tp: position for tp in valid})
                 errors.update({tp: NONE for tp in valid})
         return errors
+
+    # ==================================================================================
+    # TxnOffsetCommit and the end of transactions
+    # ==================================================================================
+
+    def commit_transactional_offsets(self, request: TxnOffsetCommitRequest) -> dict[TopicPartition, int]:
+        """Store offsets in the producer's open transaction; they count once its COMMIT marker lands in
+        the group's ``__consumer_offsets`` partition (``on_transaction_completed``) and vanish on ABORT.
+        The error code of each partition.
+
+        A group the coordinator does not know is created (a transactional producer may commit for a
+        group that has no members); a request naming a member (v3+) must name one of the current
+        generation.
+        """
+        group_id, offsets = request.group_id, request.offsets
+        error = self._validate_group_status(group_id, allow_empty_id=False)
+        if error:
+            return {tp: error for tp in offsets}
+        group = self._get_or_create_group(group_id)
+        with group.lock:
+            if group.is_(_S.DEAD):
+                return {tp: CoordinatorNotAvailableError.code for tp in offsets}
+            if request.generation_id >= 0 or request.member_id or request.group_instance_id is not None:
+                error = self._validate_current_member(group, request.member_id, request.group_instance_id)
+                if not error and request.generation_id != group.generation_id:
+                    error = IllegalGenerationError.code
+                if error:
+                    return {tp: error for tp in offsets}
+            limit = self.config.offset_metadata_max_bytes
+            errors = {tp: OffsetMetadataTooLargeError.code for tp, o in offsets.items()
+                      if len(o.metadata.encode("utf-8")) > limit}
+            now = self.clock.milliseconds()
+            valid = {tp: OffsetAndMetadata(offset=o.offset, metadata=o.metadata, commit_timestamp=now,
+                                           leader_epoch=o.leader_epoch)
+                     for tp, o in offsets.items() if tp not in errors}
+            if not valid:
+                return errors
+            try:
+                position = self.store.append_transactional_offsets(group_id, request.producer_id,
+                                                                   request.producer_epoch, valid)
+            except Exception as exc:
+                code = _store_error_code(exc, offsets=True)
+                log.warning("group %r: storing %d offsets of transactional id %r failed (error %d): %s", group_id,
+                            len(valid), request.transactional_id, code, exc)
+                errors.update({tp: code for tp in valid})
+                return errors
+            pending = group.pending_transactional_offsets.setdefault(request.producer_id, {})
+            pending.update({tp: (-1 if position is None else position, o) for tp, o in valid.items()})
+            errors.update({tp: NONE for tp in valid})
+            return errors
+
+    def on_transaction_completed(self, offsets_partition: int, producer_id: int, commit: bool) -> None:
+        """A COMMIT or ABORT marker of ``producer_id`` landed in ``__consumer_offsets-<offsets_partition>``:
+        the offsets its transaction committed for the groups of that partition count, or vanish."""
+        with self._lock:
+            groups = [g for g in self._groups.values() if self.partition_for(g.group_id) == offsets_partition]
+        for group in groups:
+            with group.lock:
+                if producer_id in group.pending_transactional_offsets:
+                    applied = group.complete_pending_transactional_offsets(producer_id, commit)
+                    log.debug("group %r: transaction of producer %d %s, %d offsets applied", group.group_id,
+                              producer_id, "committed" if commit else "aborted", applied)
 
     def fetch_offsets(self, request: OffsetFetchRequest) -> list[OffsetFetchResult]:
         """Each group's committed offsets, in the request's order.
 
         Whatever the group's state: a group may use the coordinator only to
-        store offsets. ``require_stable`` matters only for pending
-        transactional commits, which this coordinator does not take.
+        store offsets. Offsets committed in a transaction that has not ended
+        are not shown (the committed offset before them is); ``require_stable``
+        (UNSTABLE_OFFSET_COMMIT for such partitions) is not answered yet.
         """
         return [self._fetch_group_offsets(group.group_id, group.partitions) for group in request.groups]
 

@@ -75,6 +75,10 @@ class GroupMetadata:
         #: The topics the members of the current generation subscribe to; None when unknown
         #: (not a consumer group, no protocol chosen yet, or metadata that does not parse).
         self.subscribed_topics: frozenset[str] | None = None
+        #: The log offset of the record that set each committed offset (which of two commits is newer).
+        self.offset_positions: dict[TopicPartition, int] = {}
+        #: Offsets committed in open transactions, by producer id, with the log offset of their record.
+        self.pending_transactional_offsets: dict[int, dict[TopicPartition, tuple[int, OffsetAndMetadata]]] = {}
 
     # -- state ---------------------------------------------------------------
 
@@ -377,7 +381,26 @@ class GroupMetadata:
     # -- offsets -----------------------------------------------------------------------------
 
     def has_offsets(self) -> bool:
-        return bool(self.offsets)
+        return bool(self.offsets) or bool(self.pending_transactional_offsets)
+
+    def has_pending_offset(self, tp: TopicPartition) -> bool:
+        """An open transaction has committed an offset of ``tp`` (OffsetFetch's UNSTABLE_OFFSET_COMMIT)."""
+        return any(tp in pending for pending in self.pending_transactional_offsets.values())
+
+    def complete_pending_transactional_offsets(self, producer_id: int, commit: bool) -> int:
+        """The transaction of ``producer_id`` ended: on commit its offsets count, each unless a plain
+        commit of the partition was written after it (Kafka's rule); on abort they vanish. Returns how
+        many offsets it applied."""
+        applied = 0
+        for tp, (position, offset) in self.pending_transactional_offsets.pop(producer_id, {}).items():
+            if not commit:
+                continue
+            current = self.offset_positions.get(tp)
+            if tp not in self.offsets or current is None or current < position:
+                self.offsets[tp] = offset
+                self.offset_positions[tp] = position
+                applied += 1
+        return applied
 
     def remove_expired_offsets(self, now_ms: int, retention_ms: int) -> dict[TopicPartition, OffsetAndMetadata]:
         """Drop and return the offsets that ``offsets.retention.minutes`` has expired at ``now_ms``.

@@ -25,6 +25,7 @@ __all__ = [
     "LeaveGroupRequest",
     "OffsetCommitPartition",
     "OffsetCommitRequest",
+    "TxnOffsetCommitRequest",
     "OffsetFetchGroup",
     "OffsetFetchRequest",
     "DescribeGroupsRequest",
@@ -122,6 +123,22 @@ class OffsetCommitRequest:
     offsets: Mapping[TopicPartition, OffsetCommitPartition]
     #: How long these offsets live whatever the group does (v2-v4 only); None: the broker's retention.
     retention_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnOffsetCommitRequest:
+    """Offsets committed in the open transaction of ``producer_id``: they count from its COMMIT marker on."""
+
+    transactional_id: str
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    #: v3+: the consumer's generation and member id, checked against the group's (-1 and "": not checked).
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
+    #: The partitions in request order, as the response lists them.
+    offsets: Mapping[TopicPartition, OffsetCommitPartition]
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,6 +56,12 @@ class LoadedGroups:
     groups: Mapping[str, GroupMetadataValue] = field(default_factory=dict)
     #: Each group's committed offsets (a group may have offsets and no metadata: it only stores offsets).
     offsets: Mapping[str, Mapping[TopicPartition, OffsetAndMetadata]] = field(default_factory=dict)
+    #: The log offset of the record that set each committed offset (which of two commits is newer).
+    offset_positions: Mapping[str, Mapping[TopicPartition, int]] = field(default_factory=dict)
+    #: Offsets committed in transactions still open, by producer id, group and partition, with the log
+    #: offset of their record: they count once the transaction's COMMIT marker lands.
+    pending_transactional_offsets: Mapping[int, Mapping[str, Mapping[TopicPartition, tuple[int, OffsetAndMetadata]]]] \
+        = field(default_factory=dict)
 
     @property
     def group_ids(self) -> list[str]:
@@ -82,8 +88,14 @@ class GroupStore(Protocol):
         """Store a group's generation (after SyncGroup, or when it became Empty)."""
         ...
 
-    def append_offsets(self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
-        """Store committed offsets, all in one batch."""
+    def append_offsets(self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> int | None:
+        """Store committed offsets, all in one batch; the log offset of its first record when known."""
+        ...
+
+    def append_transactional_offsets(self, group_id: str, producer_id: int, producer_epoch: int,
+                                     offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> int | None:
+        """Store offsets committed in ``producer_id``'s open transaction: one transactional batch, which
+        the transaction's marker commits or aborts; the log offset of its first record when known."""
         ...
 
     def append_tombstones(self, group_id: str, partitions: Iterable[TopicPartition], *, group: bool) -> None:
@@ -196,9 +208,14 @@ class OffsetsTopicReplay:
             del self._offsets[group_id]
 
     def result(self) -> LoadedGroups:
-        """The groups and offsets live after the records replayed so far (open transactions left out)."""
+        """The groups and offsets live after the records replayed so far (open transactions apart)."""
         offsets = {g: {tp: o for tp, (_, o) in sorted(tps.items())} for g, tps in sorted(self._offsets.items())}
-        return LoadedGroups(dict(sorted(self._groups.items())), offsets)
+        positions = {g: {tp: pos for tp, (pos, _) in tps.items()} for g, tps in self._offsets.items()}
+        pending: dict[int, dict[str, dict[TopicPartition, tuple[int, OffsetAndMetadata]]]] = {}
+        for (_, producer_id), entries in self._pending.items():
+            for (group_id, tp), entry in entries.items():
+                pending.setdefault(producer_id, {}).setdefault(group_id, {})[tp] = entry
+        return LoadedGroups(dict(sorted(self._groups.items())), offsets, positions, pending)
 
 
 def _offset_and_metadata(value: OffsetCommitValue) -> OffsetAndMetadata:
@@ -209,16 +226,24 @@ def _offset_and_metadata(value: OffsetCommitValue) -> OffsetAndMetadata:
 
 class GroupRecordWriter:
     """The GroupStore appends as ``__consumer_offsets`` records (Kafka's key and value layouts);
-    a store supplies ``_append(group_id, records)``, which writes them to the group's partition."""
+    a store supplies ``_append(group_id, records, producer)``, which writes them to the group's partition
+    (as one transactional batch of ``producer``, an id and epoch, when given) and returns the log offset
+    of the first."""
 
-    def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]]) -> None:
+    def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]],
+                producer: tuple[int, int] | None = None) -> int | None:
         raise NotImplementedError
 
     def append_group_metadata(self, group_id: str, value: GroupMetadataValue) -> None:
         self._append(group_id, [group_metadata_record(group_id, value)])
 
-    def append_offsets(self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
-        self._append(group_id, [offset_commit_record(group_id, tp, o) for tp, o in sorted(offsets.items())])
+    def append_offsets(self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> int | None:
+        return self._append(group_id, [offset_commit_record(group_id, tp, o) for tp, o in sorted(offsets.items())])
+
+    def append_transactional_offsets(self, group_id: str, producer_id: int, producer_epoch: int,
+                                     offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> int | None:
+        return self._append(group_id, [offset_commit_record(group_id, tp, o) for tp, o in sorted(offsets.items())],
+                            (producer_id, producer_epoch))
 
     def append_tombstones(self, group_id: str, partitions: Iterable[TopicPartition], *, group: bool) -> None:
         records = [offset_commit_record(group_id, tp, None) for tp in sorted(partitions)]
@@ -264,11 +289,18 @@ class InMemoryGroupStore(GroupRecordWriter):
         with self._lock:
             return list(self.partitions.get(partition_for_group(group_id, self._num_partitions), []))
 
-    def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]]) -> None:
+    def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]],
+                producer: tuple[int, int] | None = None) -> int | None:
         if self.fail_with is not None:
             raise self.fail_with
+        if producer is not None:
+            # Transactions end with markers in a log; a list of records has none.
+            raise NotImplementedError("the in-memory offsets topic holds no transactions")
         if not records:
-            return
+            return None
         partition = partition_for_group(group_id, self._num_partitions)
         with self._lock:
-            self.partitions.setdefault(partition, []).extend(records)
+            records_of_partition = self.partitions.setdefault(partition, [])
+            position = len(records_of_partition)
+            records_of_partition.extend(records)
+            return position

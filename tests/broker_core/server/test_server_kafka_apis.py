@@ -30,6 +30,7 @@ TOPIC_ALREADY_EXISTS = 36
 INVALID_PARTITIONS = 37
 INVALID_REPLICATION_FACTOR = 38
 INVALID_REQUEST = 42
+NONE = 0
 UNSUPPORTED_VERSION = 35
 INVALID_CONFIG = 40
 INVALID_TOPIC_EXCEPTION = 17
@@ -82,7 +83,10 @@ def test_api_versions_advertises_exactly_the_served_apis(client):
               # The group coordinator's.
               ApiKey.FIND_COORDINATOR, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP,
               ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.DESCRIBE_GROUPS, ApiKey.LIST_GROUPS,
-              ApiKey.DELETE_GROUPS, ApiKey.OFFSET_DELETE}
+              ApiKey.DELETE_GROUPS, ApiKey.OFFSET_DELETE,
+              # The transaction coordinator's.
+              ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN, ApiKey.TXN_OFFSET_COMMIT,
+              ApiKey.DESCRIBE_TRANSACTIONS, ApiKey.LIST_TRANSACTIONS}
     assert set(client.broker_versions) == {int(k) for k in served}
     for key, floor in MIN_VERSIONS.items():
         assert client.broker_versions[int(key)][0] >= floor
@@ -579,8 +583,15 @@ def test_producer_ids_increase_and_are_not_reused_after_a_restart(tmp_path):
     assert ids == sorted(set(ids))
 
 
-def test_init_producer_id_with_a_transactional_id_is_refused(client):
-    response = client.send(ApiKey.INIT_PRODUCER_ID, {"transactional_id": "tx", "transaction_timeout_ms": 60000})
+def test_init_producer_id_with_a_transactional_id_bumps_the_epoch_of_one_producer_id(client):
+    first = client.send(ApiKey.INIT_PRODUCER_ID, {"transactional_id": "tx", "transaction_timeout_ms": 60000})
+    second = client.send(ApiKey.INIT_PRODUCER_ID, {"transactional_id": "tx", "transaction_timeout_ms": 60000})
+    assert (first["error_code"], first["producer_epoch"]) == (NONE, 0)
+    assert (second["error_code"], second["producer_id"], second["producer_epoch"]) == (NONE, first["producer_id"], 1)
+
+
+def test_init_producer_id_with_an_empty_transactional_id_is_invalid(client):
+    response = client.send(ApiKey.INIT_PRODUCER_ID, {"transactional_id": "", "transaction_timeout_ms": 60000})
     assert response["error_code"] == INVALID_REQUEST
 
 
