@@ -43,6 +43,7 @@ from .log.log_loader import UnreadableBytes
 from .log.log_manager import LogManager
 from .log.topic_store import PendingChange, TopicMetadata, TopicStore, new_topic_id
 from .partitioner import StickyPartitioner, assign_partitions
+from .produced_records import RecordMetadata, as_record
 from .producer import DEFAULT_TRANSACTION_TIMEOUT_MS, Producer, Transaction
 from .server.producer_id_manager import ProducerIdManager
 
@@ -53,16 +54,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_FETCH_MAX_BYTES = 1024 * 1024
-
-
-@dataclass(frozen=True)
-class RecordMetadata:
-    """Where a produced record landed (the Java client's RecordMetadata)."""
-
-    topic: str
-    partition: int
-    offset: int
-    timestamp: int
 
 
 @dataclass(frozen=True)
@@ -142,17 +133,6 @@ def isolation_level_of(level: str | int) -> IsolationLevel:
     except ValueError:
         raise InvalidRequestError(f"unknown isolation level {level}: use 0 (read_uncommitted) or "
                                   f"1 (read_committed)") from None
-
-
-def _as_record(item) -> SimpleRecord:
-    if isinstance(item, SimpleRecord):
-        return item
-    if isinstance(item, (bytes, bytearray, memoryview)) or item is None:
-        return SimpleRecord(None if item is None else bytes(item))
-    if isinstance(item, tuple) and len(item) == 2:
-        key, value = item
-        return SimpleRecord(value, key)
-    raise TypeError(f"cannot produce {type(item).__name__}: give SimpleRecord, bytes or (key, value)")
 
 
 class Broker:
@@ -422,7 +402,7 @@ class Broker:
         retry of it is answered with the offsets of the first write. ``transactional`` marks it part of
         the producer's open transaction."""
         self._check_writable(f"produce to topic {topic!r}")
-        items = [_as_record(r) for r in records]
+        items = [as_record(r) for r in records]
         if not items:
             return []
         codec = CompressionType.from_name(compression) if isinstance(compression, str) else compression

@@ -29,9 +29,10 @@ from .coordinator.group.requests import OffsetCommitPartition, TxnOffsetCommitRe
 from .coordinator.group.broker_store import BrokerGroupStore
 from .errors import NONE, ConcurrentTransactionsError, InvalidTxnStateError, KafkaError, error_for_code
 from .partitioner import assign_partitions
+from .produced_records import RecordMetadata, as_record
 
 if TYPE_CHECKING:
-    from .broker import Broker, RecordMetadata
+    from .broker import Broker
 
 __all__ = ["Producer", "Transaction", "DEFAULT_TRANSACTION_TIMEOUT_MS"]
 
@@ -81,12 +82,10 @@ class Producer:
                 compression: CompressionType | str = CompressionType.NONE) -> list[RecordMetadata]:
         """Append records as one idempotent batch per partition (in the open transaction, if any);
         partitioned as ``Broker.produce`` partitions. Returns where each landed, in order."""
-        from .broker import RecordMetadata, _as_record
-
         if self.transactional_id is not None and not self._in_transaction:
             raise InvalidTxnStateError(f"transactional id {self.transactional_id!r}: produce needs "
                                        f"begin_transaction() first")
-        items = [_as_record(r) for r in records]
+        items = [as_record(r) for r in records]
         if not items:
             return []
         codec = CompressionType.from_name(compression) if isinstance(compression, str) else compression
