@@ -23,7 +23,7 @@ from .file_handles import FileHandleCache
 from .file_records import FileRecords, LogOffsetPosition, TimestampAndOffset, ValidPrefix
 from .index import DEFAULT_MAX_INDEX_SIZE, OffsetIndex, TimeIndex
 from .offset_order import OffsetOrder, OffsetOrderError
-from .record_batch import LOG_OVERHEAD, NO_TIMESTAMP, iter_batches
+from .record_batch import ATTRIBUTES_OFFSET, LOG_OVERHEAD, NO_TIMESTAMP, batch_spans, crc32c, iter_batches
 from .txn_index import TransactionIndex
 
 DEFAULT_INDEX_INTERVAL_BYTES = 4096  # index.interval.bytes
@@ -32,12 +32,16 @@ _INT32_MAX = (1 << 31) - 1
 
 @dataclass(frozen=True, slots=True)
 class FetchDataInfo:
-    """What a read returns: where it started and the bytes of complete batches."""
+    """What a read returns: where it started and the bytes of complete batches.
+
+    ``records`` is a read-only view of the buffer the file was read into (a
+    ``memoryview``, or ``b""`` when nothing was read), not a copy: it is what a
+    fetch response writes to the socket. ``bytes(records)`` makes a copy."""
 
     fetch_offset: int
     segment_base_offset: int
     position: int
-    records: bytes
+    records: bytes | memoryview
 
     @property
     def size(self) -> int:
@@ -317,22 +321,23 @@ class LogSegment:
         limit = self.size if max_position is None else min(max_position, self.size)
         budget = max(max_size, start.size) if min_one_message else max_size
         wanted = min(budget, limit - start.position)
-        data = self.log.read(start.position, wanted) if wanted > 0 else b""
+        data = memoryview(self.log.read(start.position, wanted) if wanted > 0 else b"")
         end = 0
         before_last = 0  # where the batch before the last one kept ends
         try:
-            for batch in iter_batches(data, path=self.log.path, base_position=start.position):
-                h = batch.header
-                if max_offset is not None and h.base_offset >= max_offset:
+            for at, size, base_offset, last_offset, crc in batch_spans(data, path=self.log.path,
+                                                                       base_position=start.position):
+                if max_offset is not None and base_offset >= max_offset:
                     break  # unchecked: what follows the walk is checked against what it served
-                if batch.position != start.position:  # the first was checked on the way here
-                    order.check(batch.position, h.base_offset, h.last_offset)
-                if validate and batch.compute_checksum() != h.crc:
-                    raise CorruptRecordError(f"CRC mismatch: stored 0x{h.crc:08x}, computed "
-                                             f"0x{batch.compute_checksum():08x}", path=self.log.path,
-                                             position=batch.position)
+                if at:  # the first was checked on the way here
+                    order.check(start.position + at, base_offset, last_offset)
+                if validate:
+                    computed = crc32c(data[at + ATTRIBUTES_OFFSET:at + size])
+                    if computed != crc:
+                        raise CorruptRecordError(f"CRC mismatch: stored 0x{crc:08x}, computed 0x{computed:08x}",
+                                                 path=self.log.path, position=start.position + at)
                 before_last = end
-                end = batch.position - start.position + h.size_in_bytes
+                end = at + size
             if end:
                 self._check_what_follows(order, start.position + end, data[end:end + 8], next_base_offset)
         except CorruptRecordError as exc:
@@ -341,7 +346,8 @@ class LogSegment:
             if end == 0:
                 raise
             # Serve the sound batches before it; the next read starts at the damage and fails.
-        return FetchDataInfo(start_offset, self.base_offset, start.position, data if end == len(data) else data[:end])
+        # A view of the bytes read: the file's bytes are copied once on their way to a client.
+        return FetchDataInfo(start_offset, self.base_offset, start.position, data[:end])
 
     def _check_what_follows(self, order: OffsetOrder, position: int, read_past: bytes,
                             next_base_offset: int | None) -> None:

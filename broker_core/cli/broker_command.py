@@ -38,6 +38,7 @@ def broker_props(args: argparse.Namespace) -> dict[str, str]:
 
 def run_broker(args: argparse.Namespace) -> int:
     from ..config import BrokerConfig
+    from ..server.allocator import retain_freed_buffers
     from ..server.broker_server import SERVER_CONFIG_NAMES, BrokerServer
 
     logging.basicConfig(level=getattr(logging, args.log_level), stream=sys.stderr,
@@ -50,6 +51,7 @@ def run_broker(args: argparse.Namespace) -> int:
     # run in the middle of whatever the main thread was doing.
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
+    retain_freed_buffers()  # the process is the broker's alone: fetch buffers are reused, not mapped afresh
     server = BrokerServer(config).startup()
     endpoints = ", ".join(e.connection_string for e in server.bound_endpoints)
     print(f"seglog broker {config.node_id} started (cluster {server.cluster_id}) on {endpoints}",

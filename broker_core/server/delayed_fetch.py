@@ -25,7 +25,7 @@ from typing import Callable, Protocol, Sequence
 
 from format.layout import TopicPartition
 
-from format.record_batch import iter_batches
+from format.record_batch import batch_spans
 from format.txn_index import AbortedTxn
 
 from ..errors import KafkaError, UnknownServerError, UnknownTopicOrPartitionError
@@ -79,7 +79,7 @@ class LogReadResult:
     """What reading one partition gave: records, or the error, and the partition's offsets."""
 
     partition: FetchPartition
-    records: bytes = b""
+    records: bytes | memoryview = b""  # a view of what the log read (FetchDataInfo.records)
     high_watermark: int = UNKNOWN_OFFSET
     last_stable_offset: int = UNKNOWN_OFFSET
     log_start_offset: int = UNKNOWN_OFFSET
@@ -93,12 +93,12 @@ class LogReadResult:
         return 0 if self.error is None else self.error.code
 
 
-def _next_offset(records: bytes, fetch_offset: int) -> int:
+def _next_offset(records: bytes | memoryview, fetch_offset: int) -> int:
     """The offset after the last batch of a read (``fetch_offset`` when it holds none)."""
-    last = None
-    for last in iter_batches(records):
-        pass
-    return fetch_offset if last is None else last.header.next_offset
+    next_offset = fetch_offset
+    for _, _, _, last_offset, _ in batch_spans(records):
+        next_offset = last_offset + 1
+    return next_offset
 
 
 def _read_partition(logs: LogSource, fp: FetchPartition, max_bytes: int, min_one_message: bool,

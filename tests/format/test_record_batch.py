@@ -9,7 +9,7 @@ from format.errors import CorruptRecordError, InvalidRecordError
 from format.record import Header, SimpleRecord
 from format.record_batch import (
     HEADER, RECORDS_OFFSET, BatchHeader, RecordBatch, TimestampType, build_batch, build_end_txn_marker_batch,
-    crc32c, iter_batches, set_base_offset, set_log_append_time, set_partition_leader_epoch)
+    batch_spans, crc32c, iter_batches, set_base_offset, set_log_append_time, set_partition_leader_epoch)
 
 CODECS = list(CompressionType)
 
@@ -141,6 +141,28 @@ def test_iteration_stops_at_a_torn_tail_or_reports_it():
         list(iter_batches(torn, stop_at_partial=False, path="x.log", base_position=1000))
     assert err.value.path == "x.log" and err.value.position == 1000 + len(data) // 2
     assert "truncated" in str(err.value)
+
+
+def test_batch_spans_walk_the_batches_iter_batches_walks_and_stop_at_a_torn_tail():
+    parts = [build_batch([SimpleRecord(b"v%d" % i, timestamp=i)] * (i + 1), base_offset=i * 10) for i in range(5)]
+    data = b"".join(parts)[:-3]  # the last batch torn
+    spans = list(batch_spans(data))
+    assert spans == [(b.position, b.size_in_bytes, b.header.base_offset, b.header.last_offset, b.header.crc)
+                     for b in iter_batches(data)]
+    assert [s[2:4] for s in spans] == [(0, 0), (10, 11), (20, 22), (30, 33)]
+
+
+def test_batch_spans_report_a_bad_length_or_magic_with_file_and_position():
+    one = build_batch([SimpleRecord(b"a", timestamp=1)])
+    bad_magic = bytearray(one * 2)
+    bad_magic[len(one) + 16] = 1
+    with pytest.raises(CorruptRecordError, match="unsupported magic 1") as err:
+        list(batch_spans(bad_magic, path="x.log", base_position=1000))
+    assert (err.value.path, err.value.position) == ("x.log", 1000 + len(one))
+    short = bytearray(one)
+    short[8:12] = struct.pack(">i", 10)
+    with pytest.raises(CorruptRecordError, match="batch length 10 is below the minimum"):
+        list(batch_spans(short))
 
 
 def test_record_count_mismatch_is_reported():

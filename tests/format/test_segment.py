@@ -56,6 +56,17 @@ def test_read_returns_complete_batches_within_max_size(tmp_path):
     assert segment.read(5000, 1000) is None
 
 
+def test_a_read_serves_a_view_of_the_bytes_it_read_not_a_copy(tmp_path):
+    segment = filled(tmp_path)
+    size = len(batch(0))
+    info = segment.read(555, 3 * size + 10)  # cut inside the fourth batch
+    assert isinstance(info.records, memoryview) and info.records.readonly
+    assert info.records.nbytes == 3 * size and len(info.records.obj) == 3 * size + 10
+    with open(segment.log.path, "rb") as f:
+        f.seek(55 * size)
+        assert info.records == f.read(3 * size)
+
+
 def test_find_offset_by_timestamp_returns_the_first_record_at_or_after(tmp_path):
     segment = filled(tmp_path)
     assert segment.find_offset_by_timestamp(1555).offset == 555
