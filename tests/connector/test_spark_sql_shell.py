@@ -76,8 +76,8 @@ def shell_run(tmp_path_factory):
 def test_offsets_view_prints_each_partitions_offsets(shell_run):
     log_dir, _, tables, _ = shell_run
     header, rows = tables[0]
-    assert header == ("topic", "partition", "log_start_offset", "log_end_offset", "size_bytes", "segments",
-                      "first_timestamp", "last_timestamp")
+    assert header == ("topic", "partition", "log_start_offset", "log_end_offset", "last_stable_offset", "size_bytes",
+                      "segments", "first_timestamp", "last_timestamp")
     assert [row[:4] for row in rows] == [("clicks", "0", "0", "7"), ("orders", "0", "0", "25"),
                                          ("orders", "1", "0", "25")]
     assert [int(row[4]) for row in rows] == [log_bytes(log_dir, d) for d in ("clicks-0", "orders-0", "orders-1")]
