@@ -1,5 +1,6 @@
 """What a log directory holds, read from its files alone through fsspec: topics, partition
-directories, their segments, and each partition's log start and end offsets.
+directories, their segments, each partition's log start and end offsets and, for
+read_committed readers, its last stable offset and aborted transactions (``transactions``).
 
 Nothing is locked and nothing is written: a broker may be adding and removing
 segments while this lists, so every listing is fresh (fsspec's cache is

@@ -138,3 +138,12 @@ def test_read_committed_over_the_protocol_returns_what_the_files_return(spark, r
         .option("isolation.level", "read_committed").load()
     batches = run_available_now(df, str(tmp_path / "ckpt"))
     assert values_by_partition((p, o, v) for batch in batches for _, p, o, v in batch) == committed
+
+
+def test_a_read_committed_stream_starting_past_the_last_stable_offset_waits_without_data_loss(spark, written,
+                                                                                             tmp_path):
+    log_dir, _, _, stable = written
+    starting = {"txns": {str(p): stable[p] + 1 for p in CODECS}}  # inside the log, past the LSO
+    df = stream(spark, log_dir, subscribe="txns", startingOffsets=starting, **{"isolation.level": "read_committed"})
+    batches = run_available_now(df, str(tmp_path / "ckpt"))  # failOnDataLoss is true: no error
+    assert [row for batch in batches for row in batch] == []
