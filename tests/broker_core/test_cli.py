@@ -336,3 +336,18 @@ def test_consume_read_committed_from_a_log_dir_waits_at_an_open_transaction_unti
         finally:
             code = consumer.finish(signal.SIGINT)
     assert code == 0 and consumer.err == [f"Processed a total of {len(everything)} messages"]
+
+
+def test_consume_read_committed_through_a_running_broker_prints_only_committed_records(tmp_path):
+    from tests.broker_core.server.server_kit import start_broker as start_broker_server
+
+    server = start_broker_server(tmp_path / "logs")
+    try:
+        server.broker.create_topic("txns", 1)
+        writer = write_mixed_transactions(TransactionalWriter(server.broker, "txns"))
+        code, out, err = run("consume", "--bootstrap", server.bootstrap_servers, "--topic", "txns",
+                             "--from-beginning", "--timeout-ms", "2000", "--isolation-level", "read_committed")
+        assert code == 0, err
+        assert out.splitlines() == writer.committed_values()
+    finally:
+        server.shutdown()
