@@ -199,12 +199,15 @@ class Broker:
             raise LogDirReadOnlyError(f"cannot {action}: log dir {', '.join(self.log_manager.log_dirs)} is open "
                                       f"read-only")
 
-    def _readable_log(self, topic: str, partition: int, offset: int | None = None) -> Log:
+    def _readable_log(self, topic: str, partition: int, offset: int | None = None,
+                      level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED) -> Log:
         """The partition's log; a read-only view first takes in what the owner wrote since —
-        for a fetch at ``offset`` only once the view holds nothing there yet, since taking it
-        in lists the partition's directory, which costs more than a fetch that catches up."""
+        for a fetch at ``offset`` only once the view holds nothing there yet for ``level`` (past
+        the last stable offset, read_committed), since taking it in lists the partition's
+        directory, which costs more than a fetch that catches up."""
         lg = self.log_manager.log_or_raise(TopicPartition(topic, partition))
-        if self.read_only and (offset is None or offset >= lg.log_end_offset):
+        if self.read_only and (offset is None or offset >= lg.log_end_offset or (
+                level == IsolationLevel.READ_COMMITTED and offset >= lg.last_stable_offset)):
             lg.refresh()
         return lg
 
@@ -490,7 +493,7 @@ class Broker:
         """Batches from ``offset``; ``read_committed`` stops at the last stable offset and lists the
         aborted transactions among them (``FetchResult.decoded`` leaves their records out)."""
         level = isolation_level_of(isolation_level)
-        lg = self._readable_log(topic, partition, offset)
+        lg = self._readable_log(topic, partition, offset, level)
         last_stable = lg.last_stable_offset
         info = lg.read(offset, max_bytes, max_offset=lg.fetchable_offset(level))
         aborted = None

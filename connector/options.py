@@ -25,10 +25,13 @@ _KNOWN = {
     "startingoffsetsbytimestampstrategy", "maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay",
     "minpartitions", "maxrecordsperpartition", "failondataloss", "includeheaders", "groupid", "view",
     "topic", "compression", "chunkbytes", "kafka.bootstrap.servers", "kafka.group.id", "autooffsetreset",
-    "kafka.auto.offset.reset",
+    "kafka.auto.offset.reset", "isolation.level",
 }
 # Kafka's auto.offset.reset: where a group without a committed offset starts.
 OFFSET_RESET_POLICIES = ("earliest", "latest", "none")
+# Kafka's isolation.level: read_committed stops at the last stable offset and leaves aborted
+# transactions out. Kafka's consumer defaults to read_uncommitted.
+ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 # What startingTimestamp does for a partition with no record at or after it: Spark's
 # Kafka source's values. seglog's default is latest (read nothing), not Spark's error.
 TIMESTAMP_STRATEGIES = ("error", "latest")
@@ -70,6 +73,7 @@ class SourceOptions:
     group_id: str | None = None
     auto_offset_reset: str = "latest"
     starting_timestamp_strategy: str = "latest"
+    isolation_level: str = "read_uncommitted"
     view: str | None = None
     chunk_bytes: int = 4 * 1024 * 1024
     raw: Mapping[str, str] = field(default_factory=dict)
@@ -80,6 +84,10 @@ class SourceOptions:
         if self.subscribe_pattern is not None:
             return re.fullmatch(self.subscribe_pattern, topic) is not None
         return topic in self.assign
+
+    @property
+    def read_committed(self) -> bool:
+        return self.isolation_level == "read_committed"
 
 
 def _lower(options: Mapping[str, str]) -> dict[str, str]:
@@ -195,6 +203,17 @@ def _choice(opts: dict, names: tuple[str, ...], choices: tuple[str, ...], defaul
     return default
 
 
+def _isolation_level(opts: dict) -> str:
+    """``isolation.level``, or ``kafka.isolation.level`` as Spark's Kafka source spells it; both may be
+    given if they agree."""
+    names = ("isolation.level", "kafka.isolation.level")
+    given = {name: _choice(opts, (name,), ISOLATION_LEVELS, "") for name in names if name in opts}
+    if len(set(given.values())) > 1:
+        raise SeglogOptionError(f"options isolation.level ({opts['isolation.level']!r}) and kafka.isolation.level "
+                                f"({opts['kafka.isolation.level']!r}) disagree: give one")
+    return next(iter(given.values()), "read_uncommitted")
+
+
 def _bootstrap(opts: dict) -> str | None:
     for name in ("bootstrap", "kafka.bootstrap.servers"):
         value = opts.get(name)
@@ -244,7 +263,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool | None = False)
                      and not k.startswith("kafka."))
     if unknown:
         raise SeglogOptionError(f"unknown option {unknown[0]!r}; seglog takes Spark's Kafka source options "
-                                f"plus path, storage.*, groupId, autoOffsetReset and view")
+                                f"plus path, storage.*, groupId, autoOffsetReset, isolation.level and view")
     view = opts.get("view")
     if view is not None and view.lower() not in VIEWS:
         raise SeglogOptionError(f"option view must be one of {', '.join(VIEWS)}, not {view!r}")
@@ -311,6 +330,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool | None = False)
         raise SeglogOptionError(f"option minOffsetsPerTrigger ({min_offsets}) is larger than "
                                 f"maxOffsetsPerTrigger ({max_offsets})")
     chunk = _positive_int(opts, "chunkBytes")
+    isolation_level = _isolation_level(opts)
     parsed = SourceOptions(
         path=path, storage_options=storage_options_from(options), bootstrap=bootstrap,
         subscribe=subscribe, subscribe_pattern=pattern, assign=assign, starting=starting, ending=ending,
@@ -321,7 +341,8 @@ def parse_options(options: Mapping[str, str], *, streaming: bool | None = False)
         fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
         include_headers=_bool(opts, "includeHeaders", False),
         group_id=group_id, auto_offset_reset=auto_offset_reset, starting_timestamp_strategy=strategy,
-        view=view.lower() if view else None, chunk_bytes=chunk or 4 * 1024 * 1024, raw=dict(options))
+        isolation_level=isolation_level, view=view.lower() if view else None,
+        chunk_bytes=chunk or 4 * 1024 * 1024, raw=dict(options))
     if streaming is not None:
         check_mode(parsed, streaming)
     return parsed

@@ -113,29 +113,29 @@ def resolve(spec: OffsetSpec, infos: Mapping[TopicPartition, PartitionInfo], *, 
         if spec.kind == "earliest":
             out[tp] = info.log_start_offset
         elif spec.kind == "latest":
-            out[tp] = info.log_end_offset
+            out[tp] = info.latest_offset
         elif spec.kind == "group":
-            fallback = info.log_start_offset if auto_offset_reset == "earliest" else info.log_end_offset
+            fallback = info.log_start_offset if auto_offset_reset == "earliest" else info.latest_offset
             out[tp] = committed.get(tp, fallback)
         elif spec.kind == "offsets":
             offset = spec.for_partition(tp.topic, tp.partition)
             if offset is None:  # a partition created since the query was planned
                 offset = EARLIEST if is_start else LATEST
-            out[tp] = (info.log_start_offset if offset == EARLIEST else info.log_end_offset if offset == LATEST
-                       else offset)
+            out[tp] = (info.log_start_offset if offset == EARLIEST
+                       else info.latest_offset if offset == LATEST else offset)
         else:
             ts = spec.timestamp if spec.kind == "timestamp" else spec.for_partition(tp.topic, tp.partition)
             if ts is None:
                 ts = EARLIEST if is_start else LATEST
             if ts in (EARLIEST, LATEST) and spec.kind == "timestamps":
-                out[tp] = info.log_start_offset if ts == EARLIEST else info.log_end_offset
+                out[tp] = info.log_start_offset if ts == EARLIEST else info.latest_offset
                 continue
             found = find_by_timestamp(tp, ts)
             if found is None and is_start and timestamp_strategy == "error":
                 raise SeglogOptionError(f"option {option}: no record of {tp} has a timestamp at or after {ts} "
                                         f"(startingOffsetsByTimestampStrategy is error; latest starts such "
                                         f"partitions at their log end)")
-            out[tp] = info.log_end_offset if found is None else found
+            out[tp] = info.latest_offset if found is None else found
     return out
 
 

@@ -37,9 +37,11 @@ def data_loss(message: str, fail_on_data_loss: bool) -> None:
 
 
 def read_range(directory: LogDirectory, r: OffsetRange, *, include_headers: bool, fail_on_data_loss: bool,
-               chunk_bytes: int) -> Iterator[pa.RecordBatch]:
-    """Arrow record batches holding the records of ``r``, in offset order."""
+               chunk_bytes: int, read_committed: bool = False) -> Iterator[pa.RecordBatch]:
+    """Arrow record batches holding the records of ``r``, in offset order; ``read_committed`` leaves out
+    those of aborted transactions (the planner ends ``r`` at or below the last stable offset)."""
     tp = TopicPartition(r.topic, r.partition)
+    aborted = directory.aborted_transactions(tp, r.from_offset, r.until_offset) if read_committed else None
     position = r.from_offset
     while position < r.until_offset:
         segments = directory.segments(tp)
@@ -60,7 +62,7 @@ def read_range(directory: LogDirectory, r: OffsetRange, *, include_headers: bool
         try:
             with directory.reader(tp, segment) as reader:
                 for batch in reader.iter_arrow(r.topic, r.partition, position, until, include_headers,
-                                               chunk_bytes):
+                                               chunk_bytes, aborted):
                     yield batch
                     position = batch.column("offset")[-1].as_py() + 1
         except FileNotFoundError:

@@ -13,6 +13,7 @@ from typing import Iterator
 
 import pyarrow as pa
 
+from format.aborted_filter import with_marker_offsets
 from format.arrow import decode_to_arrow
 from format.layout import INTERNAL_TOPICS, TopicPartition
 from format.log_dir import PartitionInfo
@@ -41,14 +42,21 @@ class RemoteLog:
     def partitions(self, include_internal: bool = False) -> list[TopicPartition]:
         return [TopicPartition(t, p) for t, ps in sorted(self.topics(include_internal).items()) for p in ps]
 
-    def describe_all(self, partitions: list[TopicPartition]) -> dict[TopicPartition, PartitionInfo]:
+    def describe_all(self, partitions: list[TopicPartition], *, last_stable: bool = False
+                     ) -> dict[TopicPartition, PartitionInfo]:
+        """Log start and end offsets by ListOffsets; with ``last_stable``, the last stable offset too
+        (ListOffsets ``latest`` at read_committed)."""
         out = {}
         with self._broker() as broker:
             for tp in partitions:
                 start = broker.list_offsets(tp.topic, tp.partition, "earliest")
                 end = broker.list_offsets(tp.topic, tp.partition, "latest")
+                stable = None
+                if last_stable:
+                    found = broker.list_offsets(tp.topic, tp.partition, "latest", isolation_level="read_committed")
+                    stable = found.offset if found else 0
                 out[tp] = PartitionInfo(tp.topic, tp.partition, "", (), start.offset if start else 0,
-                                        end.offset if end else 0)
+                                        end.offset if end else 0, stable)
         return out
 
     def find_by_timestamp(self, tp: TopicPartition, timestamp: int) -> int | None:
@@ -58,8 +66,9 @@ class RemoteLog:
 
 
 def fetch_range(bootstrap: str, r: OffsetRange, *, include_headers: bool, fail_on_data_loss: bool,
-                max_bytes: int) -> Iterator[pa.RecordBatch]:
-    """Arrow record batches of ``r`` fetched over the protocol, in offset order."""
+                max_bytes: int, read_committed: bool = False) -> Iterator[pa.RecordBatch]:
+    """Arrow record batches of ``r`` fetched over the protocol, in offset order; ``read_committed``
+    fetches at that isolation level and leaves out the aborted transactions the responses list."""
     from broker_core.client.remote_broker import RemoteBroker
     from broker_core.errors import OffsetOutOfRangeError
 
@@ -69,7 +78,8 @@ def fetch_range(bootstrap: str, r: OffsetRange, *, include_headers: bool, fail_o
     with RemoteBroker(bootstrap) as broker:
         while position < r.until_offset:
             try:
-                result = broker.fetch(r.topic, r.partition, position, max_bytes)
+                result = broker.fetch(r.topic, r.partition, position, max_bytes,
+                                      isolation_level="read_committed" if read_committed else "read_uncommitted")
             except OffsetOutOfRangeError:
                 start = broker.list_offsets(r.topic, r.partition, "earliest")
                 if start is None or start.offset <= position:
@@ -78,12 +88,18 @@ def fetch_range(bootstrap: str, r: OffsetRange, *, include_headers: bool, fail_o
                           f"are gone: the log now starts at {start.offset}", fail_on_data_loss)
                 position = start.offset
                 continue
-            batches = list(iter_batches(result.records))
+            where = f"{bootstrap}/{r.topic}-{r.partition}"
+            batches = list(iter_batches(result.records, path=where))
             if not batches:
                 return  # nothing more below the high watermark
+            aborted = None
+            if result.aborted_transactions:
+                aborted = with_marker_offsets(((t.producer_id, t.first_offset) for t in result.aborted_transactions),
+                                              batches)
             table = decode_to_arrow(result.records, topic=r.topic, partition=r.partition, from_offset=position,
                                     until_offset=r.until_offset, include_headers=include_headers,
-                                    path=f"{bootstrap}/{r.topic}-{r.partition}")
+                                    path=where, batches=batches,
+                                    aborted_transactions=aborted)
             if table.num_rows:
                 yield table
             position = max(position, batches[-1].header.next_offset)

@@ -74,7 +74,8 @@ class _Planner:
         return select_partitions(self.metadata, self.options)
 
     def infos(self) -> dict[TopicPartition, PartitionInfo]:
-        return self.metadata.describe_all(self.partitions())
+        """The partitions read; for read_committed with their last stable offset, where reads stop."""
+        return self.metadata.describe_all(self.partitions(), last_stable=self.options.read_committed)
 
     def find_by_timestamp(self, tp: TopicPartition, timestamp: int) -> int | None:
         if self.directory is None or self.options.bootstrap:
@@ -164,11 +165,13 @@ def _read(options: SourceOptions, partition: InputPartition) -> Iterator[pa.Reco
         return
     if not options.path:
         yield from fetch_range(options.bootstrap, partition.offset_range, include_headers=options.include_headers,
-                               fail_on_data_loss=options.fail_on_data_loss, max_bytes=options.chunk_bytes)
+                               fail_on_data_loss=options.fail_on_data_loss, max_bytes=options.chunk_bytes,
+                               read_committed=options.read_committed)
         return
     directory = LogDirectory(options.path, options.storage_options)
     yield from read_range(directory, partition.offset_range, include_headers=options.include_headers,
-                          fail_on_data_loss=options.fail_on_data_loss, chunk_bytes=options.chunk_bytes)
+                          fail_on_data_loss=options.fail_on_data_loss, chunk_bytes=options.chunk_bytes,
+                          read_committed=options.read_committed)
 
 
 class SeglogBatchReader(DataSourceReader):
@@ -179,6 +182,10 @@ class SeglogBatchReader(DataSourceReader):
         start = planner.starting_offsets(infos)
         end = planner.resolve(options.ending, infos, is_start=False)
         check_ranges(start, end)
+        if options.read_committed:
+            # Ending offsets past the last stable offset: what a read_committed consumer sees ends there.
+            end = {tp: max(min(until, infos[tp].latest_offset), start.get(tp, 0)) if tp in infos else until
+                   for tp, until in end.items()}
         self._partitions = planner.tasks(start, end, infos)
 
     def partitions(self):
@@ -209,7 +216,7 @@ class SeglogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self._target = {tp: info.log_end_offset for tp, info in self._planner.infos().items()}
+        self._target = {tp: info.latest_offset for tp, info in self._planner.infos().items()}
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         # Everything below ``start`` is done: Spark plans the next batch only after the
@@ -217,7 +224,7 @@ class SeglogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._commit_group(start)
         begin = from_offsets_json(start)
         infos = self._planner.infos()
-        latest = {tp: info.log_end_offset for tp, info in infos.items()}
+        latest = {tp: info.latest_offset for tp, info in infos.items()}
         for tp, info in infos.items():
             begin.setdefault(tp, info.log_start_offset)  # a partition created mid-query starts at earliest
         for tp, offset in begin.items():
@@ -226,9 +233,10 @@ class SeglogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             latest = {tp: min(offset, self._target.get(tp, begin[tp])) if tp in self._target else begin[tp]
                       for tp, offset in latest.items()}
         for tp in sorted(latest, key=lambda t: (t.topic, t.partition)):
-            if latest[tp] < begin[tp] and tp in infos:
+            if latest[tp] < begin[tp] and tp in infos and begin[tp] > infos[tp].log_end_offset:
                 # As Spark's Kafka source: offsets past the log end (a start beyond it, a truncated
                 # log) are data loss; without failOnDataLoss the query goes on from the log end.
+                # (A start between the last stable offset and the log end waits, read_committed.)
                 data_loss(f"partition {tp}'s offset was changed from {begin[tp]} to {latest[tp]}: offsets "
                           f"{latest[tp]} to {begin[tp]} are past the log end offset {infos[tp].log_end_offset}",
                           self.options.fail_on_data_loss)

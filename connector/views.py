@@ -42,6 +42,7 @@ _COLUMNS: dict[str, tuple[tuple[str, str, pa.DataType], ...]] = {
         ("partition", "int", pa.int32()),
         ("log_start_offset", "long", pa.int64()),
         ("log_end_offset", "long", pa.int64()),
+        ("last_stable_offset", "long", pa.int64()),
         ("size_bytes", "long", pa.int64()),
         ("segments", "int", pa.int32()),
         ("first_timestamp", "timestamp", _TIMESTAMP),
@@ -97,6 +98,7 @@ class OffsetsRow:
     partition: int
     log_start_offset: int
     log_end_offset: int
+    last_stable_offset: int  # where read_committed readers stop: below the earliest open transaction
     size_bytes: int
     segments: int
     first_timestamp: int | None
@@ -259,11 +261,11 @@ def _log_last_timestamp(directory: LogDirectory, tp: TopicPartition,
 def offsets_rows(directory: LogDirectory, keep: PartitionFilter = _not_internal) -> list[OffsetsRow]:
     """One row per partition, in topic and partition order."""
     rows = []
-    for tp, info in directory.describe_all(_partitions(directory, keep)).items():
+    for tp, info in directory.describe_all(_partitions(directory, keep), last_stable=True).items():
         first = _log_start_timestamp(directory, tp, info.segments, info.log_start_offset)
         last = _log_last_timestamp(directory, tp, info.segments)
-        rows.append(OffsetsRow(tp.topic, tp.partition, info.log_start_offset, info.log_end_offset, info.size,
-                               len(info.segments), first, last))
+        rows.append(OffsetsRow(tp.topic, tp.partition, info.log_start_offset, info.log_end_offset,
+                               info.latest_offset, info.size, len(info.segments), first, last))
     return rows
 
 

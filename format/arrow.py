@@ -12,13 +12,16 @@ Python.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
 
+from .aborted_filter import batch_mask
 from .compression import CompressionType
 from .errors import CorruptRecordError
 from .record_batch import RECORDS_OFFSET, TimestampType, iter_batches
+from .txn_index import AbortedTxn
 from .varint import decode_varints_at
 
 HEADER_TYPE = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
@@ -244,11 +247,13 @@ def _headers(A: np.ndarray, arena: pa.Buffer, pos: np.ndarray, counts: np.ndarra
 def decode_to_arrow(buf, *, topic: str, partition: int, from_offset: int | None = None,
                     until_offset: int | None = None, include_headers: bool = False,
                     path: str | None = None, base_position: int = 0, validate: bool = True,
-                    stop_at_partial: bool = True, batches: list | None = None) -> pa.RecordBatch:
+                    stop_at_partial: bool = True, batches: list | None = None,
+                    aborted_transactions: Sequence[AbortedTxn] | None = None) -> pa.RecordBatch:
     """Decode the complete batches of ``buf`` into one Arrow record batch.
 
     Keeps records with ``from_offset <= offset < until_offset`` and skips control
-    batches (transaction markers are not data). A torn batch at the end of
+    batches (transaction markers are not data) and, read_committed, the batches of
+    ``aborted_transactions`` (``aborted_filter``). A torn batch at the end of
     ``buf`` is where decoding stops. With ``validate``, every batch's CRC is
     checked and a mismatch raises CorruptRecordError naming ``path`` and the
     batch's position (``base_position`` + its offset in ``buf``). ``batches``:
@@ -261,6 +266,7 @@ def decode_to_arrow(buf, *, topic: str, partition: int, from_offset: int | None 
     compressed = False
     if batches is None:
         batches = iter_batches(data, path=path, base_position=base_position, stop_at_partial=stop_at_partial)
+    wanted = []
     for batch in batches:
         h = batch.header
         if until_offset is not None and h.base_offset >= until_offset:
@@ -269,6 +275,13 @@ def decode_to_arrow(buf, *, topic: str, partition: int, from_offset: int | None 
             batch.ensure_valid()
         if h.is_control or h.records_count == 0 or (from_offset is not None and h.last_offset < from_offset):
             continue
+        wanted.append(batch)
+    if aborted_transactions and wanted:
+        aborted = batch_mask(wanted, aborted_transactions)
+        if aborted.any():
+            wanted = [b for b, out in zip(wanted, aborted.tolist()) if not out]
+    for batch in wanted:
+        h = batch.header
         lat = h.max_timestamp if h.timestamp_type == TimestampType.LOG_APPEND_TIME else -1
         file_pos = batch.position
         if h.compression_type == CompressionType.NONE:

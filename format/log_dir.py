@@ -1,5 +1,6 @@
 """What a log directory holds, read from its files alone through fsspec: topics, partition
-directories, their segments, and each partition's log start and end offsets.
+directories, their segments, each partition's log start and end offsets and, for
+read_committed readers, its last stable offset and aborted transactions (``transactions``).
 
 Nothing is locked and nothing is written: a broker may be adding and removing
 segments while this lists, so every listing is fresh (fsspec's cache is
@@ -19,17 +20,20 @@ from typing import Mapping, Sequence
 
 from fsspec.spec import AbstractFileSystem
 
-from . import layout
+from . import layout, transactions
 from .checkpoint import parse_offset_checkpoint
 from .errors import CheckpointError
 from .fs import filesystem_for, join
 from .layout import TopicPartition
 from .segment_reader import SegmentReader
+from .txn_index import AbortedTxn
 
 __all__ = ["SegmentInfo", "PartitionInfo", "LogDirectory", "entries", "partitions", "segments", "log_end_offset",
            "read_offset_checkpoint"]
 
 log = logging.getLogger(__name__)
+
+_RETRIES = 3  # listings of a partition whose segments vanish while being read
 
 
 @dataclass(frozen=True)
@@ -128,10 +132,17 @@ class PartitionInfo:
     segments: tuple[SegmentInfo, ...]
     log_start_offset: int
     log_end_offset: int
+    # Computed only when asked for (read_committed readers): None otherwise.
+    last_stable_offset: int | None = None
 
     @property
     def size(self) -> int:
         return sum(s.size for s in self.segments)
+
+    @property
+    def latest_offset(self) -> int:
+        """Where a reader stops: the LSO when it was asked for, else the log end offset."""
+        return self.log_end_offset if self.last_stable_offset is None else self.last_stable_offset
 
 
 class LogDirectory:
@@ -178,18 +189,37 @@ class LogDirectory:
     def reader(self, tp: TopicPartition, segment: SegmentInfo) -> SegmentReader:
         return SegmentReader(self.fs, self.partition_dir(tp), segment.base_offset, segment.size)
 
-    def describe(self, tp: TopicPartition, start_offsets: Mapping[TopicPartition, int] | None = None
-                 ) -> PartitionInfo:
-        """The partition's segments and its start and end offsets, from the files."""
-        listed = self.segments(tp)
+    def describe(self, tp: TopicPartition, start_offsets: Mapping[TopicPartition, int] | None = None, *,
+                 last_stable: bool = False) -> PartitionInfo:
+        """The partition's segments and its start and end offsets, from the files; with
+        ``last_stable``, its last stable offset too (``transactions``)."""
         directory = self.partition_dir(tp)
-        if not listed:
-            return PartitionInfo(tp.topic, tp.partition, directory, (), 0, 0)
-        starts = self.log_start_offsets() if start_offsets is None else start_offsets
-        end = log_end_offset(self.fs, directory, listed)
-        start = max(listed[0].base_offset, min(starts.get(tp, 0), end))
-        return PartitionInfo(tp.topic, tp.partition, directory, tuple(listed), start, end)
+        for attempt in range(_RETRIES):
+            names = [name for name, _ in entries(self.fs, directory)] if last_stable else []
+            listed = self.segments(tp)
+            if not listed:
+                return PartitionInfo(tp.topic, tp.partition, directory, (), 0, 0, 0 if last_stable else None)
+            starts = self.log_start_offsets() if start_offsets is None else start_offsets
+            try:
+                end = log_end_offset(self.fs, directory, listed)
+                stable = transactions.last_stable_offset(self.fs, directory, names, listed, end) \
+                    if last_stable else None
+            except FileNotFoundError:
+                if attempt == _RETRIES - 1:
+                    raise
+                continue  # a segment deleted (retention, compaction) while being read: list again
+            start = max(listed[0].base_offset, min(starts.get(tp, 0), end))
+            return PartitionInfo(tp.topic, tp.partition, directory, tuple(listed), start, end, stable)
+        raise AssertionError("unreachable")
 
-    def describe_all(self, partitions: list[TopicPartition]) -> dict[TopicPartition, PartitionInfo]:
+    def describe_all(self, partitions: list[TopicPartition], *, last_stable: bool = False
+                     ) -> dict[TopicPartition, PartitionInfo]:
         starts = self.log_start_offsets()
-        return {tp: self.describe(tp, starts) for tp in partitions}
+        return {tp: self.describe(tp, starts, last_stable=last_stable) for tp in partitions}
+
+    def aborted_transactions(self, tp: TopicPartition, from_offset: int, until_offset: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [from_offset, until_offset), from the ``.txnindex`` files."""
+        directory = self.partition_dir(tp)
+        names = [name for name, _ in entries(self.fs, directory)]
+        return transactions.aborted_transactions(self.fs, directory, names, self.segments(tp), from_offset,
+                                                 until_offset)

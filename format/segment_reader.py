@@ -13,7 +13,7 @@ neighbours or the index raises ``CorruptRecordError`` and is never decoded.
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, Sequence
 
 import pyarrow as pa
 
@@ -25,6 +25,7 @@ from .index import OffsetIndex, TimeIndex
 from .offset_order import OffsetOrder, OffsetOrderError
 from .record_batch import LOG_OVERHEAD, RecordBatch, iter_batches
 from .segment import check_tail, start_of_walk
+from .txn_index import AbortedTxn
 
 DEFAULT_CHUNK_BYTES = 4 * 1024 * 1024
 
@@ -158,12 +159,14 @@ class SegmentReader:
             pos += end
 
     def iter_arrow(self, topic: str, partition: int, from_offset: int, until_offset: int | None = None,
-                   include_headers: bool = False, chunk_bytes: int = DEFAULT_CHUNK_BYTES
-                   ) -> Iterator[pa.RecordBatch]:
-        """Arrow record batches of the records with ``from_offset <= offset < until_offset``."""
+                   include_headers: bool = False, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+                   aborted_transactions: Sequence[AbortedTxn] | None = None) -> Iterator[pa.RecordBatch]:
+        """Arrow record batches of the records with ``from_offset <= offset < until_offset``, without
+        those of ``aborted_transactions`` (read_committed)."""
         for position, data, batches in self.read_chunks(from_offset, until_offset, chunk_bytes):
             batch = decode_to_arrow(data, topic=topic, partition=partition, from_offset=from_offset,
                                     until_offset=until_offset, include_headers=include_headers,
-                                    path=self.log_path, base_position=position, batches=batches)
+                                    path=self.log_path, base_position=position, batches=batches,
+                                    aborted_transactions=aborted_transactions)
             if batch.num_rows:
                 yield batch

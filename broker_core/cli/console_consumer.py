@@ -32,14 +32,17 @@ def _sleep_ms(ms: int) -> None:
 
 
 class ConsoleConsumer:
-    """Reads ``topic`` from ``positions`` (partition -> next offset) until stopped or a limit is met.
+    """Reads ``topic`` from ``positions`` (partition -> next offset) until stopped or a limit is met,
+    at ``isolation_level`` (Kafka's ``isolation.level``: read_committed stops at the last stable
+    offset and leaves aborted transactions out).
 
     ``max_messages`` None (or negative, Kafka's -1) is no limit; ``timeout_ms``
     None waits for records forever.
     """
 
     def __init__(self, broker, topic: str, positions: dict[int, int], *, max_messages: int | None = None,
-                 timeout_ms: int | None = None, warn: Callable[[str], None] = print,
+                 timeout_ms: int | None = None, isolation_level: str = "read_uncommitted",
+                 warn: Callable[[str], None] = print,
                  progress: ProgressLine | None = None, clock: Clock = SYSTEM_CLOCK,
                  sleep_ms: Callable[[int], None] = _sleep_ms):
         if timeout_ms is not None and timeout_ms < 0:
@@ -49,6 +52,7 @@ class ConsoleConsumer:
         self.positions = dict(positions)
         self.max_messages = max_messages if max_messages is not None and max_messages >= 0 else None
         self.timeout_ms = timeout_ms
+        self.isolation_level = isolation_level
         self.warn = warn
         self.progress = progress
         self.clock = clock
@@ -84,7 +88,7 @@ class ConsoleConsumer:
             if room == 0 or self.stopped:
                 break
             try:
-                result = self.broker.fetch(self.topic, partition, position)
+                result = self.broker.fetch(self.topic, partition, position, isolation_level=self.isolation_level)
             except OffsetOutOfRangeError:
                 moved |= self._reset(partition, position)
                 continue
@@ -109,7 +113,7 @@ class ConsoleConsumer:
         """A position the log no longer has (retention deleted it, or the log was truncated): go on
         from the log start or end, with a warning, as a consumer with ``auto.offset.reset`` does."""
         earliest = self.broker.list_offsets(self.topic, partition, "earliest").offset
-        latest = self.broker.list_offsets(self.topic, partition, "latest").offset
+        latest = self.broker.list_offsets(self.topic, partition, "latest", self.isolation_level).offset
         target = earliest if position < earliest else latest
         if target == position:
             return False

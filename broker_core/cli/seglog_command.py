@@ -3,7 +3,7 @@
     seglog topics create|list|describe|delete|alter --log-dir D ...
     seglog produce --log-dir D --topic T [--key-separator S]     (lines from stdin)
     seglog consume --log-dir D --topic T [--from-beginning | --partition P --offset O] [--max-messages N]
-                   [--timeout-ms T]                              (follows the log until interrupted)
+                   [--timeout-ms T] [--isolation-level L]        (follows the log until interrupted)
     seglog dump FILE...
     seglog groups list|describe|reset-offsets|delete --log-dir D [--group G] ...
     seglog compact --log-dir D [--topic T] [--spark [--master M]]   (the broker's cleaner, or the Spark job)
@@ -195,19 +195,20 @@ def _consume(args: argparse.Namespace) -> int:
         for p in partitions:
             if args.offset is not None:
                 earliest = broker.list_offsets(args.topic, p, "earliest").offset
-                latest = broker.list_offsets(args.topic, p, "latest").offset
+                latest = broker.list_offsets(args.topic, p, "latest", args.isolation_level).offset
                 if not earliest <= args.offset <= latest:
                     raise OffsetOutOfRangeError(f"offset {args.offset} of {args.topic}-{p} is outside "
                                                 f"[{earliest}, {latest}]")
                 positions[p] = args.offset
             else:
                 positions[p] = broker.list_offsets(args.topic, p, "earliest" if args.from_beginning
-                                                   else "latest").offset
+                                                   else "latest", args.isolation_level).offset
         # Records go to standard output: a progress line only when that is not the terminal.
         progress = None if sys.stdout.isatty() else ProgressLine(
             lambda n, ms: f"Processed {rate_text(n, ms, 'messages')} so far", interval_ms=args.reporting_interval)
         consumer = ConsoleConsumer(broker, args.topic, positions, max_messages=args.max_messages,
-                                   timeout_ms=args.timeout_ms, progress=progress,
+                                   timeout_ms=args.timeout_ms, isolation_level=args.isolation_level,
+                                   progress=progress,
                                    warn=lambda line: print(line, file=sys.stderr))
 
         def show(records) -> None:
@@ -415,6 +416,9 @@ def build_parser() -> argparse.ArgumentParser:
                          help="stop after this many messages (default -1: no limit)")
     consume.add_argument("--timeout-ms", type=non_negative,
                          help="stop when no message came for this long (default: follow until interrupted)")
+    consume.add_argument("--isolation-level", choices=("read_uncommitted", "read_committed"),
+                         default="read_uncommitted",
+                         help="read_committed: only committed transactions, up to the last stable offset")
     consume.add_argument("--print-key", action="store_true")
     consume.add_argument("--key-separator", default="\t")
     with_reporting_interval(consume)

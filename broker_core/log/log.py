@@ -17,7 +17,8 @@ rebuilding the ``.txnindex`` of every segment recovery rebuilt.
 A log opened read-only (``Log.open(..., read_only=True)``) writes nothing and
 refuses every write; ``refresh()`` takes in what the directory's owner
 appended, rolled or deleted since. It keeps no producer state: its last
-stable offset is its high watermark.
+stable offset is read from the files (``format.transactions``: the newest
+``.snapshot`` and the batches after it), again whenever the view grows.
 """
 
 from __future__ import annotations
@@ -32,12 +33,15 @@ import threading
 from dataclasses import dataclass
 from typing import Callable
 
-from format import layout
+import fsspec
+
+from format import layout, transactions
 from format.checkpoint import fsync_dir
 from format.compression import CompressionType
 from format.control import ControlRecordType, EndTransactionMarker
 from format.errors import CorruptRecordError
 from format.file_records import TimestampAndOffset
+from format.log_dir import SegmentInfo
 from format.record import SimpleRecord
 from format.record_batch import (
     NO_TIMESTAMP, RecordBatch, build_batch, build_end_txn_marker_batch, iter_batches, set_base_offset,
@@ -62,6 +66,8 @@ MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
 
 LEADER_EPOCH = 0  # one broker, one leader, forever: epoch 0
+
+_LOCAL_FS = fsspec.filesystem("file")
 
 
 class IsolationLevel(enum.IntEnum):
@@ -148,6 +154,7 @@ class Log:
         self.producer_state = ProducerStateManager(directory, str(topic_partition),
                                                    producer_state_config.producer_id_expiration_ms,
                                                    read_only=read_only)
+        self._files_lso: tuple[tuple, int] | None = None  # read-only: (what it was read from, the LSO)
 
     @classmethod
     def open(cls, directory: str, config: LogConfig, *, recovery_point: int = 0, log_start_offset: int = 0,
@@ -193,8 +200,27 @@ class Log:
     def last_stable_offset(self) -> int:
         """The first offset of the earliest open transaction, else the high watermark (Kafka's LSO):
         read_committed consumers read below it."""
+        if self.read_only:
+            return self._last_stable_offset_from_files()
         first_unstable = self.producer_state.first_unstable_offset
         return self.high_watermark if first_unstable is None else min(first_unstable, self.high_watermark)
+
+    def _last_stable_offset_from_files(self) -> int:
+        """A read-only view's LSO, read again when the view or the ``.txnindex`` files changed."""
+        with self._lock:
+            listed = [SegmentInfo(s.base_offset, s.size) for s in self._segments]
+            end = self.high_watermark
+        try:
+            names = os.listdir(self.dir)
+            indexes = tuple(sorted((n, os.stat(os.path.join(self.dir, n)).st_size) for n in names
+                                   if n.endswith(layout.TXN_INDEX_FILE_SUFFIX)))
+            key = (end, tuple(listed), indexes)
+            if self._files_lso is None or self._files_lso[0] != key:
+                found = transactions.last_stable_offset(_LOCAL_FS, self.dir, names, listed, end)
+                self._files_lso = (key, found)
+            return self._files_lso[1]
+        except FileNotFoundError:
+            return min(end, self._files_lso[1]) if self._files_lso is not None else self.log_start_offset
 
     @property
     def segments(self) -> list[LogSegment]:

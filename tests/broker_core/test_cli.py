@@ -10,6 +10,7 @@ from broker_core.cli import main as seglog
 from broker_core.cli import report_error
 
 from cli_kit import SeglogProcess, run, start_broker
+from transactions_kit import TransactionalWriter, write_mixed_transactions
 
 # A Python exception's class name as a message would show it: "ValueError", "OSError", "KeyError" ...
 CLASS_NAME = re.compile(r"\b[A-Z][A-Za-z]*(Error|Exception)\b")
@@ -300,3 +301,53 @@ def test_consume_reports_the_count_in_its_one_error_line_when_the_broker_goes_aw
     assert len(consumer.err) == 1
     assert consumer.err[0].startswith(f"seglog consume: Processed a total of 2 messages before failing: the broker "
                                       f"at {bootstrap}")
+
+
+def test_consume_with_isolation_level_read_committed_prints_only_committed_records(tmp_path):
+    d = str(tmp_path / "logs")
+    with Broker(d, background=False) as b:
+        b.create_topic("txns", 1, {"segment.bytes": "600"})
+        writer = write_mixed_transactions(TransactionalWriter(b, "txns"))
+        committed, data = writer.committed_values(), writer.data_values()
+    code, out, err = run("consume", "--log-dir", d, "--topic", "txns", "--from-beginning", "--timeout-ms", "0",
+                         "--isolation-level", "read_committed")
+    assert code == 0, err
+    assert out.splitlines() == committed and f"Processed a total of {len(committed)} messages" in err
+    code, out, _ = run("consume", "--log-dir", d, "--topic", "txns", "--from-beginning", "--timeout-ms", "0")
+    assert code == 0 and out.splitlines() == data  # read_uncommitted, Kafka's default: no marker printed
+    code, _, err = run("consume", "--log-dir", d, "--topic", "txns", "--isolation-level", "dirty")
+    assert code == 2 and "--isolation-level" in err
+
+
+def test_consume_read_committed_from_a_log_dir_waits_at_an_open_transaction_until_it_ends(tmp_path):
+    d = str(tmp_path / "logs")
+    with Broker(d, background=False) as b:
+        b.create_topic("txns", 1)
+        writer = write_mixed_transactions(TransactionalWriter(b, "txns"))
+        committed = writer.committed_values()
+        consumer = SeglogProcess("consume", "--log-dir", d, "--topic", "txns", "--from-beginning",
+                                 "--isolation-level", "read_committed")
+        try:
+            assert consumer.wait_for_lines(len(committed)) == committed
+            assert consumer.still_running_after(0.5) and consumer.out == committed  # held at the open one
+            writer.end(5, commit=True)
+            everything = writer.committed_values()
+            assert consumer.wait_for_lines(len(everything)) == everything
+        finally:
+            code = consumer.finish(signal.SIGINT)
+    assert code == 0 and consumer.err == [f"Processed a total of {len(everything)} messages"]
+
+
+def test_consume_read_committed_through_a_running_broker_prints_only_committed_records(tmp_path):
+    from tests.broker_core.server.server_kit import start_broker as start_broker_server
+
+    server = start_broker_server(tmp_path / "logs")
+    try:
+        server.broker.create_topic("txns", 1)
+        writer = write_mixed_transactions(TransactionalWriter(server.broker, "txns"))
+        code, out, err = run("consume", "--bootstrap", server.bootstrap_servers, "--topic", "txns",
+                             "--from-beginning", "--timeout-ms", "2000", "--isolation-level", "read_committed")
+        assert code == 0, err
+        assert out.splitlines() == writer.committed_values()
+    finally:
+        server.shutdown()

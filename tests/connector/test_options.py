@@ -91,3 +91,27 @@ def test_rules_of_one_query_kind_are_checked_once_the_kind_is_known():
         parse_options({**BASE, "startingOffsets": '{"orders": {"0": -1}}'}, streaming=False)
     both = {**BASE, "endingTimestamp": "5", "startingOffsets": '{"orders": {"0": -1}}'}
     assert parse_options(both, streaming=None).ending.timestamp == 5  # load(): the kind is not known yet
+
+
+def test_isolation_level_defaults_to_read_uncommitted_as_kafkas_consumer():
+    assert parse_options(BASE).isolation_level == "read_uncommitted"
+    assert not parse_options(BASE).read_committed
+
+
+@pytest.mark.parametrize("name", ["isolation.level", "kafka.isolation.level", "Kafka.Isolation.Level"])
+def test_isolation_level_is_taken_under_its_name_and_as_sparks_kafka_source_spells_it(name):
+    assert parse_options({**BASE, name: "read_committed"}).read_committed
+
+
+def test_isolation_level_given_twice_must_agree():
+    both = {**BASE, "isolation.level": "read_committed", "kafka.isolation.level": "READ_COMMITTED"}
+    assert parse_options(both).read_committed
+    with pytest.raises(SeglogOptionError, match="options isolation.level .* and kafka.isolation.level .* disagree"):
+        parse_options({**both, "kafka.isolation.level": "read_uncommitted"})
+
+
+@pytest.mark.parametrize("name", ["isolation.level", "kafka.isolation.level"])
+def test_a_bad_isolation_level_names_the_option_and_its_values(name):
+    with pytest.raises(SeglogOptionError, match=f"option {name} must be one of read_uncommitted, read_committed, "
+                                                f"not 'committed'"):
+        parse_options({**BASE, name: "committed"})

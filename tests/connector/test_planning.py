@@ -43,3 +43,19 @@ def test_split_points_snap_to_batch_boundaries():
 
 def test_empty_ranges_become_no_tasks():
     assert split_ranges([OffsetRange("t", 0, 5, 5)], min_partitions=10, max_records_per_partition=1) == []
+
+
+def test_latest_is_the_last_stable_offset_where_the_planner_asked_for_it():
+    from connector.options import OffsetSpec
+    from connector.planning import resolve
+    from format.log_dir import PartitionInfo
+
+    committed = {TopicPartition("t", 0): PartitionInfo("t", 0, "", (), 0, 40, last_stable_offset=25)}
+    uncommitted = {TopicPartition("t", 0): PartitionInfo("t", 0, "", (), 0, 40)}
+    for spec in (OffsetSpec("latest"), OffsetSpec("offsets", {"t": {0: -1}}),
+                 OffsetSpec("timestamps", {"t": {0: -1}})):
+        def plan(infos):
+            return resolve(spec, infos, option="endingOffsets", is_start=False,
+                           find_by_timestamp=lambda tp, ts: None)
+        assert plan(committed) == {TopicPartition("t", 0): 25}
+        assert plan(uncommitted) == {TopicPartition("t", 0): 40}

@@ -171,6 +171,10 @@ _BAD_OPTIONS = [
      "option autoOffsetReset must be one of earliest, latest, none"),
     ({"subscribe": "orders", "autoOffsetReset": "earliest"}, "option autoOffsetReset goes with startingOffsets=group"),
     ({"subscribe": "orders", "chunkBytes": "0"}, "option chunkBytes"),
+    ({"subscribe": "orders", "isolation.level": "read_dirty"},
+     "option isolation.level must be one of read_uncommitted, read_committed"),
+    ({"subscribe": "orders", "isolation.level": "read_committed", "kafka.isolation.level": "read_uncommitted"},
+     "options isolation.level ('read_committed') and kafka.isolation.level ('read_uncommitted') disagree"),
     ({"view": "nonsense"}, "option view"),
     ({"subscribe": "orders", "colour": "blue"}, "unknown option 'colour'"),
 ]

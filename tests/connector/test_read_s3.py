@@ -42,3 +42,24 @@ def test_s3_reads_return_the_same_rows_as_local_reads(spark, tmp_path, s3_bucket
     assert rows(read(f"s3://{bucket}/logs", s3_options, **ranged)) == rows(read(local, **ranged))
     by_time = dict(startingTimestamp=str(T0 + 25_000))
     assert rows(read(f"s3://{bucket}/logs", s3_options, **by_time)) == rows(read(local, **by_time))
+
+
+def test_a_read_committed_read_from_s3_returns_exactly_the_committed_records(spark, tmp_path, s3_bucket):
+    from broker_core import Broker
+    from tests.broker_core.transactions_kit import TransactionalWriter, write_mixed_transactions
+
+    bucket, creds = s3_bucket
+    local = str(tmp_path / "logs")
+    with Broker(local, background=False) as broker:
+        broker.create_topic("txns", 1, {"segment.bytes": "700"})
+        writer = write_mixed_transactions(TransactionalWriter(broker, "txns"))
+        committed = writer.committed_values()
+        # Copied while the owner runs: the open transaction has no snapshot after it, only its batches.
+        fs, root = filesystem_for(f"s3://{bucket}/txn-logs", creds)
+        for dirpath, _, files in os.walk(local):
+            for name in files:
+                path = os.path.join(dirpath, name)
+                fs.put_file(path, f"{root}/{os.path.relpath(path, local)}")
+    df = spark.read.format("seglog").option("path", f"s3://{bucket}/txn-logs").option("subscribe", "txns") \
+        .option("isolation.level", "read_committed").options(**{f"storage.{k}": v for k, v in creds.items()}).load()
+    assert [bytes(r.value).decode() for r in df.orderBy("offset").collect()] == committed
