@@ -113,8 +113,8 @@ class TransactionIndex:
         self.start_offset = start_offset
         self._file: BinaryIO | None = None
         self._last_offset: int | None = None
+        self._appending = False
         if os.path.exists(self._path):
-            self._open()
             data = self._read_all()
             # Carry the append rule across a reopen: the last whole entry is
             # where the next one must start above.
@@ -134,17 +134,22 @@ class TransactionIndex:
     def __repr__(self) -> str:
         return f"TransactionIndex({self._path}, start_offset={self.start_offset})"
 
-    def _open(self) -> BinaryIO:
+    def _open(self, append: bool = False) -> BinaryIO:
+        """The file, opened for reading only until the first append (a read-only segment, or one on
+        a read-only filesystem, never asks for write access)."""
+        if append and not self._appending and self._file is not None:
+            self._file.close()
         if self._file is None or self._file.closed:
             # Unbuffered append: each entry reaches the file in one write.
-            self._file = open(self._path, "a+b", buffering=0)
+            self._file = open(self._path, "a+b", buffering=0) if append else open(self._path, "rb", buffering=0)
+            self._appending = append
         return self._file
 
     def _read_all(self) -> bytes:
         if self._file is None or self._file.closed:
             if not os.path.exists(self._path):
                 return b""
-            self._open()
+            self._open(append=self._appending)
         fd = self._file.fileno()  # type: ignore[union-attr]
         return os.pread(fd, os.fstat(fd).st_size, 0)
 
@@ -158,7 +163,7 @@ class TransactionIndex:
                 f"{self._path}: the last offset of appended transactions must increase, but "
                 f"{aborted_txn.last_offset} is not greater than the current last offset {self._last_offset}"
             )
-        self._open().write(aborted_txn.to_bytes())
+        self._open(append=True).write(aborted_txn.to_bytes())
         self._last_offset = aborted_txn.last_offset
 
     def all_aborted_txns(self) -> list[AbortedTxn]:
@@ -180,7 +185,7 @@ class TransactionIndex:
         previous: int | None = None
         for position, txn in self._entries():
             if txn.last_offset >= offset:
-                self._open().truncate(position)
+                self._open(append=True).truncate(position)
                 self._last_offset = previous
                 return
             previous = txn.last_offset
@@ -188,7 +193,7 @@ class TransactionIndex:
     def reset(self) -> None:
         """Remove every entry (the file stays, empty, if it existed)."""
         if os.path.exists(self._path):
-            self._open().truncate(0)
+            self._open(append=True).truncate(0)
         self._last_offset = None
 
     def flush(self) -> None:
