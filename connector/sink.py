@@ -41,6 +41,7 @@ query that restarts from its checkpoint may write a micro-batch again.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
@@ -55,6 +56,8 @@ from pyspark.sql.types import (ArrayType, BinaryType, ByteType, DataType, Intege
                                StringType, StructType, TimestampType)
 
 from broker_core import Broker
+from broker_core.client.remote_broker import RemoteBroker
+from broker_core.client.remote_producer import RemoteProducer
 from broker_core.producer import Producer
 from broker_core.errors import UnknownTopicOrPartitionError
 from format import layout
@@ -64,8 +67,8 @@ from format.layout import TopicPartition
 from format.log_dir import LogDirectory
 from format.record import Header, SimpleRecord
 
-from .options import SeglogOptionError
-from .sink_transaction import (BATCH_ID_PARTITION, SinkTransaction, committed_batch_id, pause_at,
+from .options import SeglogOptionError, _bootstrap
+from .sink_transaction import (SinkTransaction, committed_batch_id, pause_at,
                                query_transaction, transactional_id_option)
 
 log = logging.getLogger(__name__)
@@ -101,7 +104,8 @@ class SinkOptions:
     compression: CompressionType
     columns: tuple[str, ...]  # the sink columns present in the input, in SINK_COLUMNS order
     broker_config: Mapping[str, str] = field(default_factory=dict)  # auto.create.topics.enable, num.partitions
-    transaction: SinkTransaction | None = None  # None: at-least-once, plain idempotent-less appends
+    transaction: SinkTransaction | None = None  # None: at-least-once, plain appends
+    bootstrap: str | None = None  # the broker that owns log_dir (host:port): commits go through it
 
 
 def _type_name(data_type: DataType) -> str:
@@ -218,7 +222,7 @@ def parse_sink_options(options: Mapping[str, str], schema: StructType, overwrite
     else:
         given = transactional_id_option(opts)
         transaction = None if given is None else SinkTransaction(given, given)
-    return SinkOptions(log_dir, topic, compression, columns, broker_config, transaction)
+    return SinkOptions(log_dir, topic, compression, columns, broker_config, transaction, _bootstrap(opts))
 
 
 def _check_topic(log_dir: str, topic: str, broker_config: Mapping[str, str]) -> None:
@@ -398,17 +402,19 @@ def remove_staging(directories: Iterable[str], log_dir: str) -> None:
 class _BatchingProducer:
     """Buffers records per topic and partition and produces them in large batches."""
 
-    def __init__(self, broker: Broker, compression: CompressionType, producer: Producer | None = None):
+    def __init__(self, broker: Broker | RemoteBroker, compression: CompressionType,
+                 producer: Producer | RemoteProducer | None = None):
         self.broker = broker
         self.produce = broker.produce if producer is None else producer.produce
         self.compression = compression
         self._buffers: dict[tuple[str, int | None], list[SimpleRecord]] = {}
         self._bytes: dict[tuple[str, int | None], int] = {}
         self._limits: dict[str, int] = {}
+        self.written: set[TopicPartition] = set()  # where records went
 
     def _limit(self, topic: str) -> int:
         if topic not in self._limits:
-            allowed = self.broker.log_config(topic).max_message_bytes - _BATCH_HEADER_BYTES
+            allowed = _max_message_bytes(self.broker, topic) - _BATCH_HEADER_BYTES
             self._limits[topic] = max(1, min(MAX_BATCH_BYTES, allowed))
         return self._limits[topic]
 
@@ -426,20 +432,28 @@ class _BatchingProducer:
         records = self._buffers.pop(dest, [])
         self._bytes.pop(dest, None)
         if records:
-            self.produce(dest[0], records, partition=dest[1], compression=self.compression)
+            landed = self.produce(dest[0], records, partition=dest[1], compression=self.compression)
+            self.written.update(TopicPartition(m.topic, m.partition) for m in landed)
 
     def flush(self) -> None:
         for dest in list(self._buffers):
             self._flush(dest)
 
 
-def _missing_topics(broker: Broker, found: Mapping[str, tuple[int, int] | None]) -> list[str]:
+def _max_message_bytes(broker: Broker | RemoteBroker, topic: str) -> int:
+    if isinstance(broker, Broker):
+        return broker.log_config(topic).max_message_bytes
+    return broker.max_message_bytes(topic)
+
+
+def _missing_topics(broker: Broker | RemoteBroker, found: Mapping[str, tuple[int, int] | None],
+                    broker_config: Mapping[str, str], where: str) -> list[str]:
     """The topics written to that do not exist yet: to be created, as Kafka's
     auto.create.topics.enable does, or refused. Nothing is created here."""
     existing = set(broker.list_topics())
     missing = sorted(t for t in found if t not in existing)
-    if missing and not broker.config.auto_create_topics_enable:
-        raise UnknownTopicOrPartitionError(f"topic {missing[0]!r} does not exist in {broker.config.log_dirs[0]} "
+    if missing and not auto_creates_topics(broker_config):
+        raise UnknownTopicOrPartitionError(f"topic {missing[0]!r} does not exist in {where} "
                                            f"and option auto.create.topics.enable is false")
     for topic in missing:
         try:
@@ -447,7 +461,13 @@ def _missing_topics(broker: Broker, found: Mapping[str, tuple[int, int] | None])
         except InvalidTopicError as exc:
             raise SinkDataError(f"column topic: {exc}") from None
     for topic, span in sorted(found.items()):
-        count = broker.config.num_partitions if topic in missing else broker.partitions_for(topic)
+        if topic in missing:
+            # What the embedded broker creates; a running broker's own num.partitions is not on the wire
+            # (its Produce answers UNKNOWN_TOPIC_OR_PARTITION for a partition beyond it).
+            count = (broker.config.num_partitions if isinstance(broker, Broker)
+                     else int(broker_config.get("num.partitions", 2 ** 31 - 1)))
+        else:
+            count = broker.partitions_for(topic)
         if span is not None:
             for p in span:
                 if not 0 <= p < count:
@@ -458,8 +478,9 @@ def _missing_topics(broker: Broker, found: Mapping[str, tuple[int, int] | None])
 
 def produce_staged(log_dir: str, staged: Sequence[StagedBatches], topic_option: str | None,
                    compression: CompressionType, broker_config: Mapping[str, str] | None = None,
-                   transaction: SinkTransaction | None = None) -> int:
-    """Append the staged rows, in task order, through the embedded broker; returns the records written.
+                   transaction: SinkTransaction | None = None, bootstrap: str | None = None) -> int:
+    """Append the staged rows, in task order, through the embedded broker (or the running broker at
+    ``bootstrap``); returns the records written.
 
     Every destination is checked before the first append or topic creation, so
     a refused topic or an unknown partition writes nothing. With ``transaction``
@@ -470,7 +491,16 @@ def produce_staged(log_dir: str, staged: Sequence[StagedBatches], topic_option: 
     staged = [s for s in staged if s.path is not None and s.rows]
     if not staged:
         return 0  # an empty micro-batch needs no broker (and no lock)
-    with Broker(log_dir, dict(broker_config or {}), background=False) as broker:
+    broker_config = dict(broker_config or {})
+    if bootstrap is not None:
+        broker: Broker | RemoteBroker = RemoteBroker(bootstrap)
+        num_partitions = broker_config.get("num.partitions")
+        create = functools.partial(broker.create_topic, partitions=None if num_partitions is None
+                                   else int(num_partitions))
+    else:
+        broker = Broker(log_dir, broker_config, background=False)
+        create = broker.create_topic  # num.partitions of them, the topic defaults
+    with broker:
         found = _staged_destinations(staged, topic_option)
         producer = None
         if transaction is not None:
@@ -479,16 +509,17 @@ def produce_staged(log_dir: str, staged: Sequence[StagedBatches], topic_option: 
             producer = broker.producer(transaction.transactional_id)
             if _committed_already(broker.committed_offsets(transaction.group_id), transaction):
                 return 0
-        for topic in _missing_topics(broker, found):
-            broker.create_topic(topic)  # num.partitions of them, the topic defaults
+        for topic in _missing_topics(broker, found, broker_config, bootstrap or log_dir):
+            create(topic)
         if producer is None:
             return _append_staged(_BatchingProducer(broker, compression), staged, topic_option)
         producer.begin_transaction()
         try:
-            written = _append_staged(_BatchingProducer(broker, compression, producer), staged, topic_option)
+            batching = _BatchingProducer(broker, compression, producer)
+            written = _append_staged(batching, staged, topic_option)
             if transaction.batch_id is not None:
                 producer.send_offsets_to_transaction(transaction.group_id,
-                                                     {BATCH_ID_PARTITION: transaction.batch_id})
+                                                     {tp: transaction.batch_id for tp in batching.written})
             pause_at("before-commit")
         except BaseException:
             producer.abort_transaction()
@@ -557,7 +588,7 @@ class _SinkBase:
             transaction = transaction.with_batch(batch_id)
         try:
             produce_staged(self.options.log_dir, staged, self.options.topic, self.options.compression,
-                           self.options.broker_config, transaction)
+                           self.options.broker_config, transaction, self.options.bootstrap)
         finally:
             self._clean(messages)
 

@@ -10,7 +10,9 @@ query and differ between queries:
   checkpoint location>`` (or the option ``transactional.id`` /
   ``kafka.transactional.id``, as Kafka's producer spells it, when given);
 * the group is named as the transactional id, and the batch id is committed as
-  the offset of ``BATCH_ID_PARTITION`` in it.
+  its offset of every topic-partition the micro-batch wrote to (Kafka keeps a
+  group's offsets by topic-partition, of topics that exist), so the group's
+  highest committed offset is the last micro-batch committed.
 
 A restarted query's first transaction fences the crashed run's producer (a
 new epoch of the same transactional id) and aborts its open transaction, so
@@ -29,14 +31,10 @@ import time
 from dataclasses import dataclass
 from typing import Mapping
 
-from format.layout import TopicPartition
-
 from .options import SeglogOptionError
 
 log = logging.getLogger(__name__)
 
-#: Where the group keeps the id of the last micro-batch committed: Kafka stores offsets by topic-partition.
-BATCH_ID_PARTITION = TopicPartition("seglog-sink-batch-id", 0)
 _PREFIX = "seglog-sink-"
 _TRANSACTIONAL_ID_OPTIONS = ("transactional.id", "kafka.transactional.id")
 # A test hook: "<point>:<marker file>" makes the commit create the marker and wait at that point
@@ -96,8 +94,7 @@ def _normalized(location: str) -> str:
 
 def committed_batch_id(offsets: Mapping[TopicPartition, object]) -> int | None:
     """The last micro-batch the group committed, from its committed offsets; None: none yet."""
-    committed = offsets.get(BATCH_ID_PARTITION)
-    return None if committed is None else committed.offset  # type: ignore[attr-defined]
+    return max((o.offset for o in offsets.values()), default=None)  # type: ignore[attr-defined]
 
 
 def pause_at(point: str) -> None:

@@ -14,10 +14,12 @@ import pyarrow as pa
 import pytest
 
 from broker_core import Broker
+from broker_core.client.remote_broker import RemoteBroker
 from broker_core.errors import LogDirInUseError
+from broker_core.server.broker_server import BrokerServer
 from connector.options import SeglogOptionError
 from connector.sink import produce_staged, stage_batches
-from connector.sink_transaction import (BATCH_ID_PARTITION, PAUSE_ENV, SinkTransaction, committed_batch_id,
+from connector.sink_transaction import (PAUSE_ENV, SinkTransaction, committed_batch_id,
                                         query_transaction)
 from format.compression import CompressionType
 from format.record_batch import iter_batches
@@ -200,3 +202,67 @@ def test_a_driver_killed_after_the_transaction_committed_does_not_write_the_repl
     assert read_values(sink, "dst", "read_committed") == expected()
     assert read_values(sink, "dst", "read_uncommitted") == expected()  # nothing was written twice
     assert committed_batch(sink, group) == ROWS // PER_TRIGGER - 1
+
+
+# --- through a running broker that owns the log dir ----------------------------------------------
+
+
+@pytest.fixture()
+def running(tmp_path):
+    log_dir = tmp_path / "logs"
+    server = BrokerServer({"log.dirs": str(log_dir), "listeners": "PLAINTEXT://127.0.0.1:0",
+                           "num.network.threads": 2, "num.io.threads": 2}).startup()
+    try:
+        server.broker.create_topic("out", 2)
+        yield server, str(log_dir)
+    finally:
+        server.shutdown()
+
+
+def served_values(broker, topic: str, isolation_level: str) -> Counter:
+    seen: Counter = Counter()
+    for p in range(broker.partitions_for(topic)):
+        offset = 0
+        while True:
+            result = broker.fetch(topic, p, offset, isolation_level=isolation_level)
+            batches = list(iter_batches(result.records))
+            if not batches:
+                break
+            seen.update(r.value for r in result.decoded(offset))
+            offset = batches[-1].header.next_offset
+    return seen
+
+
+def test_a_micro_batch_through_a_running_broker_is_written_once_after_a_crash_left_it_open(running, tmp_path):
+    server, log_dir = running
+    txn = SinkTransaction("query-b", "query-b")
+    staged = _stage(tmp_path, ["a", "b", "c"])
+    with RemoteBroker(server.bootstrap_servers) as remote:  # a crashed run: written, never committed
+        zombie = remote.producer(txn.transactional_id)
+        zombie.begin_transaction()
+        zombie.produce("out", [b"a", b"b", b"c"])
+    assert produce_staged(log_dir, staged, "out", CompressionType.NONE, transaction=txn.with_batch(0),
+                          bootstrap=server.bootstrap_servers) == 3
+    assert produce_staged(log_dir, staged, "out", CompressionType.NONE, transaction=txn.with_batch(0),
+                          bootstrap=server.bootstrap_servers) == 0
+    assert served_values(server.broker, "out", "read_committed") == Counter({b"a": 1, b"b": 1, b"c": 1})
+    assert served_values(server.broker, "out", "read_uncommitted") == Counter({b"a": 2, b"b": 2, b"c": 2})
+    with RemoteBroker(server.bootstrap_servers) as remote:
+        assert committed_batch_id(remote.committed_offsets("query-b")) == 0
+
+
+@pytest.mark.slow
+def test_streaming_write_into_a_log_dir_a_running_broker_owns_goes_through_bootstrap(spark, running, tmp_path):
+    server, log_dir = running
+    source = str(tmp_path / "source")
+    produce_numbered(source, "src", 1, ROWS)
+    query = (spark.readStream.format("seglog").option("path", source).option("subscribe", "src")
+             .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", str(PER_TRIGGER)).load()
+             .selectExpr("key", "value")
+             .writeStream.format("seglog").option("path", log_dir).option("topic", "out")
+             .option("kafka.bootstrap.servers", server.bootstrap_servers)
+             .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start())
+    query.awaitTermination()
+    assert query.exception() is None
+    values = served_values(server.broker, "out", "read_committed")
+    assert Counter({v.split(b".")[0]: n for v, n in values.items()}) == expected()
