@@ -34,9 +34,26 @@ deletes them. So the executors must reach the log directory's filesystem
 write commits. ``.seglog-staging`` never parses as a ``<topic>-<partition>``
 directory, so brokers and readers skip it, and it is removed once empty.
 
-Guarantee: at least once, as Spark's Kafka sink. A commit that fails midway
-(a crash, a full disk) leaves the records appended so far, and a streaming
-query that restarts from its checkpoint may write a micro-batch again.
+Guarantees. A batch ``write`` is at least once, as Spark's Kafka sink: a
+commit that fails midway (a crash, a full disk) leaves the records appended so
+far. With the option ``transactional.id`` (``kafka.transactional.id``) it is one
+transaction: all of it commits, or nothing does for ``read_committed`` readers.
+
+``writeStream`` is exactly once. Spark runs a micro-batch's tasks in parallel on
+executors and then calls the driver's ``commit(messages, batchId)`` once; the
+tasks only stage rows, and the driver writes the whole micro-batch in one
+transaction of a transactional id named for the query
+(``connector.sink_transaction``), committing ``batchId`` in it as the offset of
+the query's group for every partition it wrote. The data and the batch id are
+thus one atomic step: a driver killed before it leaves an open transaction
+that the next run's producer (same transactional id, new epoch) aborts before
+it writes, and a replayed micro-batch whose batch id the group holds already
+is skipped. Executors never produce, so no partial task output is ever visible.
+
+With ``kafka.bootstrap.servers`` (or ``bootstrap``) the driver writes through
+that broker (a running ``seglog broker`` holds the log dir's lock) with the
+protocol's transactional producer (``RemoteBroker.producer``); tasks still stage
+under ``path``.
 """
 
 from __future__ import annotations
