@@ -34,13 +34,32 @@ deletes them. So the executors must reach the log directory's filesystem
 write commits. ``.seglog-staging`` never parses as a ``<topic>-<partition>``
 directory, so brokers and readers skip it, and it is removed once empty.
 
-Guarantee: at least once, as Spark's Kafka sink. A commit that fails midway
-(a crash, a full disk) leaves the records appended so far, and a streaming
-query that restarts from its checkpoint may write a micro-batch again.
+Guarantees. A batch ``write`` is at least once, as Spark's Kafka sink: a
+commit that fails midway (a crash, a full disk) leaves the records appended so
+far. With the option ``transactional.id`` (``kafka.transactional.id``) it is one
+transaction: all of it commits, or nothing does for ``read_committed`` readers.
+
+``writeStream`` is exactly once. Spark runs a micro-batch's tasks in parallel on
+executors and then calls the driver's ``commit(messages, batchId)`` once; the
+tasks only stage rows, and the driver writes the whole micro-batch in one
+transaction of a transactional id named for the query
+(``connector.sink_transaction``), committing ``batchId`` in it as the offset of
+the query's group for every partition it wrote. The data and the batch id are
+thus one atomic step: a driver killed before it leaves an open transaction
+that the next run's producer (same transactional id, new epoch) aborts before
+it writes, and a replayed micro-batch whose batch id the group holds already
+is skipped. Executors never produce, so no partial task output is ever visible.
+
+With ``kafka.bootstrap.servers`` (or ``bootstrap``) the driver writes through
+that broker (a running ``seglog broker`` holds the log dir's lock) with the
+protocol's transactional producer (``RemoteBroker.producer``); tasks still stage
+under ``path``.
 """
 
 from __future__ import annotations
 
+import functools
+import logging
 import os
 import shutil
 import uuid
@@ -54,14 +73,22 @@ from pyspark.sql.types import (ArrayType, BinaryType, ByteType, DataType, Intege
                                StringType, StructType, TimestampType)
 
 from broker_core import Broker
+from broker_core.client.remote_broker import RemoteBroker
+from broker_core.client.remote_producer import RemoteProducer
+from broker_core.producer import Producer
 from broker_core.errors import UnknownTopicOrPartitionError
 from format import layout
 from format.compression import CompressionType
 from format.errors import InvalidTopicError, UnsupportedCompressionError
+from format.layout import TopicPartition
 from format.log_dir import LogDirectory
 from format.record import Header, SimpleRecord
 
-from .options import SeglogOptionError
+from .options import SeglogOptionError, _bootstrap
+from .sink_transaction import (SinkTransaction, committed_batch_id, pause_at,
+                               query_transaction, transactional_id_option)
+
+log = logging.getLogger(__name__)
 
 STAGING_DIR = ".seglog-staging"
 SINK_COLUMNS = ("key", "value", "topic", "partition", "headers", "timestamp")
@@ -94,6 +121,8 @@ class SinkOptions:
     compression: CompressionType
     columns: tuple[str, ...]  # the sink columns present in the input, in SINK_COLUMNS order
     broker_config: Mapping[str, str] = field(default_factory=dict)  # auto.create.topics.enable, num.partitions
+    transaction: SinkTransaction | None = None  # None: at-least-once, plain appends
+    bootstrap: str | None = None  # the broker that owns log_dir (host:port): commits go through it
 
 
 def _type_name(data_type: DataType) -> str:
@@ -178,8 +207,12 @@ def check_schema(schema: StructType, topic_option: str | None) -> tuple[str, ...
     return tuple(c for c in SINK_COLUMNS if c in types and not (c == "topic" and topic_option is not None))
 
 
-def parse_sink_options(options: Mapping[str, str], schema: StructType, overwrite: bool) -> SinkOptions:
-    """Check options, save mode and input columns; raise SeglogOptionError naming the first bad one."""
+def parse_sink_options(options: Mapping[str, str], schema: StructType, overwrite: bool,
+                       streaming: bool = False) -> SinkOptions:
+    """Check options, save mode and input columns; raise SeglogOptionError naming the first bad one.
+
+    A streaming write is transactional, named for its query; a batch write only with the option
+    ``transactional.id``."""
     opts = {k.lower(): v for k, v in options.items()}
     if overwrite:
         raise SeglogOptionError("save mode overwrite is not supported: a topic is append-only; use mode append")
@@ -201,7 +234,12 @@ def parse_sink_options(options: Mapping[str, str], schema: StructType, overwrite
     log_dir = local_log_dir(opts.get("path"), may_create=auto_creates_topics(broker_config))
     if topic is not None:
         _check_topic(log_dir, topic, broker_config)
-    return SinkOptions(log_dir, topic, compression, columns, broker_config)
+    if streaming:
+        transaction = query_transaction(opts)
+    else:
+        given = transactional_id_option(opts)
+        transaction = None if given is None else SinkTransaction(given, given)
+    return SinkOptions(log_dir, topic, compression, columns, broker_config, transaction, _bootstrap(opts))
 
 
 def _check_topic(log_dir: str, topic: str, broker_config: Mapping[str, str]) -> None:
@@ -381,16 +419,19 @@ def remove_staging(directories: Iterable[str], log_dir: str) -> None:
 class _BatchingProducer:
     """Buffers records per topic and partition and produces them in large batches."""
 
-    def __init__(self, broker: Broker, compression: CompressionType):
+    def __init__(self, broker: Broker | RemoteBroker, compression: CompressionType,
+                 producer: Producer | RemoteProducer | None = None):
         self.broker = broker
+        self.produce = broker.produce if producer is None else producer.produce
         self.compression = compression
         self._buffers: dict[tuple[str, int | None], list[SimpleRecord]] = {}
         self._bytes: dict[tuple[str, int | None], int] = {}
         self._limits: dict[str, int] = {}
+        self.written: set[TopicPartition] = set()  # where records went
 
     def _limit(self, topic: str) -> int:
         if topic not in self._limits:
-            allowed = self.broker.log_config(topic).max_message_bytes - _BATCH_HEADER_BYTES
+            allowed = _max_message_bytes(self.broker, topic) - _BATCH_HEADER_BYTES
             self._limits[topic] = max(1, min(MAX_BATCH_BYTES, allowed))
         return self._limits[topic]
 
@@ -408,20 +449,28 @@ class _BatchingProducer:
         records = self._buffers.pop(dest, [])
         self._bytes.pop(dest, None)
         if records:
-            self.broker.produce(dest[0], records, partition=dest[1], compression=self.compression)
+            landed = self.produce(dest[0], records, partition=dest[1], compression=self.compression)
+            self.written.update(TopicPartition(m.topic, m.partition) for m in landed)
 
     def flush(self) -> None:
         for dest in list(self._buffers):
             self._flush(dest)
 
 
-def _missing_topics(broker: Broker, found: Mapping[str, tuple[int, int] | None]) -> list[str]:
+def _max_message_bytes(broker: Broker | RemoteBroker, topic: str) -> int:
+    if isinstance(broker, Broker):
+        return broker.log_config(topic).max_message_bytes
+    return broker.max_message_bytes(topic)
+
+
+def _missing_topics(broker: Broker | RemoteBroker, found: Mapping[str, tuple[int, int] | None],
+                    broker_config: Mapping[str, str], where: str) -> list[str]:
     """The topics written to that do not exist yet: to be created, as Kafka's
     auto.create.topics.enable does, or refused. Nothing is created here."""
     existing = set(broker.list_topics())
     missing = sorted(t for t in found if t not in existing)
-    if missing and not broker.config.auto_create_topics_enable:
-        raise UnknownTopicOrPartitionError(f"topic {missing[0]!r} does not exist in {broker.config.log_dirs[0]} "
+    if missing and not auto_creates_topics(broker_config):
+        raise UnknownTopicOrPartitionError(f"topic {missing[0]!r} does not exist in {where} "
                                            f"and option auto.create.topics.enable is false")
     for topic in missing:
         try:
@@ -429,7 +478,13 @@ def _missing_topics(broker: Broker, found: Mapping[str, tuple[int, int] | None])
         except InvalidTopicError as exc:
             raise SinkDataError(f"column topic: {exc}") from None
     for topic, span in sorted(found.items()):
-        count = broker.config.num_partitions if topic in missing else broker.partitions_for(topic)
+        if topic in missing:
+            # What the embedded broker creates; a running broker's own num.partitions is not on the wire
+            # (its Produce answers UNKNOWN_TOPIC_OR_PARTITION for a partition beyond it).
+            count = (broker.config.num_partitions if isinstance(broker, Broker)
+                     else int(broker_config.get("num.partitions", 2 ** 31 - 1)))
+        else:
+            count = broker.partitions_for(topic)
         if span is not None:
             for p in span:
                 if not 0 <= p < count:
@@ -439,37 +494,94 @@ def _missing_topics(broker: Broker, found: Mapping[str, tuple[int, int] | None])
 
 
 def produce_staged(log_dir: str, staged: Sequence[StagedBatches], topic_option: str | None,
-                   compression: CompressionType, broker_config: Mapping[str, str] | None = None) -> int:
-    """Append the staged rows, in task order, through the embedded broker; returns the records written.
+                   compression: CompressionType, broker_config: Mapping[str, str] | None = None,
+                   transaction: SinkTransaction | None = None, bootstrap: str | None = None) -> int:
+    """Append the staged rows, in task order, through the embedded broker (or the running broker at
+    ``bootstrap``); returns the records written.
 
     Every destination is checked before the first append or topic creation, so
-    a refused topic or an unknown partition writes nothing.
+    a refused topic or an unknown partition writes nothing. With ``transaction``
+    the rows go in one transaction of its transactional id, committed with the
+    batch id (if any) as the offset of its group; a batch id the group has
+    committed already writes nothing (returns 0).
     """
     staged = [s for s in staged if s.path is not None and s.rows]
     if not staged:
         return 0  # an empty micro-batch needs no broker (and no lock)
-    with Broker(log_dir, dict(broker_config or {}), background=False) as broker:
-        found: dict[str, tuple[int, int] | None] = {}
-        for s in staged:
-            for batch in read_staged(s.path):
-                for topic, span in destinations(batch, topic_option).items():
-                    known = found.get(topic)
-                    if span is None or known is None:
-                        found[topic] = span if known is None else known
-                    else:
-                        found[topic] = (min(known[0], span[0]), max(known[1], span[1]))
-        for topic in _missing_topics(broker, found):
-            broker.create_topic(topic)  # num.partitions of them, the topic defaults
-        producer = _BatchingProducer(broker, compression)
-        written = 0
-        for s in staged:
-            for batch in read_staged(s.path):
-                for start in range(0, batch.num_rows, CHUNK_ROWS):
-                    for topic, records in records_from_arrow(batch.slice(start, CHUNK_ROWS), topic_option).items():
-                        for partition, record in records:
-                            producer.add(topic, partition, record)
-                        written += len(records)
-        producer.flush()
+    broker_config = dict(broker_config or {})
+    if bootstrap is not None:
+        broker: Broker | RemoteBroker = RemoteBroker(bootstrap)
+        num_partitions = broker_config.get("num.partitions")
+        create = functools.partial(broker.create_topic, partitions=None if num_partitions is None
+                                   else int(num_partitions))
+    else:
+        broker = Broker(log_dir, broker_config, background=False)
+        create = broker.create_topic  # num.partitions of them, the topic defaults
+    with broker:
+        found = _staged_destinations(staged, topic_option)
+        producer = None
+        if transaction is not None:
+            # First: fences a crashed run's producer and aborts its open transaction, so the
+            # group's batch id read next is the last one committed.
+            producer = broker.producer(transaction.transactional_id)
+            if _committed_already(broker.committed_offsets(transaction.group_id), transaction):
+                return 0
+        for topic in _missing_topics(broker, found, broker_config, bootstrap or log_dir):
+            create(topic)
+        if producer is None:
+            return _append_staged(_BatchingProducer(broker, compression), staged, topic_option)
+        producer.begin_transaction()
+        try:
+            batching = _BatchingProducer(broker, compression, producer)
+            written = _append_staged(batching, staged, topic_option)
+            if transaction.batch_id is not None:
+                producer.send_offsets_to_transaction(transaction.group_id,
+                                                     {tp: transaction.batch_id for tp in batching.written})
+            pause_at("before-commit")
+        except BaseException:
+            producer.abort_transaction()
+            raise
+        producer.commit_transaction()
+        pause_at("after-commit")
+    return written
+
+
+def _staged_destinations(staged: Sequence[StagedBatches], topic_option: str | None
+                         ) -> dict[str, tuple[int, int] | None]:
+    found: dict[str, tuple[int, int] | None] = {}
+    for s in staged:
+        for batch in read_staged(s.path):
+            for topic, span in destinations(batch, topic_option).items():
+                known = found.get(topic)
+                if span is None or known is None:
+                    found[topic] = span if known is None else known
+                else:
+                    found[topic] = (min(known[0], span[0]), max(known[1], span[1]))
+    return found
+
+
+def _committed_already(offsets: Mapping[TopicPartition, object], transaction: SinkTransaction) -> bool:
+    """Whether the group committed ``transaction``'s micro-batch (or a later one) before."""
+    if transaction.batch_id is None:
+        return False
+    last = committed_batch_id(offsets)
+    if last is None or last < transaction.batch_id:
+        return False
+    log.info("transactional id %r: micro-batch %d is committed already (group %r is at %d); not writing it "
+             "again", transaction.transactional_id, transaction.batch_id, transaction.group_id, last)
+    return True
+
+
+def _append_staged(producer: _BatchingProducer, staged: Sequence[StagedBatches], topic_option: str | None) -> int:
+    written = 0
+    for s in staged:
+        for batch in read_staged(s.path):
+            for start in range(0, batch.num_rows, CHUNK_ROWS):
+                for topic, records in records_from_arrow(batch.slice(start, CHUNK_ROWS), topic_option).items():
+                    for partition, record in records:
+                        producer.add(topic, partition, record)
+                    written += len(records)
+    producer.flush()
     return written
 
 
@@ -477,18 +589,23 @@ def produce_staged(log_dir: str, staged: Sequence[StagedBatches], topic_option: 
 
 
 class _SinkBase:
+    streaming = False
+
     def __init__(self, options: Mapping[str, str], schema: StructType, overwrite: bool):
-        self.options = parse_sink_options(options, schema, overwrite)
+        self.options = parse_sink_options(options, schema, overwrite, self.streaming)
         self.staging_dir = os.path.join(self.options.log_dir, STAGING_DIR, uuid.uuid4().hex)
 
     def _write(self, iterator: Iterator[pa.RecordBatch]) -> StagedBatches:
         return stage_batches(iterator, self.staging_dir, self.options.columns)
 
-    def _commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
+    def _commit(self, messages: Sequence[WriterCommitMessage | None], batch_id: int | None = None) -> None:
         staged = _staged(messages)
+        transaction = self.options.transaction
+        if transaction is not None and batch_id is not None:
+            transaction = transaction.with_batch(batch_id)
         try:
             produce_staged(self.options.log_dir, staged, self.options.topic, self.options.compression,
-                           self.options.broker_config)
+                           self.options.broker_config, transaction, self.options.bootstrap)
         finally:
             self._clean(messages)
 
@@ -515,18 +632,21 @@ class SeglogWriter(_SinkBase, DataSourceArrowWriter):
 
 
 class SeglogStreamWriter(_SinkBase, DataSourceStreamArrowWriter):
-    """Micro-batch writes: each micro-batch's staged files are appended at its commit.
+    """Micro-batch writes: each micro-batch's staged files are appended at its commit, in one
+    transaction with its batch id (see ``connector.sink_transaction``).
 
     Spark builds a new writer for each commit, so the staging directory comes
     from the messages; micro-batches of one query run one after another, so
     none of the query's tasks is staging while its directory is removed.
     """
 
+    streaming = True
+
     def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedBatches:
         return self._write(iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        self._commit(messages)
+        self._commit(messages, batchId)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         self._clean(messages)

@@ -41,7 +41,9 @@ from ..partitioner import StickyPartitioner, assign_partitions
 from ..protocol import ApiKey
 from ..protocol.config_resources import DELETE, RESOURCE_TOPIC, SET
 from ..protocol.types import topic_id_text
+from ..producer import DEFAULT_TRANSACTION_TIMEOUT_MS
 from .protocol_client import ProtocolClient
+from .remote_producer import RemoteProducer
 
 _SPECS = {"earliest": -2, "latest": -1, "max_timestamp": -3}
 _DYNAMIC_TOPIC_CONFIG = 1
@@ -173,6 +175,15 @@ class RemoteBroker:
         _raise_for(result["error_code"], result["error_message"], name)
         return {c["name"]: c["value"] for c in result["configs"] if c["config_source"] == _DYNAMIC_TOPIC_CONFIG}
 
+    def max_message_bytes(self, topic: str) -> int:
+        """The topic's ``max.message.bytes`` as the broker applies it (its override or the default)."""
+        response = self.client.send(ApiKey.DESCRIBE_CONFIGS, {"resources": [
+            {"resource_type": RESOURCE_TOPIC, "resource_name": topic, "configuration_keys": ["max.message.bytes"]}]})
+        (result,) = response["results"]
+        _raise_for(result["error_code"], result["error_message"], topic)
+        (config,) = [c for c in result["configs"] if c["name"] == "max.message.bytes"]
+        return int(config["value"])
+
     # --- produce and read ---------------------------------------------------
 
     def produce(self, topic: str, records: Iterable[SimpleRecord], partition: int | None = None,
@@ -204,6 +215,11 @@ class RemoteBroker:
                     now if r.timestamp is None else r.timestamp)
                 out[i] = RecordMetadata(topic, p, result["base_offset"] + n, ts)
         return out  # type: ignore[return-value]
+
+    def producer(self, transactional_id: str | None = None,
+                 transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS) -> RemoteProducer:
+        """An idempotent producer, as ``Broker.producer``; with ``transactional_id`` a transactional one."""
+        return RemoteProducer(self, transactional_id, transaction_timeout_ms)
 
     def fetch(self, topic: str, partition: int, offset: int, max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
               isolation_level: str | int = "read_uncommitted") -> FetchResult:
