@@ -31,6 +31,8 @@ import time
 from dataclasses import dataclass
 from typing import Mapping
 
+from format.layout import TopicPartition
+
 from .options import SeglogOptionError
 
 log = logging.getLogger(__name__)
