@@ -6,11 +6,12 @@
                    [--timeout-ms T]                              (follows the log until interrupted)
     seglog dump FILE...
     seglog groups list|describe|reset-offsets|delete --log-dir D [--group G] ...
+    seglog transactions list|describe --log-dir D [--transactional-id T] ...   (as kafka-transactions.sh)
     seglog compact --log-dir D [--topic T] [--spark [--master M]]   (the broker's cleaner, or the Spark job)
     seglog broker --log-dir D --listeners PLAINTEXT://127.0.0.1:9092 [--node-id N] [--config k=v]
     seglog sql [--metastore DIR] [spark-sql arguments]   (the spark-sql shell, set up for seglog)
 
-topics, produce, consume and groups take --bootstrap HOST:PORT instead of
+topics, produce, consume, groups and transactions take --bootstrap HOST:PORT instead of
 --log-dir to work through a running broker (whose log dir is locked); groups
 then asks the broker's group coordinator, which knows the live members.
 
@@ -455,6 +456,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .compact_command import add_parser as add_compact_parser
     add_compact_parser(commands)
+
+    from .transactions_command import add_parser as add_transactions_parser
+    add_transactions_parser(commands, with_log_dir)
     return parser
 
 
