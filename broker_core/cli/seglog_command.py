@@ -235,12 +235,24 @@ def _consume(args: argparse.Namespace) -> int:
     return 0
 
 
+def _record_decoder(args: argparse.Namespace, path: str):
+    """The decoder of ``path``'s records: ``__transaction_state``'s with ``--transaction-log-decoder``
+    or for a segment of that topic's partitions; else none (keys and values printed as text)."""
+    from ..coordinator.transaction.transaction_log import TRANSACTION_STATE_TOPIC, format_record
+
+    directory = os.path.basename(os.path.dirname(os.path.abspath(path)))
+    topic, _, partition = directory.rpartition("-")
+    if args.transaction_log_decoder or (topic == TRANSACTION_STATE_TOPIC and partition.isdigit()):
+        return format_record
+    return None
+
+
 def _dump(args: argparse.Namespace) -> int:
     from format.dump import dump_file
 
     corrupt = False
     for path in args.files:
-        result = dump_file(path, print_data=args.print_data_log)
+        result = dump_file(path, print_data=args.print_data_log, decoder=_record_decoder(args, path))
         for line in result.lines:
             print(line)
         corrupt |= result.corrupt
@@ -421,9 +433,12 @@ def build_parser() -> argparse.ArgumentParser:
     with_reporting_interval(consume)
     consume.set_defaults(run=_consume)
 
-    dump = commands.add_parser("dump", help="print the batches of .log files and the entries of index files")
-    dump.add_argument("files", nargs="+", help=".log, .index, .timeindex or .txnindex files")
+    dump = commands.add_parser("dump", help="print the batches of .log files and the entries of index and "
+                                          "producer snapshot files")
+    dump.add_argument("files", nargs="+", help=".log, .index, .timeindex, .txnindex or .snapshot files")
     dump.add_argument("--print-data-log", action="store_true", help="print every record, not only batch headers")
+    dump.add_argument("--transaction-log-decoder", action="store_true",
+                      help="decode records as __transaction_state's (the default for that topic's segments)")
     dump.set_defaults(run=_dump)
 
     groups = commands.add_parser("groups", help="list, describe, reset the offsets of or delete consumer groups")
