@@ -49,7 +49,8 @@ from .server.producer_id_manager import ProducerIdManager
 
 if TYPE_CHECKING:
     from .coordinator.group.group_coordinator import GroupCoordinator
-    from .coordinator.transaction import TransactionCoordinator
+    from .coordinator.transaction import (ListTransactionsRequest, TransactionCoordinator, TransactionDescription,
+                                          TransactionListing)
 
 log = logging.getLogger(__name__)
 
@@ -450,14 +451,17 @@ class Broker:
     @property
     def transaction_coordinator(self) -> TransactionCoordinator:
         """The transaction coordinator over this broker's ``__transaction_state``; an embedded broker
-        starts it (and loads the topic) on first use, a server sets its own."""
+        starts it (and loads the topic) on first use, a server sets its own. Read-only, it is loaded
+        from the files and only answers what it was asked to describe or list."""
         with self._lock:
             if self._transaction_coordinator is None:
-                self._check_writable("run the transaction coordinator")
                 from .coordinator.transaction import TransactionCoordinator
 
-                coordinator = TransactionCoordinator.for_broker(self)
-                coordinator.startup()
+                if self.read_only:
+                    coordinator = TransactionCoordinator.reading(self)
+                else:
+                    coordinator = TransactionCoordinator.for_broker(self)
+                    coordinator.startup()
                 self._transaction_coordinator = coordinator
             return self._transaction_coordinator
 
@@ -477,6 +481,26 @@ class Broker:
         """One transaction as a ``with`` block: ``txn.produce(...)``, ``txn.send_offsets(group, {...})``;
         committed at the end of the block, aborted if it raises."""
         return Transaction(self.producer(transactional_id, transaction_timeout_ms))
+
+    def find_transaction_coordinator(self, transactional_id: str) -> int:
+        """The node id of the transaction coordinator of ``transactional_id``: this broker's."""
+        return self.node_id
+
+    def describe_transaction(self, transactional_id: str) -> TransactionDescription:
+        """DescribeTransactions of one id: state, producer id and epoch, timeout, start and partitions;
+        TRANSACTIONAL_ID_NOT_FOUND for an id the coordinator does not hold."""
+        (described,) = self.transaction_coordinator.describe_transactions([transactional_id])
+        return described.checked()
+
+    def list_transactions(self, request: ListTransactionsRequest | None = None) -> list[TransactionListing]:
+        """ListTransactions: the transactional ids matching ``request``'s filters (all without one)."""
+        from .coordinator.transaction import ListTransactionsRequest
+        from .errors import error_for_code
+
+        error, listings = self.transaction_coordinator.list_transactions(request or ListTransactionsRequest())
+        if error:
+            raise error_for_code(error)("listing transactions failed")
+        return listings
 
     # --- fetch and offsets ---------------------------------------------------
 

@@ -8,21 +8,35 @@ name), or disagrees with the segment's ``.index`` is reported with its file and
 position. A length or magic that makes the rest of the file unreadable ends the
 dump with an error line. ``DumpResult.corrupt`` tells the caller to exit
 non-zero. Nothing is written: files are opened read-only.
+
+A ``RecordDecoder`` turns a record's key and value into the text printed for
+them (what Kafka's ``--transaction-log-decoder`` does for
+``__transaction_state``); the decoders of internal topics live with the
+code that owns their records, not here. ``.snapshot`` files print one line
+per producer, as Kafka's DumpLogSegments prints them.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Callable, Iterator
 
 from . import layout
 from .errors import CorruptIndexError, CorruptRecordError, UnsupportedCompressionError
 from .file_records import FileRecords
 from .index import OffsetIndex, TimeIndex
 from .offset_order import OffsetOrder
+from .producer_snapshot import CorruptSnapshotError, ProducerSnapshotEntry, decode_snapshot
 from .record_batch import RecordBatch, TimestampType
 from .txn_index import parse_aborted_txns
+
+
+#: A record's key and value (None when null) -> the text printed after ``key:`` and ``payload:``
+#: (None: nothing printed for it).
+RecordDecoder = Callable[[bytes | None, bytes | None], tuple[str | None, str | None]]
+
+_INT_MAX = 2**31 - 1
 
 
 @dataclass
@@ -61,7 +75,7 @@ def describe_batch(batch: RecordBatch, valid: bool) -> str:
             f"crc: {h.crc} isvalid: {_flag(valid)}")
 
 
-def dump_log(path: str, print_data: bool = False) -> DumpResult:
+def dump_log(path: str, print_data: bool = False, decoder: RecordDecoder | None = None) -> DumpResult:
     result = DumpResult([f"Dumping {path}"])
     base = layout.offset_from_file_name(os.path.basename(path))
     result.lines.append(f"Log starting offset: {base}")
@@ -85,8 +99,8 @@ def dump_log(path: str, print_data: bool = False) -> DumpResult:
                 result.lines.append(f"  CRC mismatch at {path} position {batch.position}: stored "
                                     f"0x{h.crc:08x}, computed 0x{batch.compute_checksum():08x}")
                 continue
-            if print_data:
-                result.lines.extend(_record_lines(batch))
+            if print_data or decoder is not None:
+                result.lines.extend(_record_lines(batch, decoder))
     except CorruptRecordError as exc:
         result.corrupt = True
         result.lines.append(f"Found corruption: {exc}")
@@ -128,7 +142,7 @@ def _index_disagreements(path: str, base: int, walked: dict[int, tuple[int, int]
         index.close()
 
 
-def _record_lines(batch: RecordBatch) -> Iterator[str]:
+def _record_lines(batch: RecordBatch, decoder: RecordDecoder | None = None) -> Iterator[str]:
     h = batch.header
     ts_name = "LogAppendTime" if h.timestamp_type == TimestampType.LOG_APPEND_TIME else "CreateTime"
     marker = batch.end_txn_marker() if h.is_control else None
@@ -140,6 +154,12 @@ def _record_lines(batch: RecordBatch) -> Iterator[str]:
                 f"headerKeys: [{','.join(hd.key for hd in record.headers)}]")
         if marker is not None and i == 0:
             line += f" endTxnMarker: {marker.control_type.name} coordinatorEpoch: {marker.coordinator_epoch}"
+        elif decoder is not None:
+            key, payload = decoder(record.key, record.value)
+            if key is not None:
+                line += f" key: {key}"
+            if payload is not None:
+                line += f" payload: {payload}"
         else:
             if record.key is not None:
                 line += f" key: {_payload(record.key)}"
@@ -185,12 +205,48 @@ def dump_txn_index(path: str) -> DumpResult:
     return result
 
 
-def dump_file(path: str, print_data: bool = False) -> DumpResult:
+def _first_sequence(last_sequence: int, offset_delta: int) -> int:
+    """Kafka's ``DefaultRecordBatch.decrementSequence``: sequences wrap at Integer.MAX_VALUE."""
+    if last_sequence < offset_delta:
+        return _INT_MAX - (offset_delta - last_sequence) + 1
+    return last_sequence - offset_delta
+
+
+def describe_producer(entry: ProducerSnapshotEntry) -> str:
+    """One producer of a ``.snapshot``, as Kafka's DumpLogSegments prints it (Java's OptionalLong text
+    for an open transaction's first offset; the last batch only when the producer wrote one)."""
+    txn_first = (f"OptionalLong[{entry.current_txn_first_offset}]" if entry.current_txn_first_offset >= 0
+                 else "OptionalLong.empty")
+    line = (f"producerId: {entry.producer_id} producerEpoch: {entry.epoch} coordinatorEpoch: "
+            f"{entry.coordinator_epoch} currentTxnFirstOffset: {txn_first} lastTimestamp: {entry.timestamp} ")
+    if entry.last_offset >= 0:
+        line += (f"firstSequence: {_first_sequence(entry.last_sequence, entry.offset_delta)} lastSequence: "
+                 f"{entry.last_sequence} lastOffset: {entry.last_offset} offsetDelta: {entry.offset_delta} "
+                 f"timestamp: {entry.timestamp}")
+    return line
+
+
+def dump_producer_snapshot(path: str) -> DumpResult:
+    result = DumpResult([f"Dumping {path}"])
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        result.lines.extend(describe_producer(entry) for entry in decode_snapshot(data, path))
+    except CorruptSnapshotError as exc:
+        result.corrupt = True
+        result.lines.append(f"Found corruption: {exc}")
+    return result
+
+
+def dump_file(path: str, print_data: bool = False, decoder: RecordDecoder | None = None) -> DumpResult:
     """Dump one segment file, chosen by its suffix (transient suffixes ignored; bytes recovery
-    set aside read as the file they came from, positions counted in the set-aside file)."""
+    set aside read as the file they came from, positions counted in the set-aside file); a
+    ``decoder`` prints the records of a ``.log`` (and implies ``print_data``)."""
     name = layout.strip_transient_suffix(layout.set_aside_source_name(os.path.basename(path)))
     if name.endswith(layout.LOG_FILE_SUFFIX):
-        return dump_log(path, print_data)
+        return dump_log(path, print_data, decoder)
+    if name.endswith(layout.PRODUCER_SNAPSHOT_FILE_SUFFIX):
+        return dump_producer_snapshot(path)
     if name.endswith(layout.INDEX_FILE_SUFFIX):
         return dump_offset_index(path)
     if name.endswith(layout.TIME_INDEX_FILE_SUFFIX):

@@ -27,6 +27,7 @@ TOOLS = {
     "kafka-console-consumer.sh": "org.apache.kafka.tools.consumer.ConsoleConsumer",
     "kafka-consumer-groups.sh": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
     "kafka-dump-log.sh": "org.apache.kafka.tools.DumpLogSegments",
+    "kafka-transactions.sh": "org.apache.kafka.tools.TransactionsCommand",
     "kafka-producer-perf-test.sh": "org.apache.kafka.tools.ProducerPerformance",
     "kafka-consumer-perf-test.sh": "org.apache.kafka.tools.ConsumerPerformance",
     "kafka-storage.sh": "kafka.tools.StorageTool",

@@ -6,11 +6,12 @@
                    [--timeout-ms T] [--isolation-level L]        (follows the log until interrupted)
     seglog dump FILE...
     seglog groups list|describe|reset-offsets|delete --log-dir D [--group G] ...
+    seglog transactions list|describe --log-dir D [--transactional-id T] ...   (as kafka-transactions.sh)
     seglog compact --log-dir D [--topic T] [--spark [--master M]]   (the broker's cleaner, or the Spark job)
     seglog broker --log-dir D --listeners PLAINTEXT://127.0.0.1:9092 [--node-id N] [--config k=v]
     seglog sql [--metastore DIR] [spark-sql arguments]   (the spark-sql shell, set up for seglog)
 
-topics, produce, consume and groups take --bootstrap HOST:PORT instead of
+topics, produce, consume, groups and transactions take --bootstrap HOST:PORT instead of
 --log-dir to work through a running broker (whose log dir is locked); groups
 then asks the broker's group coordinator, which knows the live members.
 
@@ -235,12 +236,24 @@ def _consume(args: argparse.Namespace) -> int:
     return 0
 
 
+def _record_decoder(args: argparse.Namespace, path: str):
+    """The decoder of ``path``'s records: ``__transaction_state``'s with ``--transaction-log-decoder``
+    or for a segment of that topic's partitions; else none (keys and values printed as text)."""
+    from ..coordinator.transaction.transaction_log import TRANSACTION_STATE_TOPIC, format_record
+
+    directory = os.path.basename(os.path.dirname(os.path.abspath(path)))
+    topic, _, partition = directory.rpartition("-")
+    if args.transaction_log_decoder or (topic == TRANSACTION_STATE_TOPIC and partition.isdigit()):
+        return format_record
+    return None
+
+
 def _dump(args: argparse.Namespace) -> int:
     from format.dump import dump_file
 
     corrupt = False
     for path in args.files:
-        result = dump_file(path, print_data=args.print_data_log)
+        result = dump_file(path, print_data=args.print_data_log, decoder=_record_decoder(args, path))
         for line in result.lines:
             print(line)
         corrupt |= result.corrupt
@@ -424,9 +437,12 @@ def build_parser() -> argparse.ArgumentParser:
     with_reporting_interval(consume)
     consume.set_defaults(run=_consume)
 
-    dump = commands.add_parser("dump", help="print the batches of .log files and the entries of index files")
-    dump.add_argument("files", nargs="+", help=".log, .index, .timeindex or .txnindex files")
+    dump = commands.add_parser("dump", help="print the batches of .log files and the entries of index and "
+                                          "producer snapshot files")
+    dump.add_argument("files", nargs="+", help=".log, .index, .timeindex, .txnindex or .snapshot files")
     dump.add_argument("--print-data-log", action="store_true", help="print every record, not only batch headers")
+    dump.add_argument("--transaction-log-decoder", action="store_true",
+                      help="decode records as __transaction_state's (the default for that topic's segments)")
     dump.set_defaults(run=_dump)
 
     groups = commands.add_parser("groups", help="list, describe, reset the offsets of or delete consumer groups")
@@ -459,6 +475,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .compact_command import add_parser as add_compact_parser
     add_compact_parser(commands)
+
+    from .transactions_command import add_parser as add_transactions_parser
+    add_transactions_parser(commands, with_log_dir)
     return parser
 
 

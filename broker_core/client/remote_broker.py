@@ -34,6 +34,7 @@ from format.txn_index import AbortedTxn
 from ..broker import (DEFAULT_FETCH_MAX_BYTES, FetchResult, OffsetAndTimestamp, PartitionDescription,
                       RecordMetadata, TopicDescription, isolation_level_of)
 from ..coordinator.group.offset_and_metadata import OffsetAndMetadata
+from ..coordinator.transaction.requests import ListTransactionsRequest, TransactionDescription, TransactionListing
 from ..errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, GroupIdNotFoundError,
                       NonEmptyGroupError, UnknownTopicOrPartitionError, error_for_code)
 from ..group_offsets import GroupDescription, GroupMember, PartitionLag
@@ -50,6 +51,8 @@ _DYNAMIC_TOPIC_CONFIG = 1
 _TIMEOUT_MS = 30_000
 # How long a group request waits for a coordinator that is loading or starting.
 _COORDINATOR_WAIT_S = 30.0
+# FindCoordinator's key type of a transactional id (0 is a group).
+_TRANSACTION_KEY_TYPE = 1
 _RETRIABLE_GROUP_ERRORS = frozenset({CoordinatorLoadInProgressError.code, CoordinatorNotAvailableError.code})
 
 
@@ -360,3 +363,46 @@ class RemoteBroker:
                                      end))
         return GroupDescription(group_id, group["group_state"], group["protocol_type"],
                                 group["protocol_data"] or None, members, tuple(rows))
+
+    # --- transactions (the transaction coordinator) ------------------------------
+
+    @property
+    def node_id(self) -> int:
+        """The node id of the broker at the bootstrap address (Metadata's broker list)."""
+        brokers = self.client.send(ApiKey.METADATA, {"topics": [], "allow_auto_topic_creation": False})["brokers"]
+        host, port = self.client.address
+        chosen = next((b for b in brokers if b["port"] == port and b["host"] == host), brokers[0])
+        return chosen["node_id"]
+
+    def find_transaction_coordinator(self, transactional_id: str) -> int:
+        """FindCoordinator (key type TRANSACTION): the node id coordinating ``transactional_id``."""
+        response = self._group_request(ApiKey.FIND_COORDINATOR, {
+            "key": transactional_id, "key_type": _TRANSACTION_KEY_TYPE, "coordinator_keys": [transactional_id]},
+            _find_coordinator_error)
+        answer = response["coordinators"][0] if response.get("coordinators") else response
+        _raise_for(answer["error_code"], answer.get("error_message"), f"transactional id {transactional_id!r}")
+        return answer["node_id"]
+
+    def describe_transaction(self, transactional_id: str) -> TransactionDescription:
+        """DescribeTransactions of one id, as ``Broker.describe_transaction`` answers it."""
+        response = self._group_request(ApiKey.DESCRIBE_TRANSACTIONS, {"transactional_ids": [transactional_id]},
+                                       lambda r: r["transaction_states"][0]["error_code"])
+        (s,) = response["transaction_states"]
+        return TransactionDescription(
+            s["error_code"], s["transactional_id"], s["transaction_state"], s["transaction_timeout_ms"],
+            s["transaction_start_time_ms"], s["producer_id"], s["producer_epoch"],
+            tuple(sorted(TopicPartition(t["topic"], p) for t in s["topics"] for p in t["partitions"]))).checked()
+
+    def list_transactions(self, request: ListTransactionsRequest | None = None) -> list[TransactionListing]:
+        """ListTransactions with ``request``'s filters (the duration filter needs version 1)."""
+        request = request or ListTransactionsRequest()
+        response = self._group_request(ApiKey.LIST_TRANSACTIONS, {
+            "state_filters": list(request.state_filters), "producer_id_filters": list(request.producer_id_filters),
+            "duration_filter": request.duration_filter_ms}, lambda r: r["error_code"])
+        _raise_for(response["error_code"], None, "ListTransactions")
+        return sorted((TransactionListing(t["transactional_id"], t["producer_id"], t["transaction_state"])
+                       for t in response["transaction_states"]), key=lambda t: t.transactional_id)
+
+
+def _find_coordinator_error(response: dict) -> int:
+    return response["coordinators"][0]["error_code"] if response.get("coordinators") else response["error_code"]

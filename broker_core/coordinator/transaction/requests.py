@@ -90,6 +90,14 @@ class TransactionDescription:
     producer_epoch: int = NO_PRODUCER_EPOCH
     partitions: tuple[TopicPartition, ...] = ()
 
+    def checked(self) -> TransactionDescription:
+        """This description, or the KafkaError its error code names (TRANSACTIONAL_ID_NOT_FOUND, …)."""
+        if self.error_code:
+            from ...errors import error_for_code
+
+            raise error_for_code(self.error_code)(f"describing transactional id {self.transactional_id!r} failed")
+        return self
+
 
 @dataclass(frozen=True, slots=True)
 class TransactionListing:

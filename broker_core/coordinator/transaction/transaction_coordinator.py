@@ -116,6 +116,25 @@ class TransactionCoordinator:
                    TransactionMarkerChannelManager(broker), broker.producer_ids.generate_producer_id,
                    offsets_partition_for, clock=broker.clock, executor=executor, reaper_enabled=reaper_enabled)
 
+    @classmethod
+    def reading(cls, broker: Broker) -> TransactionCoordinator:
+        """The coordinator of a read-only ``Broker`` (``seglog transactions --log-dir``): loaded from
+        ``__transaction_state`` by the same replay as at start-up, it answers DescribeTransactions and
+        ListTransactions; it schedules nothing and writes nothing (a transaction left preparing stays
+        so: its markers are the owner's to write)."""
+        def no_producer_ids() -> int:
+            broker._check_writable("hand out producer ids")
+            raise AssertionError("a read-only coordinator over a writable broker")
+
+        config = TransactionConfig.from_broker_config(broker.config)
+        coordinator = cls(broker.node_id, config, TransactionStateManager(broker, config, broker.clock),
+                          TransactionMarkerChannelManager(broker), no_producer_ids,
+                          lambda group_id: TopicPartition(OFFSETS_TOPIC, 0), clock=broker.clock,
+                          reaper_enabled=False)
+        coordinator.state.startup()
+        coordinator.state.load()
+        return coordinator
+
     # ==================================================================================
     # lifecycle
     # ==================================================================================

@@ -9,14 +9,17 @@ package's schema language, after Kafka's ``TransactionLogKey`` and
 writes them. The key (version 0) holds the transactional id; the value
 (version 0, or the flexible version 1 with tagged fields) the producer id and
 epoch, timeout, state, partitions and timestamps; a null value (tombstone)
-removes an expired transactional id. Everything here is pure: bytes in,
-values out.
+removes an expired transactional id. ``format_record`` prints a record as
+``kafka-dump-log.sh --transaction-log-decoder`` does (``seglog dump``).
+Everything here is pure: bytes in, values out.
 """
 
 from __future__ import annotations
 
+import json
 import struct
 from dataclasses import dataclass
+from typing import Any
 
 from format import layout
 from format.layout import TopicPartition
@@ -24,7 +27,7 @@ from format.layout import TopicPartition
 from ...offsets_topic import partition_for_group
 from ...protocol.codec import decode, encode
 from ...protocol.errors import ProtocolError
-from ...protocol.schema import F, Message, Versions
+from ...protocol.schema import F, Field, Message, Versions
 from .transaction_state import TransactionState
 
 __all__ = [
@@ -38,6 +41,7 @@ __all__ = [
     "decode_key",
     "encode_value",
     "decode_value",
+    "format_record",
 ]
 
 #: The topic's name (Kafka's ``Topic.TRANSACTION_STATE_TOPIC_NAME``).
@@ -164,3 +168,55 @@ def decode_value(data: bytes) -> TransactionLogValue:
     return TransactionLogValue(v["producer_id"], v["producer_epoch"], v["transaction_timeout_ms"], state, partitions,
                                v["transaction_last_update_timestamp_ms"], v["transaction_start_timestamp_ms"],
                                v["previous_producer_id"], v["next_producer_id"])
+
+
+def _json_fields(fields: tuple[Field, ...], version: int, body: dict) -> dict[str, Any]:
+    """Kafka's generated JSON converter: the fields of ``version`` by their camelCase names, tagged
+    fields only when they differ from their default."""
+    out: dict[str, Any] = {}
+    for f in fields:
+        if version not in f.versions:
+            continue
+        value = body[f.key]
+        if f.tag is not None and version in f.tagged and value == f.default:
+            continue
+        if f.is_struct and value is not None:
+            value = ([_json_fields(f.fields, version, v) for v in value] if f.is_array
+                     else _json_fields(f.fields, version, value))
+        out[f.name[0].lower() + f.name[1:]] = value
+    return out
+
+
+def _json(tag: str, version: int, message: Message, body: dict) -> str:
+    return json.dumps({tag: str(version), "data": _json_fields(message.fields, version, body)},
+                      separators=(",", ":"), ensure_ascii=False)
+
+
+def format_record(key: bytes | None, value: bytes | None) -> tuple[str | None, str | None]:
+    """A record's key and value as ``kafka-dump-log.sh --transaction-log-decoder`` prints them:
+    ``{"type":"0","data":{...}}`` and ``{"version":"0","data":{...}}``, ``<DELETE>`` for a tombstone,
+    ``Unknown(version=N)`` for a version this layout does not know."""
+    if key is None:
+        return "Failed to decode a record without a key using the transaction log decoder", None
+    if len(key) < _VERSION.size:
+        return f"Failed to decode a key of {len(key)} bytes using the transaction log decoder", None
+    (key_version,) = _VERSION.unpack_from(key)
+    if key_version not in TRANSACTION_LOG_KEY.valid:
+        return f"Unknown(version={key_version})", None
+    try:
+        _, key_body = _decode(TRANSACTION_LOG_KEY, key)
+    except InvalidTransactionLogRecordError as exc:
+        return f"Failed to decode the key: {exc}", None
+    key_text = _json("type", key_version, TRANSACTION_LOG_KEY, key_body)
+    if value is None:
+        return key_text, "<DELETE>"
+    if len(value) < _VERSION.size:
+        return key_text, f"Failed to decode a value of {len(value)} bytes"
+    (value_version,) = _VERSION.unpack_from(value)
+    if value_version not in TRANSACTION_LOG_VALUE.valid:
+        return key_text, f"Unknown(version={value_version})"
+    try:
+        _, value_body = _decode(TRANSACTION_LOG_VALUE, value)
+    except InvalidTransactionLogRecordError as exc:
+        return key_text, f"Failed to decode the value: {exc}"
+    return key_text, _json("version", value_version, TRANSACTION_LOG_VALUE, value_body)

@@ -1,0 +1,34 @@
+"""Kafka's ``kafka-transactions.sh`` and ``seglog transactions`` on the same ``seglog broker``: the same
+table, cell for cell (the duration, which runs on, apart)."""
+
+from __future__ import annotations
+
+from broker_core.cli import main
+from jvm.apache_kafka import run_tool
+
+DURATION = 7  # TransactionDurationMs: now minus the start, read at two different moments
+
+
+def table(text: str) -> list[list[str]]:
+    return [line.split("\t") for line in text.splitlines() if not line.startswith(("WARN", "Warning"))]
+
+
+def test_seglog_transactions_prints_what_kafka_transactions_prints(seglog_server, capsys):
+    broker = seglog_server.broker
+    broker.create_topic("orders", 2)
+    with broker.transaction("etl", transaction_timeout_ms=30_000) as txn:
+        txn.produce("orders", [b"one"], partition=0)
+    ongoing = broker.producer("open")
+    ongoing.begin_transaction()
+    ongoing.produce("orders", [b"two"], partition=0)
+    ongoing.produce("orders", [b"three"], partition=1)
+    bootstrap = seglog_server.bootstrap_servers
+    for args in (["list"], ["describe", "--transactional-id", "open"], ["describe", "--transactional-id", "etl"]):
+        kafka = run_tool("kafka-transactions.sh", "--bootstrap-server", bootstrap, *args)
+        assert kafka.returncode == 0, kafka.stderr
+        assert main(["transactions", *args, "--bootstrap", bootstrap]) == 0
+        ours, theirs = table(capsys.readouterr().out), table(kafka.stdout)
+        if args[0] == "describe":
+            for row in ours + theirs:
+                row[DURATION] = "<duration>"
+        assert ours == theirs, (args, ours, theirs)
