@@ -344,7 +344,7 @@ class KafkaApis:
 
     def handle_describe_topic_partitions_request(self, request: Request, parsed: KafkaRequest) -> None:
         topics = {meta.name: DescribedTopic(topic_id_bytes(meta.topic_id), meta.partitions,
-                                            meta.name in INTERNAL_TOPICS)
+                                            meta.name in layout.INTERNAL_TOPICS)
                   for meta in self.broker.topics.all()}
         self._send(request, parsed, describe_topic_partitions(
             parsed.body, topics,
