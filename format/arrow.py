@@ -84,19 +84,19 @@ def _frame_starts(data: bytes, pos: int, count: int, out: list) -> int:
     return pos
 
 
-def _lengths(A: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """The record lengths whose varints start at ``at`` (walked as if positive) and where each
-    record's body starts, when every varint takes one or two bytes (records under 8 KiB); None
-    otherwise."""
-    b0 = A[at]
-    more = b0 >= 0x80
-    if not more.any():
-        return (b0 >> 1).astype(np.int64), at + 1
-    b1 = A[np.minimum(at + 1, len(A) - 1)]
-    if (more & (b1 >= 0x80)).any():
-        return None
-    raw = np.where(more, (b0 & 0x7F).astype(np.int64) | (b1.astype(np.int64) << 7), b0)
-    return raw >> 1, at + 1 + more
+def _record_advances() -> np.ndarray:
+    """How far a record's length varint moves the walk, by its first two bytes: the varint's size
+    plus the length it holds, walked as if positive; 0 where the varint runs past two bytes."""
+    b0 = np.arange(256, dtype=np.int64)[:, None]
+    b1 = np.arange(256, dtype=np.int64)[None, :]
+    one = np.broadcast_to(1 + (b0 >> 1), (256, 256))
+    two = 2 + ((((b0 & 0x7F) | (b1 << 7))) >> 1)
+    advance = np.where(b0 < 0x80, one, np.where(b1 < 0x80, two, 0))
+    return advance.astype(np.int32)
+
+
+# Records under 8 KiB have one- or two-byte length varints: one lookup per step of the walk.
+_ADVANCES = _record_advances()
 
 
 def locate_records(data: bytes, sections: list, path: str | None) -> RecordFrames:
@@ -122,21 +122,20 @@ def locate_records(data: bytes, sections: list, path: str | None) -> RecordFrame
     slot = out_base[order]  # where each batch's next start goes in ``starts``
     step = 0
     width = int(np.count_nonzero(left > 0))
+    last_byte = limit - 1  # a record starting there is one byte long (corrupt): walked one by one
     while width >= _LOCKSTEP_MIN_WIDTH:
         at = pos[:width]
-        if (at >= limit[:width]).any():
+        if (at >= last_byte[:width]).any():
             break  # a batch overran its records section: walked one by one below, which names it
-        found = _lengths(A, at)
-        if found is None:
+        advance = _ADVANCES[A[at], A[at + 1]]
+        if not advance.all():
             try:
                 value, after = decode_varints_at(A, at, 5)
             except CorruptRecordError:
                 break
-            length = np.where(value < 0, -value - 1, value)
-        else:
-            length, after = found
+            advance = after - at + np.where(value < 0, -value - 1, value)
         starts[slot[:width] + step] = at
-        pos[:width] = after + length
+        at += advance
         step += 1
         while width and left[width - 1] <= step:
             width -= 1

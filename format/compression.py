@@ -38,10 +38,10 @@ class CompressionType(enum.IntEnum):
 
     @classmethod
     def from_id(cls, codec_id: int) -> "CompressionType":
-        try:
-            return cls(codec_id)
-        except ValueError:
-            raise UnsupportedCompressionError(f"unknown compression codec id {codec_id}") from None
+        found = _BY_ID.get(codec_id)
+        if found is None:
+            raise UnsupportedCompressionError(f"unknown compression codec id {codec_id}")
+        return found
 
     @classmethod
     def from_name(cls, name: str) -> "CompressionType":
@@ -51,6 +51,10 @@ class CompressionType(enum.IntEnum):
         except KeyError:
             raise UnsupportedCompressionError(
                 f"unknown compression type {name!r}; expected one of none, gzip, snappy, lz4, zstd") from None
+
+
+# Looked up once per batch read: a dict is several times faster than calling the enum.
+_BY_ID = {codec.value: codec for codec in CompressionType}
 
 
 def compress(codec: CompressionType, data: bytes) -> bytes:

@@ -118,6 +118,25 @@ def decode_varints_at(data: np.ndarray, positions: np.ndarray, max_bytes: int = 
         bad = int(positions[(positions < 0) | (positions >= n)][0])
         raise CorruptRecordError("varint starts outside the buffer", position=bad)
     first = data[positions]
+    more = first >= 0x80
+    if not more.any():
+        raw = first.astype(np.int64)
+        return (raw >> 1) ^ -(raw & 1), positions + 1
+    if max_bytes >= 2 and positions.max() < n - 1:
+        # Lengths, deltas and counts under 8 KiB take one or two bytes: decoded on every
+        # position at once, without gathering the open ones by index.
+        second = data[positions + 1]
+        if not (more & (second >= 0x80)).any():
+            raw = first.astype(np.int64)
+            raw = np.where(more, (raw & 0x7F) | (second.astype(np.int64) << 7), raw)
+            return (raw >> 1) ^ -(raw & 1), positions + 1 + more
+    return _decode_varints_in_rounds(data, positions, first, max_bytes)
+
+
+def _decode_varints_in_rounds(data: np.ndarray, positions: np.ndarray, first: np.ndarray, max_bytes: int
+                              ) -> tuple[np.ndarray, np.ndarray]:
+    """``decode_varints_at`` for varints of any length: one round per byte, over the varints still open."""
+    n = len(data)
     raw = (first & 0x7F).astype(np.uint64)
     ends = positions + 1
     open_idx = np.flatnonzero(first & 0x80)

@@ -66,3 +66,23 @@ def test_vectorized_decoder_reports_a_varint_running_off_the_end():
     with pytest.raises(CorruptRecordError) as err:
         decode_varints_at(data, np.array([0, 1], dtype=np.int64))
     assert err.value.position == 1
+
+
+@given(st.lists(st.integers(min_value=-8192, max_value=8191), min_size=1, max_size=50))
+def test_vectorized_decoder_agrees_with_scalar_on_one_and_two_byte_varints(values):
+    data = b"".join(encode_varint(v) for v in values)
+    positions = []
+    pos = 0
+    for _ in values:
+        positions.append(pos)
+        pos = decode_varint(data, pos)[1]
+    decoded, ends = decode_varints_at(np.frombuffer(data, np.uint8), np.array(positions, dtype=np.int64), 5)
+    assert decoded.tolist() == values
+    assert ends.tolist() == positions[1:] + [len(data)]
+
+
+def test_vectorized_decoder_reports_a_varint_whose_first_byte_ends_the_buffer():
+    data = np.frombuffer(b"\x02\x04\x81", np.uint8)
+    with pytest.raises(CorruptRecordError) as err:
+        decode_varints_at(data, np.array([0, 1, 2], dtype=np.int64))
+    assert err.value.position == 2
