@@ -54,6 +54,13 @@ class Produced:
     records: dict[int, tuple[bytes | None, bytes | None] | None] = field(default_factory=dict)
     aborted: set[int] = field(default_factory=set)
     txn_offsets: dict[int, set[int]] = field(default_factory=dict)  # producer id -> offsets in transactions
+    sequences: dict[int, int] = field(default_factory=dict)  # producer id -> its next sequence here
+
+    def next_sequence(self, producer_id: int, count: int) -> int:
+        """The base sequence of a batch of ``count`` records: an idempotent producer's batches follow on."""
+        base = self.sequences.get(producer_id, 0)
+        self.sequences[producer_id] = base + count
+        return base
 
     def final_values(self) -> dict[bytes, tuple[int, bytes | None]]:
         out = {}
@@ -151,13 +158,6 @@ def fill(log_dir: str, clock: MockTime, produced: dict, *, partitions: int = 3, 
     """Keyed writes (tombstones, lz4 batches, an idempotent producer) into ``table``; with
     ``transactions``, partition 0 also gets committed and aborted transactions."""
     rng = random.Random(seed)
-    sequences: dict[int, int] = {}  # each producer's next sequence: batches follow on without gaps
-
-    def next_sequence(producer_id: int, count: int) -> int:
-        base = sequences.get(producer_id, 0)
-        sequences[producer_id] = base + count
-        return base
-
     with Broker(log_dir, clock=clock, background=False) as broker:
         if "table" not in broker.list_topics():
             broker.create_topic("table", partitions, TOPIC_CONFIG)
@@ -172,10 +172,10 @@ def fill(log_dir: str, clock: MockTime, produced: dict, *, partitions: int = 3, 
                     produce(log, done, clock, pairs, compression=CompressionType.LZ4)
                 elif kind < 0.3:
                     produce(log, done, clock, pairs, producer_id=100 + p, producer_epoch=0,
-                            base_sequence=next_sequence(100 + p, len(pairs)))
+                            base_sequence=done.next_sequence(100 + p, len(pairs)))
                 elif transactions and p == 0 and kind < 0.45:
                     first = produce(log, done, clock, pairs, producer_id=7, producer_epoch=0, is_transactional=True,
-                                    base_sequence=next_sequence(7, len(pairs)))[0]
+                                    base_sequence=done.next_sequence(7, len(pairs)))[0]
                     end_transaction(log, done, clock, 7, commit=rng.random() < 0.5, first_offset=first)
                 else:
                     produce(log, done, clock, pairs)
