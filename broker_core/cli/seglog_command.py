@@ -28,14 +28,12 @@ import signal
 import sys
 import traceback
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 from ..key_values import parse_key_values
 from .arguments import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, CommandError, UsageError, non_negative
+from .broker_access import open_broker
 from .progress import DEFAULT_REPORTING_INTERVAL_MS, ProgressLine, rate_text
-
-if TYPE_CHECKING:
-    from ..broker_api import BrokerApi
 
 DEBUG_ENV = "SEGLOG_DEBUG"
 
@@ -64,20 +62,6 @@ def _failure_text(args: argparse.Namespace, exc: BaseException) -> str:
     return error_message(exc)
 
 
-def _open_broker(args: argparse.Namespace, read_only: bool = False) -> BrokerApi:
-    """The broker of ``--bootstrap``, else the log dirs opened as an embedded broker."""
-    from ..broker import Broker
-
-    if getattr(args, "bootstrap", None):
-        # A running broker holds the log dir's lock: talk to it instead.
-        from ..client.remote_broker import RemoteBroker
-
-        return RemoteBroker(args.bootstrap)
-    props = parse_key_values(getattr(args, "broker_config", None), "--broker-config")
-    # Reading commands never lock, create or change the log dir: they work beside a running broker.
-    return Broker(args.log_dir, props, background=False, read_only=read_only)
-
-
 def _describe_lines(description) -> list[str]:
     overrides = ",".join(f"{k}={v}" for k, v in sorted(description.config.items()))
     lines = [f"Topic: {description.name}\tTopicId: {description.topic_id}\t"
@@ -96,7 +80,7 @@ def _describe_lines(description) -> list[str]:
 
 
 def _topics(args: argparse.Namespace) -> int:
-    with _open_broker(args, read_only=args.action in ("list", "describe")) as broker:
+    with open_broker(args, read_only=args.action in ("list", "describe")) as broker:
         if args.action == "create":
             broker.create_topic(args.topic, args.partitions, parse_key_values(args.config))
             print(f"Created topic {args.topic}.")
@@ -128,7 +112,7 @@ def _produce(args: argparse.Namespace) -> int:
     progress = ProgressLine(lambda n, ms: f"Produced {rate_text(n, ms, 'records')} to {args.topic} so far",
                             interval_ms=args.reporting_interval)
     try:
-        with _open_broker(args) as broker:
+        with open_broker(args) as broker:
             broker.partitions_for(args.topic)
 
             def send(records: list) -> None:
@@ -189,7 +173,7 @@ def _consume(args: argparse.Namespace) -> int:
         raise UsageError("--offset needs --partition")
     if args.offset is not None and args.from_beginning:
         raise UsageError("--offset and --from-beginning exclude each other")
-    with _open_broker(args, read_only=True) as broker:
+    with open_broker(args, read_only=True) as broker:
         count = broker.partitions_for(args.topic)
         partitions = [args.partition] if args.partition is not None else list(range(count))
         positions = {}
@@ -346,7 +330,7 @@ def _groups(args: argparse.Namespace) -> int:
         raise UsageError(f"groups {args.action} needs --group")
     if args.action == "list":
         if args.bootstrap:
-            with _open_broker(args) as broker:
+            with open_broker(args) as broker:
                 groups = broker.list_groups()
         else:
             # Reading needs no lock: this works beside a running broker.
@@ -355,7 +339,7 @@ def _groups(args: argparse.Namespace) -> int:
             print(group)
     elif args.action == "describe":
         if args.bootstrap:
-            with _open_broker(args) as broker:
+            with open_broker(args) as broker:
                 description = broker.describe_group(args.group)
         else:
             # The members of the generation last written to __consumer_offsets.
@@ -364,7 +348,7 @@ def _groups(args: argparse.Namespace) -> int:
     elif args.action == "reset-offsets":
         if args.execute and args.dry_run:
             raise UsageError("--execute and --dry-run exclude each other")
-        with _open_broker(args, read_only=not args.execute) as broker:
+        with open_broker(args, read_only=not args.execute) as broker:
             plan = _reset_plan(args, broker)
             if args.execute:
                 broker.reset_offsets(args.group, plan)  # a running broker refuses while the group has members
@@ -373,7 +357,7 @@ def _groups(args: argparse.Namespace) -> int:
         print("\n".join(_table([("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")]
                                 + [(args.group, tp.topic, tp.partition, offset) for tp, offset in plan.items()])))
     elif args.action == "delete":
-        with _open_broker(args) as broker:
+        with open_broker(args) as broker:
             broker.delete_group(args.group)
         print(f"Deletion of requested consumer groups ('{args.group}') was successful.")
     return 0

@@ -20,6 +20,7 @@ from typing import Sequence
 
 from ..clock import SYSTEM_CLOCK
 from .arguments import UsageError
+from .broker_access import open_broker
 
 LIST_HEADERS = ("TransactionalId", "Coordinator", "ProducerId", "TransactionState")
 DESCRIBE_HEADERS = ("CoordinatorId", "TransactionalId", "ProducerId", "ProducerEpoch", "TransactionState",
@@ -64,11 +65,9 @@ def _describe(broker, args: argparse.Namespace) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .seglog_command import _open_broker
-
     if args.action == "describe" and not args.transactional_id:
         raise UsageError("transactions describe needs --transactional-id")
-    with _open_broker(args, read_only=True) as broker:
+    with open_broker(args, read_only=True) as broker:
         lines = _list(broker, args) if args.action == "list" else _describe(broker, args)
     sys.stdout.write("".join(line + "\n" for line in lines))
     return 0
