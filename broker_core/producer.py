@@ -33,8 +33,9 @@ from .produced_records import RecordMetadata, as_record
 
 if TYPE_CHECKING:
     from .broker import Broker
+    from .broker_api import BrokerApi
 
-__all__ = ["Producer", "Transaction", "DEFAULT_TRANSACTION_TIMEOUT_MS"]
+__all__ = ["Producer", "ProducerSession", "Transaction", "DEFAULT_TRANSACTION_TIMEOUT_MS"]
 
 log = logging.getLogger(__name__)
 
@@ -49,32 +50,48 @@ def _raise_for(code: int, what: str) -> None:
         raise error_for_code(code)(what)
 
 
-class Producer:
-    """An idempotent (or, with ``transactional_id``, transactional) producer over an embedded Broker."""
+class ProducerSession:
+    """What a producer keeps between requests, whatever carries them (Kafka's client-side
+    ``TransactionManager``): its producer id and epoch, each partition's next sequence, and the
+    open transaction's partitions and groups. Subclasses send the requests: to an embedded
+    broker's coordinators (``Producer``) or over the protocol (``RemoteProducer``)."""
 
-    def __init__(self, broker: Broker, transactional_id: str | None = None,
-                 transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS) -> None:
-        self.broker = broker
+    broker: BrokerApi  # set by the subclass: where topics' partition counts and the partitioner come from
+
+    def __init__(self, transactional_id: str | None, transaction_timeout_ms: int) -> None:
         self.transactional_id = transactional_id
         self.transaction_timeout_ms = transaction_timeout_ms
-        self._coordinator = broker.transaction_coordinator
         self._sequences: dict[TopicPartition, int] = {}
         self._in_transaction = False
         self._partitions_in_txn: set[TopicPartition] = set()
-        self.producer_id = -1
-        self.producer_epoch = -1
-        self._init_producer_id()
+        self._offsets_groups: set[str] = set()
+        code, self.producer_id, self.producer_epoch = self._init_producer_id()
+        _raise_for(code, f"transactional id {transactional_id!r}: no producer id")
 
-    def _init_producer_id(self) -> None:
-        request = InitProducerIdRequest(transactional_id=self.transactional_id,
-                                        transaction_timeout_ms=self.transaction_timeout_ms)
-        for _ in range(_INIT_ATTEMPTS):
-            result = self._coordinator.init_producer_id(request)
-            if result.error_code != ConcurrentTransactionsError.code:
-                break
-        _raise_for(result.error_code, f"transactional id {self.transactional_id!r}: no producer id")
-        self.producer_id, self.producer_epoch = result.producer_id, result.producer_epoch
-        self._sequences.clear()
+    # --- what a subclass sends -------------------------------------------------------
+
+    def _init_producer_id(self) -> tuple[int, int, int]:
+        """InitProducerId: (error code, producer id, epoch)."""
+        raise NotImplementedError
+
+    def _now_ms(self) -> int:
+        raise NotImplementedError
+
+    def _append(self, tp: TopicPartition, batch: bytes) -> tuple[int, int]:
+        """Produce one batch: (its base offset, the log append time or -1)."""
+        raise NotImplementedError
+
+    def _add_partitions_to_txn(self, partitions: list[TopicPartition]) -> None:
+        raise NotImplementedError
+
+    def _add_offsets_to_txn(self, group_id: str) -> None:
+        raise NotImplementedError
+
+    def _txn_offset_commit(self, group_id: str, offsets: Mapping[TopicPartition, int], metadata: str) -> None:
+        raise NotImplementedError
+
+    def _end_txn(self, commit: bool) -> None:
+        raise NotImplementedError
 
     # --- producing ------------------------------------------------------------------
 
@@ -93,22 +110,20 @@ class Producer:
                                    self.broker.partitions_for(topic), partition, self.broker._partitioner)
         if self._in_transaction:
             self._add_partitions([TopicPartition(topic, p) for p in groups])
-        now = self.broker.clock.milliseconds()
+        now = self._now_ms()
         out: list[RecordMetadata | None] = [None] * len(items)
         for p, indexes in groups.items():
             tp = TopicPartition(topic, p)
-            batch_records = [items[i] for i in indexes]
             sequence = self._sequences.get(tp, 0)
-            info = self.broker.produce_batches(topic, p, build_batch(
-                batch_records, compression=codec, default_timestamp=now, producer_id=self.producer_id,
-                producer_epoch=self.producer_epoch, base_sequence=sequence,
+            base_offset, log_append_time = self._append(tp, build_batch(
+                [items[i] for i in indexes], compression=codec, default_timestamp=now,
+                producer_id=self.producer_id, producer_epoch=self.producer_epoch, base_sequence=sequence,
                 is_transactional=self._in_transaction))
-            self._sequences[tp] = (sequence + len(batch_records)) & 0x7FFFFFFF
+            self._sequences[tp] = (sequence + len(indexes)) & 0x7FFFFFFF
             for n, i in enumerate(indexes):
                 r = items[i]
-                ts = info.log_append_time if info.log_append_time >= 0 else (now if r.timestamp is None
-                                                                              else r.timestamp)
-                out[i] = RecordMetadata(topic, p, info.first_offset + n, ts)
+                ts = log_append_time if log_append_time >= 0 else (now if r.timestamp is None else r.timestamp)
+                out[i] = RecordMetadata(topic, p, base_offset + n, ts)
         return out  # type: ignore[return-value]
 
     # --- transactions ----------------------------------------------------------------
@@ -118,39 +133,95 @@ class Producer:
             raise InvalidTxnStateError(f"cannot {action}: the producer has no transactional id")
         return self.transactional_id
 
+    def _require_open(self, action: str) -> str:
+        transactional_id = self._require_transactional(action)
+        if not self._in_transaction:
+            raise InvalidTxnStateError(f"transactional id {transactional_id!r}: no transaction is open")
+        return transactional_id
+
     def begin_transaction(self) -> None:
         transactional_id = self._require_transactional("begin a transaction")
         if self._in_transaction:
             raise InvalidTxnStateError(f"transactional id {transactional_id!r}: a transaction is open already")
         self._in_transaction = True
         self._partitions_in_txn.clear()
+        self._offsets_groups.clear()
 
     def _add_partitions(self, partitions: list[TopicPartition]) -> None:
-        new = [tp for tp in partitions if tp not in self._partitions_in_txn]
-        if not new:
-            return
-        errors = self._coordinator.add_partitions_to_transaction(AddPartitionsToTxnRequest(
-            transactional_id=self.transactional_id, producer_id=self.producer_id,
-            producer_epoch=self.producer_epoch, partitions=tuple(new)))
-        for tp, code in errors.items():
-            _raise_for(code, f"transactional id {self.transactional_id!r}: adding {tp} to the transaction failed")
-        self._partitions_in_txn.update(new)
+        new = sorted(tp for tp in set(partitions) if tp not in self._partitions_in_txn)
+        if new:
+            self._add_partitions_to_txn(new)
+            self._partitions_in_txn.update(new)
 
     def send_offsets_to_transaction(self, group_id: str, offsets: Mapping[TopicPartition, int],
                                     metadata: str = "") -> None:
         """Commit the group's ``offsets`` in the open transaction: they count once it commits."""
-        transactional_id = self._require_transactional("send offsets to a transaction")
-        if not self._in_transaction:
-            raise InvalidTxnStateError(f"transactional id {transactional_id!r}: no transaction is open")
+        self._require_open("send offsets to a transaction")
+        if group_id not in self._offsets_groups:
+            self._add_offsets_to_txn(group_id)
+            self._offsets_groups.add(group_id)
+        self._txn_offset_commit(group_id, offsets, metadata)
+
+    def commit_transaction(self) -> None:
+        self._end_transaction(True)
+
+    def abort_transaction(self) -> None:
+        self._end_transaction(False)
+
+    def _end_transaction(self, commit: bool) -> None:
+        self._require_open("end a transaction")
+        self._in_transaction = False
+        if not self._partitions_in_txn and not self._offsets_groups:
+            return  # nothing was written: there is nothing to end (as Kafka's clients skip EndTxn)
+        self._partitions_in_txn.clear()
+        self._offsets_groups.clear()
+        self._end_txn(commit)
+
+
+class Producer(ProducerSession):
+    """An idempotent (or, with ``transactional_id``, transactional) producer over an embedded Broker."""
+
+    def __init__(self, broker: Broker, transactional_id: str | None = None,
+                 transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS) -> None:
+        self.broker = broker
+        self._coordinator = broker.transaction_coordinator
+        super().__init__(transactional_id, transaction_timeout_ms)
+
+    def _init_producer_id(self) -> tuple[int, int, int]:
+        request = InitProducerIdRequest(transactional_id=self.transactional_id,
+                                        transaction_timeout_ms=self.transaction_timeout_ms)
+        for _ in range(_INIT_ATTEMPTS):
+            result = self._coordinator.init_producer_id(request)
+            if result.error_code != ConcurrentTransactionsError.code:
+                break
+        return result.error_code, result.producer_id, result.producer_epoch
+
+    def _now_ms(self) -> int:
+        return self.broker.clock.milliseconds()
+
+    def _append(self, tp: TopicPartition, batch: bytes) -> tuple[int, int]:
+        info = self.broker.produce_batches(tp.topic, tp.partition, batch)
+        return info.first_offset, info.log_append_time
+
+    def _add_partitions_to_txn(self, partitions: list[TopicPartition]) -> None:
+        errors = self._coordinator.add_partitions_to_transaction(AddPartitionsToTxnRequest(
+            transactional_id=self.transactional_id, producer_id=self.producer_id,
+            producer_epoch=self.producer_epoch, partitions=tuple(partitions)))
+        for tp, code in errors.items():
+            _raise_for(code, f"transactional id {self.transactional_id!r}: adding {tp} to the transaction failed")
+
+    def _add_offsets_to_txn(self, group_id: str) -> None:
         code = self._coordinator.add_offsets_to_transaction(AddOffsetsToTxnRequest(
-            transactional_id=transactional_id, producer_id=self.producer_id, producer_epoch=self.producer_epoch,
-            group_id=group_id))
-        _raise_for(code, f"transactional id {transactional_id!r}: adding the offsets of group {group_id!r} failed")
-        self._partitions_in_txn.add(self._coordinator.offsets_partition_for(group_id))
+            transactional_id=self.transactional_id, producer_id=self.producer_id,
+            producer_epoch=self.producer_epoch, group_id=group_id))
+        _raise_for(code, f"transactional id {self.transactional_id!r}: adding the offsets of group "
+                         f"{group_id!r} failed")
+
+    def _txn_offset_commit(self, group_id: str, offsets: Mapping[TopicPartition, int], metadata: str) -> None:
         group_coordinator = self.broker.group_coordinator
         if group_coordinator is not None:
             errors = group_coordinator.commit_transactional_offsets(TxnOffsetCommitRequest(
-                transactional_id=transactional_id, group_id=group_id, producer_id=self.producer_id,
+                transactional_id=self.transactional_id, group_id=group_id, producer_id=self.producer_id,
                 producer_epoch=self.producer_epoch,
                 offsets={tp: OffsetCommitPartition(offset, metadata) for tp, offset in offsets.items()}))
             for tp, code in errors.items():
@@ -162,32 +233,19 @@ class Producer:
             group_id, self.producer_id, self.producer_epoch,
             {tp: OffsetAndMetadata(offset, metadata, now) for tp, offset in offsets.items()})
 
-    def commit_transaction(self) -> None:
-        self._end_transaction(True)
-
-    def abort_transaction(self) -> None:
-        self._end_transaction(False)
-
-    def _end_transaction(self, commit: bool) -> None:
-        transactional_id = self._require_transactional("end a transaction")
-        if not self._in_transaction:
-            raise InvalidTxnStateError(f"transactional id {transactional_id!r}: no transaction is open")
-        self._in_transaction = False
-        if not self._partitions_in_txn:
-            return  # nothing was written: there is nothing to end (as Kafka's clients skip EndTxn)
+    def _end_txn(self, commit: bool) -> None:
         code = self._coordinator.end_transaction(EndTxnRequest(
-            transactional_id=transactional_id, producer_id=self.producer_id, producer_epoch=self.producer_epoch,
-            committed=commit))
-        self._partitions_in_txn.clear()
-        _raise_for(code, f"transactional id {transactional_id!r}: {'committing' if commit else 'aborting'} "
-                         f"the transaction failed")
+            transactional_id=self.transactional_id, producer_id=self.producer_id,
+            producer_epoch=self.producer_epoch, committed=commit))
+        _raise_for(code, f"transactional id {self.transactional_id!r}: "
+                         f"{'committing' if commit else 'aborting'} the transaction failed")
 
 
 class Transaction:
     """One transaction of a transactional producer, as a ``with`` block: committed at its end, aborted
     when it raises (or when ``abort()`` was called in it)."""
 
-    def __init__(self, producer: Producer) -> None:
+    def __init__(self, producer: ProducerSession) -> None:
         self.producer = producer
         self._aborted = False
 
