@@ -48,18 +48,16 @@ from format.layout import TopicPartition
 from ...clock import SYSTEM_CLOCK, Clock
 from ...consumer_protocol import CONSUMER_PROTOCOL_TYPE
 from ...errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, FencedInstanceIdError,
-                       GroupIdNotFoundError, GroupMaxSizeReachedError, GroupSubscribedToTopicError, IllegalGenerationError,
-                       InconsistentGroupProtocolError, InvalidCommitOffsetSizeError, InvalidFetchSizeError,
-                       InvalidGroupIdError, InvalidRequestError, InvalidSessionTimeoutError, KafkaError,
-                       KafkaStorageError, MemberIdRequiredError, MessageTooLargeError, NonEmptyGroupError,
-                       NotCoordinatorError, NotEnoughReplicasAfterAppendError, NotEnoughReplicasError,
-                       NotLeaderOrFollowerError, OffsetMetadataTooLargeError, RebalanceInProgressError,
-                       RecordListTooLargeError, RequestTimedOutError, UnknownMemberIdError, UnknownServerError,
-                       UnknownTopicOrPartitionError)
+                       GroupIdNotFoundError, GroupMaxSizeReachedError, GroupSubscribedToTopicError,
+                       IllegalGenerationError, InconsistentGroupProtocolError, InvalidCommitOffsetSizeError,
+                       InvalidGroupIdError, InvalidRequestError, InvalidSessionTimeoutError, MemberIdRequiredError,
+                       NonEmptyGroupError, NotCoordinatorError, OffsetMetadataTooLargeError, RebalanceInProgressError,
+                       UnknownMemberIdError, UnknownServerError)
 from ...offsets_topic import OFFSETS_TOPIC, partition_for_group
 from ...purgatory import DelayedOperationPurgatory
 from ...timer import SystemTimer
 from ...timer.timer_task import TimerTask
+from ..append_errors import append_error_type
 from .broker_store import BrokerGroupStore
 from .config import NEW_MEMBER_JOIN_TIMEOUT_MS, GroupCoordinatorConfig
 from .delayed_heartbeat import DelayedHeartbeat
@@ -88,23 +86,9 @@ log = logging.getLogger(__name__)
 
 _S = GroupState
 
-# The store's failures as Kafka answers them (GroupMetadataManager's mapping).
-_COORDINATOR_NOT_AVAILABLE_CAUSES = (UnknownTopicOrPartitionError, NotEnoughReplicasError,
-                                     NotEnoughReplicasAfterAppendError, RequestTimedOutError)
-_NOT_COORDINATOR_CAUSES = (NotLeaderOrFollowerError, KafkaStorageError)
-_TOO_LARGE_CAUSES = (RecordListTooLargeError, MessageTooLargeError, InvalidFetchSizeError)
-
-
 def _store_error_code(exc: BaseException, *, offsets: bool) -> int:
-    if isinstance(exc, _COORDINATOR_NOT_AVAILABLE_CAUSES):
-        return CoordinatorNotAvailableError.code
-    if isinstance(exc, _NOT_COORDINATOR_CAUSES):
-        return NotCoordinatorError.code
-    if isinstance(exc, _TOO_LARGE_CAUSES):
-        return InvalidCommitOffsetSizeError.code if offsets else UnknownServerError.code
-    if isinstance(exc, KafkaError):
-        return exc.code
-    return UnknownServerError.code
+    """The store's failures as Kafka answers them (GroupMetadataManager's mapping)."""
+    return append_error_type(exc, InvalidCommitOffsetSizeError if offsets else UnknownServerError).code
 
 
 class _OffsetsExpirationTask(TimerTask):

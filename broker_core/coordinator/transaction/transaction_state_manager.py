@@ -19,11 +19,9 @@ from format.record import SimpleRecord
 from format.record_batch import build_batch, iter_batches
 
 from ...clock import Clock
-from ...errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, InvalidFetchSizeError,
-                       KafkaError, KafkaStorageError, MessageTooLargeError, NotCoordinatorError,
-                       NotEnoughReplicasAfterAppendError, NotEnoughReplicasError, NotLeaderOrFollowerError,
-                       RecordListTooLargeError, RequestTimedOutError, TopicAlreadyExistsError, UnknownServerError,
-                       UnknownTopicOrPartitionError)
+from ...errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, KafkaError,
+                       TopicAlreadyExistsError)
+from ..append_errors import append_error_type
 from .config import TransactionConfig
 from .transaction_log import (TRANSACTION_STATE_TOPIC, InvalidTransactionLogRecordError, decode_key, decode_value,
                               encode_key, encode_value, partition_for_transactional_id)
@@ -39,22 +37,10 @@ log = logging.getLogger(__name__)
 
 _S = TransactionState
 
-# The log's failures as Kafka's TransactionStateManager answers them.
-_COORDINATOR_NOT_AVAILABLE_CAUSES = (UnknownTopicOrPartitionError, NotEnoughReplicasError,
-                                     NotEnoughReplicasAfterAppendError, RequestTimedOutError)
-_NOT_COORDINATOR_CAUSES = (NotLeaderOrFollowerError, KafkaStorageError)
-_UNKNOWN_SERVER_CAUSES = (RecordListTooLargeError, MessageTooLargeError, InvalidFetchSizeError)
-
-
 def append_error(exc: BaseException) -> KafkaError:
     """The error a client gets when writing ``__transaction_state`` failed with ``exc``."""
-    if isinstance(exc, _COORDINATOR_NOT_AVAILABLE_CAUSES):
-        return CoordinatorNotAvailableError(str(exc))
-    if isinstance(exc, _NOT_COORDINATOR_CAUSES):
-        return NotCoordinatorError(str(exc))
-    if isinstance(exc, _UNKNOWN_SERVER_CAUSES) or not isinstance(exc, KafkaError):
-        return UnknownServerError(str(exc))
-    return exc
+    error = append_error_type(exc)
+    return exc if isinstance(exc, error) else error(str(exc))
 
 
 def ensure_transaction_state_topic(broker: Broker, config: TransactionConfig) -> int:
