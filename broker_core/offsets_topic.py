@@ -22,8 +22,7 @@ from typing import Union
 
 from format import layout
 
-from .protocol.codec import decode, encode
-from .protocol.errors import ProtocolError
+from .protocol.versioned_record import decode_versioned, encode_versioned, record_version
 from .protocol.schema import F, Message, Versions
 
 __all__ = [
@@ -215,33 +214,12 @@ GROUP_METADATA_VALUE = Message("GroupMetadataValue", None, Versions.parse("0-4")
     )),
 ))
 
-_VERSION = struct.Struct(">h")
-
-
 def _encode(message: Message, version: int, body: dict) -> bytes:
-    if version not in message.valid:
-        raise InvalidOffsetsRecordError(f"{message.name} has versions {message.valid}, not {version}")
-    out: list = [_VERSION.pack(version)]
-    try:
-        encode(message, version, body, out)
-    except ProtocolError as exc:
-        raise InvalidOffsetsRecordError(str(exc)) from None
-    return b"".join(bytes(part) for part in out)
+    return encode_versioned(message, version, body, InvalidOffsetsRecordError)
 
 
 def _decode(message: Message, data: bytes) -> tuple[int, dict]:
-    if len(data) < _VERSION.size:
-        raise InvalidOffsetsRecordError(f"{message.name} of {len(data)} bytes has no version")
-    (version,) = _VERSION.unpack_from(data)
-    if version not in message.valid:
-        raise InvalidOffsetsRecordError(f"{message.name} version {version} is not supported "
-                                        f"(versions {message.valid} are)")
-    try:
-        # Trailing bytes are left alone, as Kafka's readers leave them.
-        body, _ = decode(message, version, memoryview(data), _VERSION.size)
-    except ProtocolError as exc:
-        raise InvalidOffsetsRecordError(str(exc)) from None
-    return version, body
+    return decode_versioned(message, data, InvalidOffsetsRecordError)
 
 
 # --- keys ----------------------------------------------------------------------
@@ -259,9 +237,9 @@ def encode_key(key: OffsetsTopicKey) -> bytes:
 
 def decode_key(data: bytes) -> OffsetsTopicKey:
     """An offsets topic key; raises UnknownRecordTypeError for other record types (readers skip those)."""
-    if len(data) < _VERSION.size:
+    version = record_version(data)
+    if version is None:
         raise InvalidOffsetsRecordError(f"offsets topic key of {len(data)} bytes has no version")
-    (version,) = _VERSION.unpack_from(data)
     if version in OFFSET_COMMIT_KEY.valid:
         _, v = _decode(OFFSET_COMMIT_KEY, data)
         return OffsetCommitKey(v["group"], v["topic"], v["partition"])

@@ -17,7 +17,6 @@ Everything here is pure: bytes in, values out.
 from __future__ import annotations
 
 import json
-import struct
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,8 +24,7 @@ from format import layout
 from format.layout import TopicPartition
 
 from ...offsets_topic import partition_for_group
-from ...protocol.codec import decode, encode
-from ...protocol.errors import ProtocolError
+from ...protocol.versioned_record import decode_versioned, encode_versioned, record_version
 from ...protocol.schema import F, Field, Message, Versions
 from .transaction_state import TransactionState
 
@@ -78,9 +76,6 @@ TRANSACTION_LOG_VALUE = Message("TransactionLogValue", None, Versions.parse("0-1
     F("ClientTransactionVersion", "int16", "1+", tag=2, default=0),
 ))
 
-_VERSION = struct.Struct(">h")
-
-
 class InvalidTransactionLogRecordError(ValueError):
     """A key or value of ``__transaction_state`` that cannot be decoded (or encoded) at its version."""
 
@@ -106,26 +101,11 @@ def partition_for_transactional_id(transactional_id: str, num_partitions: int) -
 
 
 def _encode(message: Message, version: int, body: dict) -> bytes:
-    out: list = [_VERSION.pack(version)]
-    try:
-        encode(message, version, body, out)
-    except ProtocolError as exc:
-        raise InvalidTransactionLogRecordError(str(exc)) from None
-    return b"".join(bytes(part) for part in out)
+    return encode_versioned(message, version, body, InvalidTransactionLogRecordError)
 
 
 def _decode(message: Message, data: bytes) -> tuple[int, dict]:
-    if len(data) < _VERSION.size:
-        raise InvalidTransactionLogRecordError(f"{message.name} of {len(data)} bytes has no version")
-    (version,) = _VERSION.unpack_from(data)
-    if version not in message.valid:
-        raise InvalidTransactionLogRecordError(f"{message.name} version {version} is not supported "
-                                               f"(versions {message.valid} are)")
-    try:
-        body, _ = decode(message, version, memoryview(data), _VERSION.size)
-    except ProtocolError as exc:
-        raise InvalidTransactionLogRecordError(str(exc)) from None
-    return version, body
+    return decode_versioned(message, data, InvalidTransactionLogRecordError)
 
 
 def encode_key(transactional_id: str) -> bytes:
@@ -198,9 +178,9 @@ def format_record(key: bytes | None, value: bytes | None) -> tuple[str | None, s
     ``Unknown(version=N)`` for a version this layout does not know."""
     if key is None:
         return "Failed to decode a record without a key using the transaction log decoder", None
-    if len(key) < _VERSION.size:
+    key_version = record_version(key)
+    if key_version is None:
         return f"Failed to decode a key of {len(key)} bytes using the transaction log decoder", None
-    (key_version,) = _VERSION.unpack_from(key)
     if key_version not in TRANSACTION_LOG_KEY.valid:
         return f"Unknown(version={key_version})", None
     try:
@@ -210,9 +190,9 @@ def format_record(key: bytes | None, value: bytes | None) -> tuple[str | None, s
     key_text = _json("type", key_version, TRANSACTION_LOG_KEY, key_body)
     if value is None:
         return key_text, "<DELETE>"
-    if len(value) < _VERSION.size:
+    value_version = record_version(value)
+    if value_version is None:
         return key_text, f"Failed to decode a value of {len(value)} bytes"
-    (value_version,) = _VERSION.unpack_from(value)
     if value_version not in TRANSACTION_LOG_VALUE.valid:
         return key_text, f"Unknown(version={value_version})"
     try:
