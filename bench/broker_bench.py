@@ -422,20 +422,24 @@ def rotated(names: Sequence[str], i: int) -> tuple[str, ...]:
     return tuple(names[k:]) + tuple(names[:k])
 
 
-def throughput_rows(brokers: dict[str, RunningBroker], work: Workload, runs: int) -> list[Row]:
-    produced: dict[str, list[float]] = {name: [] for name in BROKERS}
-    consumed: dict[str, list[float]] = {name: [] for name in BROKERS}
-    produce_cpu: dict[str, list[float]] = {name: [] for name in BROKERS}
-    consume_cpu: dict[str, list[float]] = {name: [] for name in BROKERS}
+def measured_rows(brokers: dict[str, RunningBroker], names: Sequence[str], work: Workload, runs: int, label: str,
+                  topic_prefix: str, produce: Callable[[str, str, int], tuple[float, float]],
+                  consume: Callable[[str, str, int], tuple[float, float]]) -> list[Row]:
+    """A produce and a consume row for ``names``: an untimed warm-up, then ``runs`` runs, the brokers taking
+    turns going first. ``produce``/``consume`` (broker name, topic, run) give seconds and the broker's CPU share."""
+    produced: dict[str, list[float]] = {name: [] for name in names}
+    consumed: dict[str, list[float]] = {name: [] for name in names}
+    produce_cpu: dict[str, list[float]] = {name: [] for name in names}
+    consume_cpu: dict[str, list[float]] = {name: [] for name in names}
     for i in range(runs + 1):
-        order = rotated(BROKERS, i)
-        log(f"  {work.name}: {'warm-up' if i == 0 else f'run {i} of {runs}'} ({', '.join(order)})")
+        order = rotated(names, i)
+        log(f"  {label}: {'warm-up' if i == 0 else f'run {i} of {runs}'} ({', '.join(order)})")
         for name in order:
             broker = brokers[name]
-            topic = f"bench-{work.value_size}-{i}"
+            topic = f"{topic_prefix}-{work.value_size}-{i}"
             create_topic(broker.bootstrap, topic)
-            produce_s, produce_core = with_broker_cpu(broker, lambda: produce_all(broker.bootstrap, topic, work))
-            consume_s, consume_core = with_broker_cpu(broker, lambda: consume_all(broker.bootstrap, topic, work))
+            produce_s, produce_core = produce(name, topic, i)
+            consume_s, consume_core = consume(name, topic, i)
             delete_topic(broker.bootstrap, topic)
             log(f"    {name}: produce {work.bytes / produce_s / 1e6:,.1f} MB/s (broker CPU {produce_core:.0%}), "
                 f"consume {work.bytes / consume_s / 1e6:,.1f} MB/s (broker CPU {consume_core:.0%})")
@@ -444,10 +448,21 @@ def throughput_rows(brokers: dict[str, RunningBroker], work: Workload, runs: int
                 consumed[name].append(consume_s)
                 produce_cpu[name].append(produce_core)
                 consume_cpu[name].append(consume_core)
-    return [Row(f"produce, {work.name}", {n: work.timing(produced[n]) for n in BROKERS},
-                {n: tuple(produce_cpu[n]) for n in BROKERS}),
-            Row(f"consume, {work.name}", {n: work.timing(consumed[n]) for n in BROKERS},
-                {n: tuple(consume_cpu[n]) for n in BROKERS})]
+    return [Row(f"produce, {label}", {n: work.timing(produced[n]) for n in names},
+                {n: tuple(produce_cpu[n]) for n in names}),
+            Row(f"consume, {label}", {n: work.timing(consumed[n]) for n in names},
+                {n: tuple(consume_cpu[n]) for n in names})]
+
+
+def throughput_rows(brokers: dict[str, RunningBroker], work: Workload, runs: int) -> list[Row]:
+    """confluent-kafka against every broker."""
+    def produce(name: str, topic: str, run: int) -> tuple[float, float]:
+        return with_broker_cpu(brokers[name], lambda: produce_all(brokers[name].bootstrap, topic, work))
+
+    def consume(name: str, topic: str, run: int) -> tuple[float, float]:
+        return with_broker_cpu(brokers[name], lambda: consume_all(brokers[name].bootstrap, topic, work))
+
+    return measured_rows(brokers, BROKERS, work, runs, work.name, "bench", produce, consume)
 
 
 # --- Kafka's Java client, through Kafka's perf-test tools ----------------------------------
@@ -505,33 +520,16 @@ def with_broker_cpu_over(broker: RunningBroker, action: Callable[[], float]) -> 
 
 
 def java_client_rows(brokers: dict[str, RunningBroker], work: Workload, runs: int) -> list[Row]:
-    produced: dict[str, list[float]] = {name: [] for name in JAVA_CLIENT_BROKERS}
-    consumed: dict[str, list[float]] = {name: [] for name in JAVA_CLIENT_BROKERS}
-    produce_cpu: dict[str, list[float]] = {name: [] for name in JAVA_CLIENT_BROKERS}
-    consume_cpu: dict[str, list[float]] = {name: [] for name in JAVA_CLIENT_BROKERS}
-    for i in range(runs + 1):
-        order = rotated(JAVA_CLIENT_BROKERS, i)
-        log(f"  {work.name}, Java client: {'warm-up' if i == 0 else f'run {i} of {runs}'} ({', '.join(order)})")
-        for name in order:
-            broker = brokers[name]
-            topic = f"bench-java-{work.value_size}-{i}"
-            create_topic(broker.bootstrap, topic)
-            produce_s, produce_core = with_broker_cpu_over(
-                broker, lambda: producer_perf_test(broker.bootstrap, topic, work))
-            consume_s, consume_core = with_broker_cpu_over(
-                broker, lambda: consumer_perf_test(broker.bootstrap, topic, work, f"bench-java-{i}"))
-            delete_topic(broker.bootstrap, topic)
-            log(f"    {name}: produce {work.bytes / produce_s / 1e6:,.1f} MB/s (broker CPU {produce_core:.0%}), "
-                f"consume {work.bytes / consume_s / 1e6:,.1f} MB/s (broker CPU {consume_core:.0%})")
-            if i:
-                produced[name].append(produce_s)
-                consumed[name].append(consume_s)
-                produce_cpu[name].append(produce_core)
-                consume_cpu[name].append(consume_core)
-    return [Row(f"produce, {work.name}, Java client", {n: work.timing(produced[n]) for n in JAVA_CLIENT_BROKERS},
-                {n: tuple(produce_cpu[n]) for n in JAVA_CLIENT_BROKERS}),
-            Row(f"consume, {work.name}, Java client", {n: work.timing(consumed[n]) for n in JAVA_CLIENT_BROKERS},
-                {n: tuple(consume_cpu[n]) for n in JAVA_CLIENT_BROKERS})]
+    """Kafka's Java client, through its perf-test tools, against seglog and Kafka."""
+    def produce(name: str, topic: str, run: int) -> tuple[float, float]:
+        return with_broker_cpu_over(brokers[name], lambda: producer_perf_test(brokers[name].bootstrap, topic, work))
+
+    def consume(name: str, topic: str, run: int) -> tuple[float, float]:
+        return with_broker_cpu_over(brokers[name], lambda: consumer_perf_test(
+            brokers[name].bootstrap, topic, work, f"bench-java-{run}"))
+
+    return measured_rows(brokers, JAVA_CLIENT_BROKERS, work, runs, f"{work.name}, Java client", "bench-java",
+                         produce, consume)
 
 
 def latency_figures(brokers: dict[str, RunningBroker], work: Workload, duration_s: float) -> dict[str, Latency]:
