@@ -69,6 +69,19 @@ def spark(tmp_path_factory):
     session.stop()
 
 
+@pytest.fixture()
+def broker_server(tmp_path):
+    """A started seglog broker (``BrokerServer``) on 127.0.0.1 over a fresh log dir; shut down (gracefully)
+    after the test."""
+    from tests.broker_core.server.server_kit import start_broker
+
+    server = start_broker(tmp_path / "logs")
+    try:
+        yield server
+    finally:
+        server.shutdown(timeout_ms=10_000)
+
+
 @pytest.fixture(scope="session")
 def apache_kafka(tmp_path_factory):
     """Apache Kafka 4.x in KRaft mode (one broker and controller) on 127.0.0.1, for the whole run."""

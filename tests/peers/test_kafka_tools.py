@@ -53,8 +53,8 @@ def normalized(lines: list[str], topic: str, node: int) -> list[str]:
 # --- kafka-topics.sh ------------------------------------------------------------------------------------
 
 
-def test_kafka_topics_creates_lists_describes_alters_and_deletes_a_topic_on_seglog(seglog_server, apache_kafka):
-    seglog, kafka = seglog_server.bootstrap_servers, apache_kafka.bootstrap
+def test_kafka_topics_creates_lists_describes_alters_and_deletes_a_topic_on_seglog(broker_server, apache_kafka):
+    seglog, kafka = broker_server.bootstrap_servers, apache_kafka.bootstrap
     topic = unique("orders")
     described = {}
     for bootstrap, node in ((seglog, SEGLOG_NODE), (kafka, KAFKA_NODE)):
@@ -74,21 +74,21 @@ def test_kafka_topics_creates_lists_describes_alters_and_deletes_a_topic_on_segl
     assert topic not in topics(seglog, "--list")
 
 
-def test_kafka_cluster_tool_reads_the_cluster_id_of_seglog_through_describe_cluster(seglog_server):
+def test_kafka_cluster_tool_reads_the_cluster_id_of_seglog_through_describe_cluster(broker_server):
     assert tool("org.apache.kafka.tools.ClusterTool", "cluster-id", "--bootstrap-server",
-                seglog_server.bootstrap_servers) == [
-        f"Cluster ID: {seglog_server.cluster_id}"]
+                broker_server.bootstrap_servers) == [
+        f"Cluster ID: {broker_server.cluster_id}"]
 
 
 # --- console producer and consumer ---------------------------------------------------------------------
 
 
-def test_console_producer_and_consumer_round_trip_keys_and_headers_on_seglog_as_on_kafka(seglog_server,
+def test_console_producer_and_consumer_round_trip_keys_and_headers_on_seglog_as_on_kafka(broker_server,
                                                                                           apache_kafka):
     keyed = "alice:order-1\nbob:order 2 with spaces\n"
     with_headers = "trace:abc,region:eu\tcarol\t{\"amount\": 12}\nempty:\tdave\tlast\n"
     consumed = {}
-    for bootstrap in (seglog_server.bootstrap_servers, apache_kafka.bootstrap):
+    for bootstrap in (broker_server.bootstrap_servers, apache_kafka.bootstrap):
         topic, group = unique("console"), unique("console-group")
         tool("kafka-console-producer.sh", "--bootstrap-server", bootstrap, "--topic", topic,
              "--property", "parse.key=true", "--property", "key.separator=:", input=keyed)
@@ -98,10 +98,10 @@ def test_console_producer_and_consumer_round_trip_keys_and_headers_on_seglog_as_
                                    "--from-beginning",
                                    "--max-messages", "4", "--property", "print.key=true",
                                    "--property", "print.headers=true", "--group", group)
-    assert consumed[seglog_server.bootstrap_servers] == [
+    assert consumed[broker_server.bootstrap_servers] == [
         "NO_HEADERS\talice\torder-1", "NO_HEADERS\tbob\torder 2 with spaces",
         "trace:abc,region:eu\tcarol\t{\"amount\": 12}", "empty:\tdave\tlast"]
-    assert consumed[seglog_server.bootstrap_servers] == consumed[apache_kafka.bootstrap]
+    assert consumed[broker_server.bootstrap_servers] == consumed[apache_kafka.bootstrap]
 
 
 # --- kafka-consumer-groups.sh -----------------------------------------------------------------------------
@@ -143,10 +143,10 @@ def _group_scenario(bootstrap: str, topic: str, group: str) -> dict[str, list[st
                    for line in lines] for step, lines in out.items()}
 
 
-def test_kafka_consumer_groups_lists_describes_resets_and_deletes_offsets_on_seglog_as_on_kafka(seglog_server,
+def test_kafka_consumer_groups_lists_describes_resets_and_deletes_offsets_on_seglog_as_on_kafka(broker_server,
                                                                                                 apache_kafka):
     topic, group = unique("lagging"), unique("etl")
-    seglog = _group_scenario(seglog_server.bootstrap_servers, topic, group)
+    seglog = _group_scenario(broker_server.bootstrap_servers, topic, group)
     kafka = _group_scenario(apache_kafka.bootstrap, topic, group)
     assert "<group> Empty" in seglog["list"]
     assert seglog["describe"] == [
@@ -161,10 +161,10 @@ def test_kafka_consumer_groups_lists_describes_resets_and_deletes_offsets_on_seg
     assert [line for line in kafka["list"] if "<group>" in line] == ["<group> Empty"]
 
 
-def test_deleting_offsets_of_a_topic_an_active_consumer_reads_is_refused_by_seglog(seglog_server):
+def test_deleting_offsets_of_a_topic_an_active_consumer_reads_is_refused_by_seglog(broker_server):
     from kafka import KafkaConsumer
 
-    bootstrap = seglog_server.bootstrap_servers
+    bootstrap = broker_server.bootstrap_servers
     topic, group = unique("busy"), unique("readers")
     _committed_group(bootstrap, topic, group)
     consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
@@ -197,8 +197,8 @@ def test_deleting_offsets_of_a_topic_an_active_consumer_reads_is_refused_by_segl
 # --- the perf-test tools ------------------------------------------------------------------------------------
 
 
-def test_producer_and_consumer_perf_tests_count_every_record_through_seglog(seglog_server):
-    bootstrap = seglog_server.bootstrap_servers
+def test_producer_and_consumer_perf_tests_count_every_record_through_seglog(broker_server):
+    bootstrap = broker_server.bootstrap_servers
     topic = unique("perf")
     topics(bootstrap, "--create", "--topic", topic, "--partitions", "2")
     produced = tool("kafka-producer-perf-test.sh", "--topic", topic, "--num-records", "5000",

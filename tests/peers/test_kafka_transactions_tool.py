@@ -13,8 +13,8 @@ def table(text: str) -> list[list[str]]:
     return [line.split("\t") for line in text.splitlines() if not line.startswith(("WARN", "Warning"))]
 
 
-def test_seglog_transactions_prints_what_kafka_transactions_prints(seglog_server, capsys):
-    broker = seglog_server.broker
+def test_seglog_transactions_prints_what_kafka_transactions_prints(broker_server, capsys):
+    broker = broker_server.broker
     broker.create_topic("orders", 2)
     with broker.transaction("etl", transaction_timeout_ms=30_000) as txn:
         txn.produce("orders", [b"one"], partition=0)
@@ -22,7 +22,7 @@ def test_seglog_transactions_prints_what_kafka_transactions_prints(seglog_server
     ongoing.begin_transaction()
     ongoing.produce("orders", [b"two"], partition=0)
     ongoing.produce("orders", [b"three"], partition=1)
-    bootstrap = seglog_server.bootstrap_servers
+    bootstrap = broker_server.bootstrap_servers
     for args in (["list"], ["describe", "--transactional-id", "open"], ["describe", "--transactional-id", "etl"]):
         kafka = run_tool("kafka-transactions.sh", "--bootstrap-server", bootstrap, *args)
         assert kafka.returncode == 0, kafka.stderr
