@@ -62,6 +62,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def random_cluster_id() -> str:
+    """Kafka's cluster id: 16 random bytes in URL-safe base64 without padding, drawn again when it starts with
+    "-" (as Kafka's ``Uuid.randomUuid`` does), which a command line would take for an option."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
 class KafkaBroker:
     """One Apache Kafka broker and controller in KRaft mode, on 127.0.0.1, with its own log dir.
 
@@ -117,8 +126,7 @@ class KafkaBroker:
 
     def start(self) -> "KafkaBroker":
         config = self._write_properties()
-        # Kafka's cluster id: 16 random bytes in URL-safe base64 without padding
-        cluster_id = base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+        cluster_id = random_cluster_id()
         fmt = subprocess.run(java_command(TOOLS["kafka-storage.sh"], ["format", "-t", cluster_id, "-c", str(config)]),
                              capture_output=True, text=True, timeout=120)
         if fmt.returncode != 0:
