@@ -50,7 +50,7 @@ from .election import (ElectionResult, controlled_shutdown_partition_leader_elec
                        offline_partition_leader_election, preferred_replica_partition_leader_election,
                        remove_replica_from_isr)
 from .kafka_zk_client import ControllerRegistration, KafkaZkClient, Versioned
-from .metadata_store import LeaseNotFoundError, WatchEventType
+from .metadata_store import LeaseNotFoundError, WatchEvent, WatchEventType
 from .partition_state import INITIAL_LEADER_EPOCH, NO_LEADER, PartitionState, PartitionStateChange
 from .zk_data import BrokerInfo
 
@@ -154,8 +154,11 @@ class KafkaController:
                 controller_changed = True
             elif event.key.startswith(zk_data.BROKER_IDS_PATH):
                 brokers_changed = True
-            elif event.key.startswith(zk_data.TOPICS_PATH) and zk_data.topic_from_path(event.key) is not None:
-                topics_changed = True
+            elif event.key.startswith(zk_data.TOPICS_PATH):
+                if zk_data.topic_from_path(event.key) is not None:
+                    topics_changed = True
+                else:
+                    self._on_partition_state_event(event)
         changes: list[PartitionStateChange] = []
         try:
             if controller_changed:
@@ -172,6 +175,20 @@ class KafkaController:
         except NotControllerError as exc:
             self._resign(str(exc))
         return changes
+
+    def _on_partition_state_event(self, event: WatchEvent) -> None:
+        """Follow the states others write (a leader shrinking or expanding its ISR), as Kafka's controller
+        follows ``/isr_change_notification``; the controller's own writes are already known."""
+        tp = zk_data.partition_from_state_path(event.key)
+        if tp is None or not self.is_active:
+            return
+        held = self._states.get(tp)
+        if event.type is WatchEventType.DELETE:
+            if held is not None and held.mod_revision < event.mod_revision:
+                del self._states[tp]
+        elif held is None or held.mod_revision < event.mod_revision:
+            if tp.topic in self._assignments:
+                self._states[tp] = Versioned(zk_data.decode_partition_state(tp, event.value), event.mod_revision)
 
     # -- election --
 
