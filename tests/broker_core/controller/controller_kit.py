@@ -107,3 +107,50 @@ class FakeCluster:
         held = self.zk.get_partition_state(TopicPartition(topic, partition))
         assert held is not None, f"{topic}-{partition} has no state"
         return held.value
+
+
+class EtcdNode:
+    """One broker of a cluster on a real etcd: its own connection, session lease, registration and controller —
+    what a ``seglog broker`` process holds."""
+
+    def __init__(self, connect: str, broker_id: int, session_timeout_ms: int = 1000, heartbeat_ms: int = 200,
+                 **config) -> None:
+        from broker_core.controller.etcd_connect import parse_etcd_connect
+        from broker_core.controller.etcd_metadata_store import EtcdMetadataStore
+        from broker_core.controller.session_lease import SessionLease
+
+        self.broker_id = broker_id
+        self.store = EtcdMetadataStore(parse_etcd_connect(connect), request_timeout_ms=10_000)
+        self.zk = KafkaZkClient(self.store)
+        self.session = SessionLease(self.store, session_timeout_ms, heartbeat_ms, name=f"broker-{broker_id}")
+        endpoint = EndPoint("PLAINTEXT", "PLAINTEXT", "127.0.0.1", 9092 + broker_id)
+        self.zk.register_broker(BrokerInfo(broker_id, (endpoint,)), self.session.lease)
+        self.controller = KafkaController(
+            BrokerConfig(node_id=broker_id, broker_session_timeout_ms=session_timeout_ms,
+                         broker_heartbeat_interval_ms=heartbeat_ms, **config), self.zk, self.session.lease)
+
+    def gone(self, revoke: bool) -> None:
+        """The process is gone: no more renewals (``revoke``: a clean exit ended the lease too)."""
+        self.session.close(revoke=revoke)
+        self.controller = None
+        self.store.close()
+
+    def close(self) -> None:
+        if self.controller is not None:
+            self.controller.shutdown()
+            self.session.close()
+            self.store.close()
+
+
+def poll_until(nodes, probe, timeout_s: float = 15.0) -> list[PartitionStateChange]:
+    """Poll the controllers of ``nodes`` that are up until ``probe()`` holds; the changes they made."""
+    import time
+
+    changes: list[PartitionStateChange] = []
+    deadline = time.monotonic() + timeout_s
+    while not probe():
+        assert time.monotonic() < deadline, f"not reached within {timeout_s} s"
+        for node in nodes:
+            if node.controller is not None:
+                changes += node.controller.poll(timeout_s=0.05)
+    return changes

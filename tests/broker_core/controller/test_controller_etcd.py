@@ -1,0 +1,95 @@
+"""The controller on a real etcd: contending controllers, failover fenced by the epoch, leader election when
+a broker's session expires, and etcd restarting under a running cluster."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from broker_core.controller.etcd_connect import parse_etcd_connect
+from broker_core.controller.etcd_metadata_store import EtcdMetadataStore
+from broker_core.controller.kafka_zk_client import KafkaZkClient
+from broker_core.controller.admin_zk_client import AdminZkClient
+from broker_core.controller.partition_state import PartitionState
+from format.layout import TopicPartition
+from tests.broker_core.controller.controller_kit import EtcdNode, poll_until
+
+T0 = TopicPartition("t", 0)
+CHROOT = "/seglog"
+
+
+@pytest.fixture()
+def nodes(etcd_server):
+    started: list[EtcdNode] = []
+
+    def start(broker_id: int, **config) -> EtcdNode:
+        node = EtcdNode(etcd_server.connect(CHROOT), broker_id, **config)
+        started.append(node)
+        return node
+
+    yield start
+    for node in started:
+        node.close()
+
+
+@pytest.fixture()
+def observer(etcd_server):
+    """A separate connection that reads what the cluster wrote to etcd."""
+    store = EtcdMetadataStore(parse_etcd_connect(etcd_server.connect(CHROOT)))
+    yield KafkaZkClient(store)
+    store.close()
+
+
+def test_two_controllers_contending_one_wins_and_the_other_takes_over_with_a_higher_epoch(nodes, observer):
+    first, second = nodes(1), nodes(2)
+    barrier = threading.Barrier(2)
+
+    def stand(node):
+        barrier.wait()
+        node.controller.startup()
+
+    threads = [threading.Thread(target=stand, args=(n,)) for n in (first, second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert sorted([first.controller.is_active, second.controller.is_active]) == [False, True]
+    winner, other = (first, second) if first.controller.is_active else (second, first)
+    assert observer.get_controller_id() == winner.broker_id
+    assert observer.get_controller_epoch().value == winner.controller.epoch == 1
+    # The winner's process is gone: its lease revoked, /controller with it.
+    winner.gone(revoke=True)
+    poll_until([other], lambda: other.controller.is_active)
+    assert other.controller.epoch == 2
+    assert (observer.get_controller_id(), observer.get_controller_epoch().value) == (other.broker_id, 2)
+
+
+def test_a_broker_registration_expiring_after_the_session_timeout_triggers_leader_election(nodes, observer):
+    controller_node, leader, follower = nodes(1), nodes(2), nodes(3)
+    AdminZkClient(observer).create_topic("t", replica_assignment={0: [2, 3, 1]})
+    controller_node.controller.startup()
+    follower.controller.startup()
+    assert observer.get_partition_state(T0).value == PartitionState(2, 0, (2, 3, 1), 1)
+    # Broker 2 is SIGKILLed: no revoke, its session just stops being renewed.
+    leader.gone(revoke=False)
+    changes = poll_until([controller_node, follower], lambda: observer.get_partition_state(T0).value.leader != 2)
+    assert observer.get_partition_state(T0).value == PartitionState(3, 1, (3, 1), 1)
+    assert 2 not in {b for b in observer.get_all_brokers()}
+    assert [(c.topic_partition, c.state.leader, c.reason) for c in changes] == [
+        (T0, 3, "offline partition leader election")]
+    assert follower.controller.is_active is False
+
+
+def test_the_cluster_carries_on_after_etcd_restarts(etcd_server, nodes, observer):
+    controller_node, leader, _ = nodes(1, session_timeout_ms=3000, heartbeat_ms=300), \
+        nodes(2, session_timeout_ms=3000, heartbeat_ms=300), nodes(3, session_timeout_ms=3000, heartbeat_ms=300)
+    AdminZkClient(observer).create_topic("t", replica_assignment={0: [2, 3, 1]})
+    controller_node.controller.startup()
+    etcd_server.restart()
+    # Sessions, the controller and the states survive the restart; the controller's watch resumes.
+    poll_until([controller_node], lambda: sorted(observer.get_all_brokers()) == [1, 2, 3])
+    assert observer.get_controller_id() == 1 and controller_node.controller.is_active
+    leader.gone(revoke=False)
+    poll_until([controller_node], lambda: observer.get_partition_state(T0).value.leader == 3, timeout_s=20)
+    assert observer.get_partition_state(T0).value == PartitionState(3, 1, (3, 1), 1)
