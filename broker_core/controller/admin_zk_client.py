@@ -1,4 +1,4 @@
-"""Creating topics and adding partitions across the cluster: Kafka's ``AdminZkClient``.
+"""Creating and deleting topics and adding partitions across the cluster: Kafka's ``AdminZkClient``.
 
 Any broker that receives a CreateTopics or CreatePartitions request writes the
 new replica assignment to ``/brokers/topics/T`` here; the controller, watching
@@ -85,3 +85,9 @@ class AdminZkClient:
                 added = assign_new_partitions(existing, total_partitions, brokers, self._rng)
             if self.zk_client.set_topic_assignment(topic, {**existing, **added}, current.mod_revision) is not None:
                 return added
+
+    def delete_topic(self, topic: str) -> None:
+        """Ask the controller to delete ``topic``; UnknownTopicOrPartitionError if there is no such topic."""
+        if self.zk_client.get_topic_assignment(topic) is None:
+            raise UnknownTopicOrPartitionError(f"Topic {topic} does not exist.")
+        self.zk_client.request_topic_deletion(topic)

@@ -18,7 +18,9 @@ Kafka's ``KafkaController`` of the ZooKeeper era, in its decisions:
   partitions without a leader try again.
 * **new topics and partitions** (``/brokers/topics/T`` written by
   ``AdminZkClient``): each new partition's first live replica leads, the live
-  replicas form the ISR, leader epoch 0.
+  replicas form the ISR, leader epoch 0. **Deleted topics**
+  (``/admin/delete_topics/T``): the assignment and states go, and the changes
+  say so (``deleted``).
 * **preferred leaders**: every ``leader.imbalance.check.interval.seconds`` with
   ``auto.leader.rebalance.enable``, a broker leading less than
   ``100 - leader.imbalance.per.broker.percentage`` percent of the partitions it
@@ -67,6 +69,7 @@ PREFERRED_REPLICA = "preferred replica leader election"
 CONTROLLED_SHUTDOWN = "controlled shutdown"
 NEW_PARTITION = "new partition"
 OFFLINE_REPLICA = "replica offline"
+TOPIC_DELETION = "topic deletion"
 
 Decision = Callable[[PartitionState], "ElectionResult | None"]
 
@@ -146,10 +149,12 @@ class KafkaController:
         """Handle what changed in the store and what the clock made due; the partition state changes made."""
         assert self._watch is not None, "KafkaController.startup() first"
         events = self._watch.poll(timeout_s)
-        controller_changed = brokers_changed = topics_changed = False
+        controller_changed = brokers_changed = topics_changed = deletions_requested = False
         for event in events:
             if event.type is WatchEventType.RESYNC:
-                controller_changed = brokers_changed = topics_changed = True
+                controller_changed = brokers_changed = topics_changed = deletions_requested = True
+            elif event.key.startswith(zk_data.DELETE_TOPICS_PATH):
+                deletions_requested = deletions_requested or event.type is WatchEventType.PUT
             elif event.key == zk_data.CONTROLLER_PATH:
                 controller_changed = True
             elif event.key.startswith(zk_data.BROKER_IDS_PATH):
@@ -169,6 +174,8 @@ class KafkaController:
                 changes += self._on_broker_change()
             if topics_changed:
                 changes += self._on_topic_change()
+            if deletions_requested:
+                changes += self._on_topic_deletion()
             if self.config.auto_leader_rebalance_enable and self._clock.milliseconds() >= self._next_rebalance_check_ms:
                 self._schedule_rebalance_check()
                 changes += self._check_and_trigger_auto_leader_rebalance()
@@ -237,7 +244,8 @@ class KafkaController:
         self._states = self.zk_client.get_all_partition_states()
         self._shutting_down.clear()
         self._schedule_rebalance_check()
-        changes = self._initialize_new_partitions()
+        changes = self._on_topic_deletion()
+        changes += self._initialize_new_partitions()
         changes += self._elect_offline_partitions()
         changes += self._remove_offline_replicas_from_isr()
         return changes
@@ -323,6 +331,21 @@ class KafkaController:
         for tp in [tp for tp in self._states if tp.topic not in self._assignments]:
             del self._states[tp]
         return self._initialize_new_partitions()
+
+    def _on_topic_deletion(self) -> list[PartitionStateChange]:
+        changes = []
+        for topic in self.zk_client.get_topic_deletions():
+            partitions = sorted(self._assignments.get(topic, {}))
+            revision = self.zk_client.delete_topic(topic, partitions, self._registration)
+            log.info("controller %d: deleted topic %s (%d partitions)", self.broker_id, topic, len(partitions))
+            for partition in partitions:
+                tp = TopicPartition(topic, partition)
+                held = self._states.pop(tp, None)
+                if held is not None:
+                    changes.append(PartitionStateChange(tp, held.value, self._replicas(tp), revision,
+                                                        TOPIC_DELETION, deleted=True))
+            self._assignments.pop(topic, None)
+        return changes
 
     def _initialize_new_partitions(self) -> list[PartitionStateChange]:
         online = self._online()

@@ -195,9 +195,21 @@ class KafkaZkClient:
                 f"the write of {tp}'s state was refused")
         return revision
 
-    def delete_topic(self, topic: str, partitions: Sequence[int], controller: ControllerRegistration) -> bool:
-        """Delete a topic's assignment and partition states (a controller's write)."""
-        operations = [Delete(zk_data.topic_path(topic))]
+    def request_topic_deletion(self, topic: str) -> None:
+        """Ask the controller to delete ``topic`` (``/admin/delete_topics/T``); asking twice is no error."""
+        self.store.create(zk_data.delete_topic_path(topic), b"")
+
+    def get_topic_deletions(self) -> list[str]:
+        return [kv.key[len(zk_data.DELETE_TOPICS_PATH):] for kv in self.store.get_prefix(zk_data.DELETE_TOPICS_PATH)]
+
+    def delete_topic(self, topic: str, partitions: Sequence[int], controller: ControllerRegistration) -> int:
+        """Delete a topic's assignment, partition states and deletion request in one controller write; the
+        revision of the deletion. Raises ``NotControllerError`` when the controller has been replaced."""
+        operations = [Delete(zk_data.topic_path(topic)), Delete(zk_data.delete_topic_path(topic))]
         operations += [Delete(zk_data.partition_state_path(TopicPartition(topic, p))) for p in partitions]
-        return self.store.commit([Compare(zk_data.CONTROLLER_EPOCH_PATH, controller.epoch_mod_revision)],
-                                 operations) is not None
+        revision = self.store.commit([Compare(zk_data.CONTROLLER_EPOCH_PATH, controller.epoch_mod_revision)],
+                                     operations)
+        if revision is None:
+            raise NotControllerError(f"broker {controller.broker_id}: controller epoch {controller.epoch} is no "
+                                     f"longer current; the deletion of topic {topic} was refused")
+        return revision

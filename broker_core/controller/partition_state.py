@@ -54,7 +54,8 @@ class PartitionStateChange:
     ``partition_epoch`` is the state key's ``mod_revision`` after the write (the
     ``zkVersion`` a ``LeaderAndIsr`` request carries); ``is_new`` marks a
     partition's first state; ``unclean`` marks a leader elected from outside
-    the ISR.
+    the ISR; ``deleted`` marks a partition whose topic was deleted (``state`` is
+    its last one: its replicas stop and delete their logs).
     """
 
     topic_partition: TopicPartition
@@ -64,3 +65,4 @@ class PartitionStateChange:
     reason: str
     is_new: bool = False
     unclean: bool = False
+    deleted: bool = False

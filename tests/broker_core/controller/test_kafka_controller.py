@@ -1,5 +1,6 @@
 """The controller's decisions on an in-memory store with simulated time: election and failover, leader
-elections on broker failure, new topics and partitions, preferred leaders, controlled shutdown."""
+elections on broker failure, new and deleted topics and partitions, preferred leaders, controlled shutdown,
+broker registrations."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import pytest
 from broker_core.controller import zk_data
 from broker_core.controller.kafka_controller import KafkaController
 from broker_core.controller.partition_state import NO_LEADER, PartitionState
-from broker_core.errors import BrokerNotAvailableError, InvalidReplicaAssignmentError, NotControllerError
+from broker_core.controller.kafka_zk_client import BrokerRegistrationConflictError
+from broker_core.errors import (BrokerNotAvailableError, InvalidReplicaAssignmentError, NotControllerError,
+                                UnknownTopicOrPartitionError)
 from format.layout import TopicPartition
 from tests.broker_core.controller.controller_kit import FakeCluster
 
@@ -391,3 +394,57 @@ def test_controlled_shutdown_of_an_unknown_broker_answers_broker_not_available()
     controller, _ = cluster.start_controller(1)
     with pytest.raises(BrokerNotAvailableError, match="Broker id 7 does not exist."):
         controller.controlled_shutdown(7)
+
+
+# --- topic deletion -------------------------------------------------------------------------------
+
+
+def test_a_deleted_topics_assignment_and_states_go_and_the_changes_say_so():
+    cluster = FakeCluster([1, 2])
+    cluster.admin.create_topic("t", 2, 2)
+    cluster.admin.create_topic("kept", 1, 1)
+    cluster.start_controller(1)
+    before = cluster.state("t", 1)
+    cluster.admin.delete_topic("t")
+    changes = cluster.poll()
+    assert [(c.topic_partition, c.deleted, c.reason) for c in changes] == [
+        (TopicPartition("t", 0), True, "topic deletion"), (TopicPartition("t", 1), True, "topic deletion")]
+    assert changes[1].state == before
+    assert cluster.zk.get_topic_assignment("t") is None
+    assert cluster.zk.get_partition_state(TopicPartition("t", 0)) is None
+    assert cluster.zk.get_topic_deletions() == []
+    assert cluster.zk.get_partition_state(TopicPartition("kept", 0)) is not None
+
+
+def test_a_deletion_requested_while_there_is_no_controller_is_carried_out_by_the_next_one():
+    cluster = FakeCluster([1])
+    cluster.admin.create_topic("t", 1, 1)
+    cluster.admin.delete_topic("t")
+    _, changes = cluster.start_controller(1)
+    assert [c.deleted for c in changes] == []
+    assert cluster.zk.get_topic_assignment("t") is None and cluster.zk.get_topic_deletions() == []
+
+
+def test_deleting_a_topic_that_does_not_exist_answers_unknown_topic():
+    cluster = FakeCluster([1])
+    with pytest.raises(UnknownTopicOrPartitionError, match="Topic nope does not exist."):
+        cluster.admin.delete_topic("nope")
+
+
+# --- registrations and the cluster id -------------------------------------------------------------
+
+
+def test_the_first_cluster_id_stored_is_the_clusters():
+    cluster = FakeCluster([])
+    assert cluster.zk.get_or_create_cluster_id("first") == "first"
+    assert cluster.zk.get_or_create_cluster_id("second") == "first"
+
+
+def test_a_second_broker_with_the_same_node_id_is_refused_while_the_first_ones_session_lives():
+    cluster = FakeCluster([1])
+    with pytest.raises(BrokerRegistrationConflictError, match="a broker with node.id 1 is already registered"):
+        cluster.start_broker(1)
+    cluster.kill(1)
+    cluster.expire_dead_sessions()
+    cluster.start_broker(1)
+    assert sorted(cluster.zk.get_all_brokers()) == [1]
