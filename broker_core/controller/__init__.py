@@ -12,7 +12,8 @@ Kafka's ZooKeeper-era controller, with etcd in ZooKeeper's place:
   creation and partition increases; ``replica_assignment`` — where replicas go;
 * ``session_lease`` — a broker's session (its lease, kept alive);
 * ``election`` — the leader elections as pure functions; ``kafka_controller``
-  — the controller's decisions, output as ``PartitionStateChange`` lists.
+  — the controller's decisions, output as ``PartitionStateChange`` lists;
+  ``controller_event_manager`` — the thread that runs it.
 
 Only the etcd store imports the etcd client, so the single broker and the
 embedded ``Broker`` never load it.

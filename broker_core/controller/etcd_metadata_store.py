@@ -122,7 +122,8 @@ class _EtcdWatch:
             while not self._cancelled.is_set():
                 try:
                     self._stream(session, resumed)
-                except (requests.RequestException, OSError, ValueError) as exc:
+                except Exception as exc:  # noqa: BLE001 - a watch must outlive whatever breaks its stream
+                    # (cancel closes the stream under the reading thread, which can surface as any error)
                     if not self._cancelled.is_set():
                         log.info("etcd watch on %s broke (%s); resuming", self._prefix, exc)
                 if self._created.is_set():

@@ -39,7 +39,11 @@ class _InMemoryWatch:
         self.cancelled = False
 
     def poll(self, timeout_s: float = 0.0) -> list[WatchEvent]:
-        # Nothing arrives while a simulated clock stands still, so there is no waiting here.
+        # Waiting (in real time) only helps when another thread writes; tests on a simulated clock poll with 0.
+        self._store.expire_leases()
+        with self._store._lock:
+            if not self.events and timeout_s > 0 and not self.cancelled:
+                self._store._changed.wait(timeout_s)
         self._store.expire_leases()
         with self._store._lock:
             events = list(self.events)
@@ -51,6 +55,7 @@ class _InMemoryWatch:
             self.cancelled = True
             self.events.clear()
             self._store._watches.remove(self)
+            self._store._changed.notify_all()
 
 
 class InMemoryMetadataStore:
@@ -59,6 +64,7 @@ class InMemoryMetadataStore:
     def __init__(self, clock: Clock = SYSTEM_CLOCK) -> None:
         self._clock = clock
         self._lock = threading.RLock()
+        self._changed = threading.Condition(self._lock)
         self._revision = 1  # etcd starts at 1 too: an empty store has revision 1
         self._keys: dict[str, KeyValue] = {}
         self._sorted_keys: list[str] = []
@@ -196,6 +202,7 @@ class InMemoryMetadataStore:
         for watch in self._watches:
             if event.key.startswith(watch.prefix):
                 watch.events.append(event)
+        self._changed.notify_all()
 
     def close(self) -> None:
         with self._lock:

@@ -11,9 +11,11 @@ from broker_core.controller.etcd_connect import parse_etcd_connect
 from broker_core.controller.etcd_metadata_store import EtcdMetadataStore
 from broker_core.controller.kafka_zk_client import KafkaZkClient
 from broker_core.controller.admin_zk_client import AdminZkClient
+from broker_core.controller.controller_event_manager import ControllerEventManager
 from broker_core.controller.partition_state import PartitionState
 from format.layout import TopicPartition
 from tests.broker_core.controller.controller_kit import EtcdNode, poll_until
+from tests.broker_core.wait_kit import wait_until
 
 T0 = TopicPartition("t", 0)
 CHROOT = "/seglog"
@@ -93,3 +95,30 @@ def test_the_cluster_carries_on_after_etcd_restarts(etcd_server, nodes, observer
     leader.gone(revoke=False)
     poll_until([controller_node], lambda: observer.get_partition_state(T0).value.leader == 3, timeout_s=20)
     assert observer.get_partition_state(T0).value == PartitionState(3, 1, (3, 1), 1)
+
+
+def test_controller_threads_hand_over_and_deliver_the_changes_they_make(nodes, observer):
+    first, second, third = nodes(1), nodes(2), nodes(3)
+    AdminZkClient(observer).create_topic("t", replica_assignment={0: [1, 2, 3]})
+    delivered: dict[int, list] = {1: [], 2: []}
+    managers = {}
+    for node in (first, second):
+        managers[node.broker_id] = ControllerEventManager(node.controller, delivered[node.broker_id].extend)
+    managers[1].start()
+    wait_until(lambda: first.controller.is_active)
+    managers[2].start()
+    try:
+        assert wait_until(lambda: [c.state.leader for c in delivered[1]] == [1])
+        # Broker 1 stops cleanly: its controller resigns and its session ends.
+        managers[1].close()
+        first.gone(revoke=True)
+        assert wait_until(lambda: second.controller.is_active and any(
+            c.reason == "offline partition leader election" for c in delivered[2]))
+        assert observer.get_partition_state(T0).value == PartitionState(2, 1, (2, 3), 2)
+        result = managers[2].controlled_shutdown(2)
+        assert result.remaining_partitions == ()
+        assert observer.get_partition_state(T0).value == PartitionState(3, 2, (3,), 2)
+        assert delivered[2][-1].state == PartitionState(3, 2, (3,), 2)
+    finally:
+        managers[2].close()
+    assert third.controller.is_active is False
