@@ -32,6 +32,13 @@ Defaults are Kafka 3.9's, with these differences, each for a reason:
   ``CreateTopics`` or ``CreatePartitions`` that would pass it is refused with
   POLICY_VIOLATION before anything is created.
 
+Cluster mode adds ``etcd.connect`` (seglog's own, in ``zookeeper.connect``'s
+form; unset, the broker is the single broker it always was) and keeps Kafka's
+names and defaults for the rest: ``broker.session.timeout.ms`` and
+``broker.heartbeat.interval.ms`` (KRaft's, here the etcd lease of a broker's
+registration and its renewal), ``broker.rack``, ``auto.leader.rebalance.enable``,
+``leader.imbalance.*``, ``controlled.shutdown.*``.
+
 Settings Kafka deprecated before 4.0 (``message.format.version``,
 ``message.timestamp.difference.max.ms``, ``message.downconversion.enable``)
 and the tiered-storage and replication-throttle settings are not known here.

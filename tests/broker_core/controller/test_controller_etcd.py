@@ -1,9 +1,17 @@
-"""The controller on a real etcd: contending controllers, failover fenced by the epoch, leader election when
-a broker's session expires, and etcd restarting under a running cluster."""
+"""The controller on a real etcd: contending controllers, failover with a higher epoch (after a clean stop
+and after a SIGKILL), leader election when a broker's session expires, and etcd restarting under a running
+cluster."""
 
 from __future__ import annotations
 
+import os
+import select
+import signal
+import subprocess
+import sys
 import threading
+import time
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +26,7 @@ from tests.broker_core.controller.controller_kit import EtcdNode, poll_until
 from tests.broker_core.wait_kit import wait_until
 
 T0 = TopicPartition("t", 0)
+REPO = Path(__file__).resolve().parents[3]
 CHROOT = "/seglog"
 
 
@@ -122,3 +131,42 @@ def test_controller_threads_hand_over_and_deliver_the_changes_they_make(nodes, o
     finally:
         managers[2].close()
     assert third.controller.is_active is False
+
+
+def _read_line(proc: subprocess.Popen, timeout_s: float = 20.0) -> str:
+    """The process's next line of output, waiting at most ``timeout_s``."""
+    ready, _, _ = select.select([proc.stdout], [], [], timeout_s)
+    assert ready, f"no output from process {proc.pid} within {timeout_s} s"
+    return proc.stdout.readline().strip()
+
+
+def _start_broker_process(connect: str, broker_id: int) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("controller_process.py")), connect,
+                             str(broker_id)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    assert _read_line(proc) == "registered"
+    return proc
+
+
+def test_when_the_controllers_process_is_sigkilled_another_takes_over_after_the_session_timeout(etcd_server,
+                                                                                                  observer):
+    connect = etcd_server.connect(CHROOT)
+    first = _start_broker_process(connect, 1)
+    second = None
+    try:
+        assert _read_line(first) == "controller 1"
+        second = _start_broker_process(connect, 2)
+        assert observer.get_controller_id() == 1
+        killed_at = time.monotonic()
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=10)
+        assert _read_line(second) == "controller 2"
+        # The session timeout is 1 s: the takeover waits for it, and not much longer.
+        assert time.monotonic() - killed_at < 10
+        assert (observer.get_controller_id(), observer.get_controller_epoch().value) == (2, 2)
+        assert sorted(observer.get_all_brokers()) == [2]
+    finally:
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=10)
