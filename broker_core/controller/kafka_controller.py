@@ -149,10 +149,10 @@ class KafkaController:
         """Handle what changed in the store and what the clock made due; the partition state changes made."""
         assert self._watch is not None, "KafkaController.startup() first"
         events = self._watch.poll(timeout_s)
-        controller_changed = brokers_changed = topics_changed = deletions_requested = False
+        controller_changed = brokers_changed = topics_changed = deletions_requested = resync = False
         for event in events:
             if event.type is WatchEventType.RESYNC:
-                controller_changed = brokers_changed = topics_changed = deletions_requested = True
+                controller_changed = brokers_changed = topics_changed = deletions_requested = resync = True
             elif event.key.startswith(zk_data.DELETE_TOPICS_PATH):
                 deletions_requested = deletions_requested or event.type is WatchEventType.PUT
             elif event.key == zk_data.CONTROLLER_PATH:
@@ -170,6 +170,9 @@ class KafkaController:
                 changes += self._on_controller_change()
             if not self.is_active:
                 return changes
+            if resync:
+                # Events were lost: the partition states others wrote meanwhile are read again.
+                self._states = self.zk_client.get_all_partition_states()
             if brokers_changed:
                 changes += self._on_broker_change()
             if topics_changed:

@@ -12,6 +12,7 @@ from broker_core.controller import zk_data
 from broker_core.controller.kafka_controller import KafkaController
 from broker_core.controller.partition_state import NO_LEADER, PartitionState
 from broker_core.controller.kafka_zk_client import BrokerRegistrationConflictError
+from broker_core.controller.metadata_store import WatchEvent, WatchEventType
 from broker_core.errors import (BrokerNotAvailableError, InvalidReplicaAssignmentError, NotControllerError,
                                 UnknownTopicOrPartitionError)
 from format.layout import TopicPartition
@@ -448,3 +449,22 @@ def test_a_second_broker_with_the_same_node_id_is_refused_while_the_first_ones_s
     cluster.expire_dead_sessions()
     cluster.start_broker(1)
     assert sorted(cluster.zk.get_all_brokers()) == [1]
+
+
+def test_after_its_watch_lost_events_the_controller_reads_the_partition_states_again():
+    cluster = FakeCluster([1, 2])
+    cluster.admin.create_topic("t", replica_assignment={0: [2, 1]})
+    controller, _ = cluster.start_controller(1)
+    held = cluster.zk.get_partition_state(T0)
+    cluster.zk.update_partition_state(T0, PartitionState(1, 1, (1,), 1), held.mod_revision)
+    cluster.poll()
+    # Broker 2 catches up and leader 1 puts it back in the ISR, but the controller's watch loses that event
+    # (its history was compacted): all it gets is a RESYNC.
+    held = cluster.zk.get_partition_state(T0)
+    cluster.zk.update_partition_state(T0, PartitionState(1, 1, (1, 2), 1), held.mod_revision)
+    controller._watch.poll()
+    controller._watch.events.append(WatchEvent(WatchEventType.RESYNC, "/"))
+    cluster.advance(300_000)
+    changes = cluster.poll()
+    # Knowing broker 2 is in sync again, the imbalance check gives it back its preferred partition.
+    assert [c.state for c in changes] == [PartitionState(2, 2, (1, 2), 1)]
