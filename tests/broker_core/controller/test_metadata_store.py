@@ -1,10 +1,15 @@
-"""The metadata store contract, run against the in-memory store and a real etcd alike."""
+"""The metadata store contract, run against the in-memory store and a real etcd alike; then what only etcd
+does (restarts, unreachable endpoints, chroots)."""
 
 from __future__ import annotations
 
 import pytest
 
-from broker_core.controller.metadata_store import Compare, Delete, LeaseNotFoundError, Put, WatchEventType
+from broker_core.controller.etcd_connect import parse_etcd_connect
+from broker_core.controller.etcd_metadata_store import EtcdMetadataStore
+from broker_core.controller.metadata_store import (Compare, Delete, LeaseNotFoundError, MetadataStoreUnavailableError,
+                                                   Put, WatchEventType)
+from tests.broker_core.controller.store_kit import EtcdCase
 
 
 def test_an_absent_key_reads_as_none(store_case):
@@ -159,3 +164,45 @@ def test_a_cancelled_watch_sees_nothing_more(store_case):
     watch.cancel()
     store.create("/controller", b"1")
     assert watch.poll() == []
+
+
+def test_after_etcd_restarts_the_keys_leases_and_watches_carry_on(etcd_server):
+    case = EtcdCase(etcd_server.connect("/seglog"))
+    store = case.store
+    try:
+        lease = store.grant_lease(5000)
+        created = store.create("/brokers/ids/1", b"{}", lease)
+        watch = store.watch_prefix("/brokers/")
+        etcd_server.restart()
+        assert store.get("/brokers/ids/1").mod_revision == created
+        assert store.keep_alive(lease) is True
+        store.create("/brokers/ids/2", b"{}")
+        events = case.events(watch, 1)
+        assert [(e.type, e.key) for e in events] == [(WatchEventType.PUT, "/brokers/ids/2")]
+    finally:
+        store.close()
+
+
+def test_an_unreachable_etcd_is_reported_with_its_endpoints(etcd_server):
+    store = EtcdMetadataStore(parse_etcd_connect(etcd_server.connect("/seglog")), request_timeout_ms=500)
+    try:
+        etcd_server.stop()
+        with pytest.raises(MetadataStoreUnavailableError,
+                           match=f"etcd at {etcd_server.endpoint}/seglog: get /controller got no answer within 500 ms"):
+            store.get("/controller")
+    finally:
+        store.close()
+
+
+def test_the_chroot_keeps_two_clusters_apart(etcd_server):
+    first = EtcdMetadataStore(parse_etcd_connect(etcd_server.connect("/a")))
+    second = EtcdMetadataStore(parse_etcd_connect(etcd_server.connect("/b")))
+    try:
+        first.create("/controller", b"1")
+        assert second.get("/controller") is None
+        assert second.create("/controller", b"2") is not None
+        assert first.get("/controller").value == b"1"
+        assert [kv.key for kv in first.get_prefix("/")] == ["/controller"]
+    finally:
+        first.close()
+        second.close()
