@@ -60,6 +60,9 @@ class ControllerEventManager:
                 log.warning("controller %d: the metadata store did not answer (%s); trying again",
                             self.controller.broker_id, exc)
                 self._closed.wait(self._poll_interval_s)
+            except Exception:  # noqa: BLE001 - the controller's thread must not die of one bad event
+                log.exception("controller %d: handling an event failed; carrying on", self.controller.broker_id)
+                self._closed.wait(self._poll_interval_s)
 
     def controlled_shutdown(self, broker_id: int) -> ControlledShutdownResult:
         """``KafkaController.controlled_shutdown`` on the controller's turn; its changes are delivered."""
