@@ -274,7 +274,8 @@ class Harness:
         return {(t["name"], p["partition_index"]): p["error_code"] for t in body["topics"] for p in t["partitions"]}
 
     def end_transaction(self, producer_id: int, *, commit: bool) -> None:
-        """The COMMIT or ABORT marker of ``producer_id`` lands in the group's offsets topic partition."""
+        """Tell the coordinator the COMMIT or ABORT marker of ``producer_id`` landed in the group's
+        offsets topic partition (as the broker tells it once the marker is written)."""
         self.coordinator.on_transaction_completed(self.coordinator.partition_for(self.group_id), producer_id, commit)
 
     def fetch(self, partitions: list[tuple[str, int]] | None = None, *, version: int | None = None,

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-from broker_core.coordinator.group import (GroupCoordinatorConfig, GroupState, OffsetAndMetadata, OffsetCommitPartition,
-                                           OffsetCommitRequest, OffsetFetchGroup, OffsetFetchRequest)
+from broker_core.broker import Broker
+from broker_core.clock import MockTime
+from broker_core.coordinator.group import (BrokerGroupStore, GroupCoordinatorConfig, GroupState, OffsetAndMetadata,
+                                           OffsetCommitPartition, OffsetCommitRequest, OffsetFetchGroup,
+                                           OffsetFetchRequest)
 from broker_core.errors import RecordListTooLargeError, UnknownTopicOrPartitionError
 from broker_core.offsets_topic import GroupMetadataKey, OffsetCommitKey, decode_record
 from coordinator_kit import (COORDINATOR_NOT_AVAILABLE, ILLEGAL_GENERATION, INITIAL_DELAY_MS, NONE,
                              OFFSET_METADATA_TOO_LARGE, SESSION_TIMEOUT_MS, START_MS, UNKNOWN_MEMBER_ID, Harness,
                              Member)
 from format.layout import TopicPartition
+from tests.broker_core.offsets_kit import end_transaction
 
 S = GroupState
 RETENTION_MS = 60_000
@@ -163,12 +168,30 @@ def partitions_of(response: dict) -> dict[tuple[str, int], tuple[int, int]]:
 
 
 @pytest.fixture
-def pending(h: Harness) -> Harness:
+def offsets_broker(tmp_path: Path) -> Iterator[Broker]:
+    """The broker whose ``__consumer_offsets`` holds the transactional offsets and their markers."""
+    broker = Broker(str(tmp_path / "logs"), {"offsets.topic.num.partitions": 1},
+                    clock=MockTime(current_time_ms=START_MS), background=False)
+    yield broker
+    broker.close()
+
+
+@pytest.fixture
+def pending(offsets_broker: Broker) -> Iterator[Harness]:
     """orders-0 committed at 3; an open transaction of producer 5 has committed orders-0 at 7 and orders-1 at 8."""
+    h = Harness(GroupCoordinatorConfig.from_broker_config(offsets_broker.config), BrokerGroupStore(offsets_broker),
+                offsets_broker.clock)
     h.commit({("orders", 0): 3})
     assert h.txn_commit({("orders", 0): 7, ("orders", 1): 8}, producer_id=5) == {("orders", 0): NONE,
                                                                                 ("orders", 1): NONE}
-    return h
+    yield h
+    h.close()
+
+
+def end(h: Harness, producer_id: int, *, commit: bool) -> None:
+    """The transaction's marker lands in the group's partition, and the coordinator hears of it."""
+    end_transaction(h.store.broker, h.group_id, producer_id, commit=commit)
+    h.end_transaction(producer_id, commit=commit)
 
 
 WANTED = [("orders", 0), ("orders", 1), ("orders", 2)]
@@ -188,13 +211,13 @@ def test_a_fetch_without_require_stable_answers_the_offsets_committed_before_the
 
 
 def test_a_stable_fetch_sees_the_transactions_offsets_once_it_commits(pending: Harness) -> None:
-    pending.end_transaction(5, commit=True)
+    end(pending, 5, commit=True)
     assert partitions_of(pending.fetch(WANTED, require_stable=True)) == {
         ("orders", 0): (7, NONE), ("orders", 1): (8, NONE), ("orders", 2): (-1, NONE)}
 
 
 def test_a_stable_fetch_sees_the_offsets_before_the_transaction_once_it_aborts(pending: Harness) -> None:
-    pending.end_transaction(5, commit=False)
+    end(pending, 5, commit=False)
     assert partitions_of(pending.fetch(WANTED, require_stable=True)) == {
         ("orders", 0): (3, NONE), ("orders", 1): (-1, NONE), ("orders", 2): (-1, NONE)}
 
@@ -207,7 +230,7 @@ def test_a_stable_fetch_of_all_partitions_lists_the_committed_ones_and_marks_the
 
 def test_another_producers_open_transaction_leaves_the_partitions_it_did_not_commit_stable(pending: Harness) -> None:
     pending.txn_commit({("orders", 2): 4}, producer_id=6)
-    pending.end_transaction(5, commit=True)
+    end(pending, 5, commit=True)
     assert partitions_of(pending.fetch(WANTED, require_stable=True)) == {
         ("orders", 0): (7, NONE), ("orders", 1): (8, NONE), ("orders", 2): (-1, UNSTABLE_OFFSET_COMMIT)}
 
