@@ -31,11 +31,11 @@ def test_the_java_consumer_joining_while_offsets_are_pending_starts_where_the_tr
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             deadline = time.monotonic() + TIMEOUT_S
-            while not remote.describe_group("stable").members and time.monotonic() < deadline:
+            while (remote.describe_group("stable").state != "Stable" and consumer.poll() is None
+                   and time.monotonic() < deadline):
                 time.sleep(0.2)
-            assert remote.describe_group("stable").members, "the console consumer never joined"
             time.sleep(3)  # time to read the offset before the transaction (2), were it answered
-            assert consumer.poll() is None
+            assert consumer.poll() is None, f"it did not wait for the transaction: {consumer.communicate()}"
             producer.commit_transaction()
             out, err = consumer.communicate(timeout=TIMEOUT_S)
         finally:
