@@ -235,6 +235,20 @@ def test_another_producers_open_transaction_leaves_the_partitions_it_did_not_com
         ("orders", 0): (7, NONE), ("orders", 1): (8, NONE), ("orders", 2): (-1, UNSTABLE_OFFSET_COMMIT)}
 
 
+def test_a_coordinator_loading_the_offsets_topic_while_the_transaction_is_open_answers_its_offsets_unstable(
+        pending: Harness) -> None:
+    pending.close()
+    loaded = Harness(pending.config, BrokerGroupStore(pending.store.broker), pending.clock)
+    try:
+        assert partitions_of(loaded.fetch(WANTED, require_stable=True)) == {
+            ("orders", 0): (-1, UNSTABLE_OFFSET_COMMIT), ("orders", 1): (-1, UNSTABLE_OFFSET_COMMIT),
+            ("orders", 2): (-1, NONE)}
+        end(loaded, 5, commit=True)
+        assert partitions_of(loaded.fetch(WANTED, require_stable=True))[("orders", 1)] == (8, NONE)
+    finally:
+        loaded.close()
+
+
 @pytest.mark.parametrize("version", [7, 8, 9])
 def test_unstable_offset_commit_is_a_partition_error_and_the_group_has_none(pending: Harness, version: int) -> None:
     response = pending.fetch([("orders", 0)], version=version, require_stable=True)
