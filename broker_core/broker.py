@@ -41,6 +41,7 @@ from .log.compaction_leases import CompactionLeases
 from .log.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, IsolationLevel, Log, LogAppendInfo
 from .log.log_loader import UnreadableBytes
 from .log.log_manager import LogManager
+from .log.producer_state_manager import ActiveProducer
 from .log.topic_store import PendingChange, TopicMetadata, TopicStore, new_topic_id
 from .partitioner import StickyPartitioner, assign_partitions
 from .produced_records import RecordMetadata, as_record
@@ -501,6 +502,12 @@ class Broker:
         if error:
             raise error_for_code(error)("listing transactions failed")
         return listings
+
+    def describe_producers(self, topic: str, partition: int) -> list[ActiveProducer]:
+        """DescribeProducers of one partition: each producer its state keeps — epoch, last sequence and
+        timestamp, coordinator epoch, first offset of its open transaction — by producer id.
+        Read-only, the state is rebuilt from the files as the owner left them."""
+        return self._readable_log(topic, partition).active_producers()
 
     # --- fetch and offsets ---------------------------------------------------
 

@@ -14,6 +14,7 @@ from .broker import (DEFAULT_FETCH_MAX_BYTES, FetchResult, OffsetAndTimestamp, R
                      TopicDescription)
 from .coordinator.group.offset_and_metadata import OffsetAndMetadata
 from .group_offsets import GroupDescription
+from .log.producer_state_manager import ActiveProducer
 
 
 class BrokerApi(Protocol):
@@ -66,3 +67,6 @@ class BrokerApi(Protocol):
     def reset_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None: ...
 
     def delete_group(self, group_id: str) -> None: ...
+
+    # producers and transactions
+    def describe_producers(self, topic: str, partition: int) -> list[ActiveProducer]: ...

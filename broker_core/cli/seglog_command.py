@@ -6,7 +6,8 @@
                    [--timeout-ms T] [--isolation-level L]        (follows the log until interrupted)
     seglog dump FILE...
     seglog groups list|describe|reset-offsets|delete --log-dir D [--group G] ...
-    seglog transactions list|describe --log-dir D [--transactional-id T] ...   (as kafka-transactions.sh)
+    seglog transactions list|describe|describe-producers --log-dir D [--transactional-id T]
+                        [--topic T --partition P] ...                      (as kafka-transactions.sh)
     seglog compact --log-dir D [--topic T] [--spark [--master M]]   (the broker's cleaner, or the Spark job)
     seglog broker --log-dir D --listeners PLAINTEXT://127.0.0.1:9092 [--node-id N] [--config k=v]
     seglog sql [--metastore DIR] [spark-sql arguments]   (the spark-sql shell, set up for seglog)

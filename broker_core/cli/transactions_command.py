@@ -1,14 +1,17 @@
-"""``seglog transactions list|describe``: Kafka's ``kafka-transactions.sh``, with the same columns.
+"""``seglog transactions list|describe|describe-producers``: Kafka's ``kafka-transactions.sh``, with the
+same columns.
 
     seglog transactions list (--log-dir D | --bootstrap H:P) [--state-filter S]... [--producer-id-filter P]...
                              [--duration-filter MS] [--transactional-id-pattern REGEX]
     seglog transactions describe (--log-dir D | --bootstrap H:P) --transactional-id T
+    seglog transactions describe-producers (--log-dir D | --bootstrap H:P) --topic T --partition P
 
 With ``--bootstrap`` the running broker's transaction coordinator answers
-(ListTransactions, FindCoordinator and DescribeTransactions); with
-``--log-dir`` the log dir is opened read-only and ``__transaction_state`` is
-replayed by the coordinator's own loader — what the owner had written when
-the command started, beside a running broker too.
+(ListTransactions, FindCoordinator and DescribeTransactions), and the
+partition's producer state DescribeProducers; with ``--log-dir`` the log dir
+is opened read-only, ``__transaction_state`` is replayed by the coordinator's
+own loader and a partition's producer state rebuilt as a start rebuilds it —
+what the owner had written when the command started, beside a running broker too.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ LIST_HEADERS = ("TransactionalId", "Coordinator", "ProducerId", "TransactionStat
 DESCRIBE_HEADERS = ("CoordinatorId", "TransactionalId", "ProducerId", "ProducerEpoch", "TransactionState",
                     "TransactionTimeoutMs", "CurrentTransactionStartTimeMs", "TransactionDurationMs",
                     "TopicPartitions")
+DESCRIBE_PRODUCERS_HEADERS = ("ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence",
+                              "LastTimestamp", "CurrentTransactionStartOffset")
 
 
 def pretty_print_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
@@ -64,21 +69,35 @@ def _describe(broker, args: argparse.Namespace) -> list[str]:
         start, duration, ",".join(str(tp) for tp in d.partitions))])
 
 
+def _describe_producers(broker, args: argparse.Namespace) -> list[str]:
+    producers = broker.describe_producers(args.topic, args.partition)
+    return pretty_print_table(DESCRIBE_PRODUCERS_HEADERS, [(
+        p.producer_id, p.producer_epoch, p.coordinator_epoch, p.last_sequence, p.last_timestamp,
+        "None" if p.current_txn_start_offset < 0 else p.current_txn_start_offset) for p in producers])
+
+
+_ACTIONS = {"list": _list, "describe": _describe, "describe-producers": _describe_producers}
+
+
 def run(args: argparse.Namespace) -> int:
     if args.action == "describe" and not args.transactional_id:
         raise UsageError("transactions describe needs --transactional-id")
+    if args.action == "describe-producers" and (args.topic is None or args.partition is None):
+        raise UsageError("transactions describe-producers needs --topic and --partition")
     with open_broker(args, read_only=True) as broker:
-        lines = _list(broker, args) if args.action == "list" else _describe(broker, args)
+        lines = _ACTIONS[args.action](broker, args)
     sys.stdout.write("".join(line + "\n" for line in lines))
     return 0
 
 
 def add_parser(commands, with_log_dir) -> None:
-    transactions = commands.add_parser("transactions", help="list or describe transactions "
-                                                            "(as kafka-transactions.sh)")
-    transactions.add_argument("action", choices=["list", "describe"])
+    transactions = commands.add_parser("transactions", help="list or describe transactions, describe the "
+                                                            "producers of a partition (as kafka-transactions.sh)")
+    transactions.add_argument("action", choices=list(_ACTIONS))
     with_log_dir(transactions)
     transactions.add_argument("--transactional-id", help="describe: the transactional id")
+    transactions.add_argument("--topic", help="describe-producers: the topic")
+    transactions.add_argument("--partition", type=int, help="describe-producers: the partition")
     transactions.add_argument("--state-filter", action="append", metavar="STATE",
                               help="list: only transactions in this state, e.g. Ongoing (repeatable)")
     transactions.add_argument("--producer-id-filter", action="append", type=int, metavar="ID",

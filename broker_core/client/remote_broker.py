@@ -11,7 +11,10 @@ Consumer groups go to the broker's group coordinator (ListGroups,
 DescribeGroups, OffsetFetch, OffsetCommit, DeleteGroups), with the answers
 ``seglog groups`` prints for a log dir: ``GroupDescription`` and
 ``OffsetAndMetadata`` records. A coordinator still loading
-``__consumer_offsets`` is waited for, as clients retry it.
+``__consumer_offsets`` is waited for, as clients retry it, and so is an
+offset an open transaction committed (``committed_offsets`` asks with
+``require_stable``; ``describe_group`` does not, as kafka-consumer-groups.sh).
+Transactions go to its transaction coordinator, producers to DescribeProducers.
 
 Topic configs change through IncrementalAlterConfigs (AlterConfigs, which
 replaces every override, for a broker without it). ``describe_topic`` takes
@@ -36,8 +39,9 @@ from ..broker import (DEFAULT_FETCH_MAX_BYTES, FetchResult, OffsetAndTimestamp, 
 from ..coordinator.group.offset_and_metadata import OffsetAndMetadata
 from ..coordinator.transaction.requests import ListTransactionsRequest, TransactionDescription, TransactionListing
 from ..errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, GroupIdNotFoundError,
-                      NonEmptyGroupError, UnknownTopicOrPartitionError, error_for_code)
+                      NonEmptyGroupError, UnknownTopicOrPartitionError, UnstableOffsetCommitError, error_for_code)
 from ..group_offsets import GroupDescription, GroupMember, PartitionLag
+from ..log.producer_state_manager import ActiveProducer
 from ..partitioner import StickyPartitioner, assign_partitions
 from ..protocol import ApiKey
 from ..protocol.config_resources import DELETE, RESOURCE_TOPIC, SET
@@ -261,12 +265,14 @@ class RemoteBroker:
 
     # --- consumer groups (the group coordinator) ---------------------------------
 
-    def _group_request(self, api_key: ApiKey, body: Mapping[str, Any], error_of: Callable[[dict], int]) -> dict:
-        """Send a group request, again while the coordinator loads the offsets topic or is not up yet."""
+    def _group_request(self, api_key: ApiKey, body: Mapping[str, Any], error_of: Callable[[dict], int],
+                       retriable: frozenset[int] = _RETRIABLE_GROUP_ERRORS) -> dict:
+        """Send a group request, again while the coordinator loads the offsets topic or is not up yet
+        (or while ``error_of`` says another of the ``retriable`` errors)."""
         deadline = time.monotonic() + _COORDINATOR_WAIT_S
         while True:
             response = self.client.send(api_key, body)
-            if error_of(response) not in _RETRIABLE_GROUP_ERRORS or time.monotonic() >= deadline:
+            if error_of(response) not in retriable or time.monotonic() >= deadline:
                 return response
             time.sleep(0.1)
 
@@ -277,15 +283,25 @@ class RemoteBroker:
         return sorted(g["group_id"] for g in response["groups"])
 
     def committed_offsets(self, group_id: str) -> dict[TopicPartition, OffsetAndMetadata]:
-        """Every offset the group committed (OffsetFetch for all partitions)."""
-        def error_of(r: dict) -> int:
+        """Every offset the group committed (OffsetFetch for all partitions, ``require_stable``): an
+        offset an open transaction committed is waited for until the transaction ends, as a
+        read_committed consumer waits (UNSTABLE_OFFSET_COMMIT is retried)."""
+        return self._fetch_offsets(group_id, require_stable=True)
+
+    def _fetch_offsets(self, group_id: str, require_stable: bool) -> dict[TopicPartition, OffsetAndMetadata]:
+        def group_error(r: dict) -> int:
             return r["groups"][0]["error_code"] if r.get("groups") else r.get("error_code", 0)
+
+        def error_of(r: dict) -> int:
+            topics = r["groups"][0]["topics"] if r.get("groups") else r["topics"]
+            unstable = any(p["error_code"] == UnstableOffsetCommitError.code for t in topics for p in t["partitions"])
+            return UnstableOffsetCommitError.code if unstable else group_error(r)
 
         response = self._group_request(ApiKey.OFFSET_FETCH, {
             "group_id": group_id, "topics": None, "groups": [{"group_id": group_id, "topics": None}],
-            "require_stable": True}, error_of)
+            "require_stable": require_stable}, error_of, _RETRIABLE_GROUP_ERRORS | {UnstableOffsetCommitError.code})
         topics = response["groups"][0]["topics"] if response.get("groups") else response["topics"]
-        _raise_for(error_of(response), None, f"group {group_id!r}")
+        _raise_for(group_error(response), None, f"group {group_id!r}")
         out = {}
         for topic in topics:
             for p in topic["partitions"]:
@@ -345,7 +361,8 @@ class RemoteBroker:
         from ..consumer_protocol import CONSUMER_PROTOCOL_TYPE, decode_assignment
 
         group = self._describe(group_id)
-        committed = self.committed_offsets(group_id)
+        # As kafka-consumer-groups.sh: the offsets committed so far, an open transaction's not waited for.
+        committed = self._fetch_offsets(group_id, require_stable=False)
         if group["group_state"] == "Dead" and not committed:
             raise GroupIdNotFoundError(f"consumer group {group_id!r} does not exist")
         members = tuple(GroupMember(
@@ -402,6 +419,16 @@ class RemoteBroker:
         _raise_for(response["error_code"], None, "ListTransactions")
         return sorted((TransactionListing(t["transactional_id"], t["producer_id"], t["transaction_state"])
                        for t in response["transaction_states"]), key=lambda t: t.transactional_id)
+
+    def describe_producers(self, topic: str, partition: int) -> list[ActiveProducer]:
+        """DescribeProducers of one partition, as ``Broker.describe_producers`` answers it."""
+        response = self.client.send(ApiKey.DESCRIBE_PRODUCERS,
+                                    {"topics": [{"name": topic, "partition_indexes": [partition]}]})
+        (answer,) = response["topics"][0]["partitions"]
+        _raise_for(answer["error_code"], answer["error_message"], f"{topic}-{partition}")
+        return sorted((ActiveProducer(p["producer_id"], p["producer_epoch"], p["last_sequence"], p["last_timestamp"],
+                                      p["coordinator_epoch"], p["current_txn_start_offset"])
+                       for p in answer["active_producers"]), key=lambda p: p.producer_id)
 
 
 def _find_coordinator_error(response: dict) -> int:

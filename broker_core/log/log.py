@@ -18,7 +18,8 @@ A log opened read-only (``Log.open(..., read_only=True)``) writes nothing and
 refuses every write; ``refresh()`` takes in what the directory's owner
 appended, rolled or deleted since. It keeps no producer state: its last
 stable offset is read from the files (``format.transactions``: the newest
-``.snapshot`` and the batches after it), again whenever the view grows.
+``.snapshot`` and the batches after it), again whenever the view grows, and
+``active_producers()`` rebuilds the state as a start would, when asked.
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ from ..errors import (CorruptMessageError, InvalidRecordError, InvalidTimestampE
                       LogDirReadOnlyError, MessageTooLargeError, OffsetOutOfRangeError)
 from .log_dir_failure import LogDirFailureChannel
 from .log_loader import UnreadableBytes, load_segments, open_segment
-from .producer_state_manager import AppendOrigin, CompletedTxn, ProducerAppendInfo, ProducerStateManager
+from .producer_state_manager import (ActiveProducer, AppendOrigin, CompletedTxn, ProducerAppendInfo,
+                                     ProducerStateManager)
 from .scheduler import Scheduler
 
 log = logging.getLogger(__name__)
@@ -283,6 +285,16 @@ class Log:
         if replayed:
             log.info("%s: producer state rebuilt from offset %d to %d (%d producer batches replayed)", self,
                      start, self._log_end_offset, replayed)
+
+    def active_producers(self) -> list[ActiveProducer]:
+        """The producers this partition keeps state of, by producer id (what DescribeProducers answers).
+        A read-only view builds the state from the files as its owner left them: the newest
+        snapshot and the batches after it, up to what the view has taken in."""
+        with self._lock:
+            self._check_open()
+            if self.read_only:
+                self._load_producer_state()
+            return self.producer_state.active_producers()
 
     def _schedule_producer_expiration(self) -> None:
         """Forget idle producers every ``producer.id.expiration.check.interval.ms`` (on the scheduler's clock)."""

@@ -161,6 +161,27 @@ class ProducerStateEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class ActiveProducer:
+    """What DescribeProducers tells of a producer of a partition (Kafka's UnifiedLog.activeProducers)."""
+
+    producer_id: int
+    producer_epoch: int
+    #: The last sequence of its last batch still known, -1 when none is.
+    last_sequence: int
+    last_timestamp: int
+    #: The coordinator epoch of its last transaction marker, -1 before any.
+    coordinator_epoch: int
+    #: The first offset of its open transaction, -1 when none is open.
+    current_txn_start_offset: int
+
+    @classmethod
+    def of(cls, entry: ProducerStateEntry) -> "ActiveProducer":
+        txn = entry.current_txn_first_offset
+        return cls(entry.producer_id, entry.producer_epoch, entry.last_seq, entry.last_timestamp,
+                   entry.coordinator_epoch, -1 if txn is None else txn)
+
+
+@dataclass(frozen=True, slots=True)
 class CompletedTxn:
     """A transaction a marker ended: its producer, first offset, the marker's offset (Kafka's CompletedTxn)."""
 
@@ -270,6 +291,10 @@ class ProducerStateManager:
         """The first offset of the earliest open transaction, or None."""
         return self._ongoing_offsets[0] if self._ongoing_offsets else None
 
+    def active_producers(self) -> list[ActiveProducer]:
+        """Every producer the partition keeps state of, by producer id."""
+        return [ActiveProducer.of(self.producers[pid]) for pid in sorted(self.producers)]
+
     def ongoing_transactions(self) -> dict[int, int]:
         """Open transactions: first offset -> producer id."""
         return {offset: self._ongoing[offset] for offset in self._ongoing_offsets}
@@ -360,6 +385,10 @@ class ProducerStateManager:
         try:
             with open(path, "rb") as f:
                 entries = decode_snapshot(f.read(), path)
+        except FileNotFoundError:
+            # Deleted under a read-only view by its owner (retention): an older one may do.
+            self._snapshots.remove(offset)
+            return False
         except CorruptSnapshotError as exc:
             log.warning("%s: deleting the corrupt producer snapshot: %s", self, exc)
             self.delete_snapshot(offset)
@@ -399,6 +428,8 @@ class ProducerStateManager:
         """Drop the snapshots outside [log start, log end] and load the newest at or below ``at_most``
         (default: the log end); without one the state starts empty at the log start. The caller
         replays the log from ``map_end_offset``."""
+        if self.read_only:
+            self._snapshots = self._list_snapshots()  # the owner's, as they are now
         self.delete_snapshots_outside(log_start_offset, log_end_offset)
         limit = log_end_offset if at_most is None else at_most
         for offset in reversed([o for o in self._snapshots if o <= limit]):

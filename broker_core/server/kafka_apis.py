@@ -24,7 +24,8 @@ rebalance completes, from whichever thread completes it.
 Configs: DescribeConfigs answers from the topic's overrides and the broker's
 settings; AlterConfigs and IncrementalAlterConfigs go to the
 ``ConfigAdminManager``; DescribeLogDirs tells each log dir's partitions and
-sizes and the space on its volume.
+sizes and the space on its volume. DescribeProducers answers each partition's
+producer state (ids, epochs, last sequences, open transactions).
 
 seglog's own admin APIs, CompactionLease and ReplaceSegments, let an outside
 compaction job lease partitions (pausing the broker's cleaner on them) and
@@ -156,6 +157,7 @@ class KafkaApis:
             ApiKey.INCREMENTAL_ALTER_CONFIGS: self.handle_incremental_alter_configs_request,
             ApiKey.DESCRIBE_LOG_DIRS: self.handle_describe_log_dirs_request,
             ApiKey.CREATE_PARTITIONS: self.handle_create_partitions_request,
+            ApiKey.DESCRIBE_PRODUCERS: self.handle_describe_producers_request,
             SeglogApiKey.COMPACTION_LEASE: self.handle_compaction_lease_request,
             SeglogApiKey.REPLACE_SEGMENTS: self.handle_replace_segments_request,
         }
@@ -932,6 +934,36 @@ class KafkaApis:
         producer_id = self.producer_id_manager.generate_producer_id()
         self._send(request, parsed, {"throttle_time_ms": 0, "error_code": NONE, "producer_id": producer_id,
                                      "producer_epoch": 0})
+
+    # --- DescribeProducers ---------------------------------------------------------------
+
+    def handle_describe_producers_request(self, request: Request, parsed: KafkaRequest) -> None:
+        """Each partition's producers from its producer state (Kafka's UnifiedLog.activeProducers); an
+        invalid topic name answers INVALID_TOPIC_EXCEPTION, a topic or partition this broker does not
+        have UNKNOWN_TOPIC_OR_PARTITION, an offline log dir KAFKA_STORAGE_ERROR."""
+        topics = []
+        for topic in parsed.body["topics"]:
+            name = topic["name"]
+            partitions = []
+            for index in topic["partition_indexes"]:
+                entry: dict[str, Any] = {"partition_index": index, "error_code": NONE, "error_message": None,
+                                         "active_producers": []}
+                try:
+                    layout.validate_topic_name(name)
+                    producers = self.broker.describe_producers(name, index)
+                except FormatInvalidTopicError as exc:
+                    entry.update(error_code=InvalidTopicError.code, error_message=str(exc))
+                except KafkaError as exc:
+                    entry.update(error_code=exc.code, error_message=str(exc))
+                else:
+                    entry["active_producers"] = [{
+                        "producer_id": p.producer_id, "producer_epoch": p.producer_epoch,
+                        "last_sequence": p.last_sequence, "last_timestamp": p.last_timestamp,
+                        "coordinator_epoch": p.coordinator_epoch,
+                        "current_txn_start_offset": p.current_txn_start_offset} for p in producers]
+                partitions.append(entry)
+            topics.append({"name": name, "partitions": partitions})
+        self._send(request, parsed, {"throttle_time_ms": 0, "topics": topics})
 
     # --- the transaction APIs (answered by the transaction coordinator) ---------------------
     # Each is: the body to a typed request (``txn_wire``), the coordinator, the typed result to a body.

@@ -127,3 +127,51 @@ def test_dump_of_a_corrupt_snapshot_names_the_file_and_fails(log_dir, capsys):
     assert main(["dump", snapshot]) == 1
     out = capsys.readouterr().out
     assert "Found corruption" in out and snapshot in out and "CRC" in out
+
+
+PRODUCER_HEADERS = ["ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence", "LastTimestamp",
+                    "CurrentTransactionStartOffset"]
+
+
+def test_describe_producers_from_the_log_dir_prints_each_producer_of_the_partition(log_dir, capsys):
+    assert main(["transactions", "describe-producers", "--log-dir", log_dir, "--topic", "orders",
+                 "--partition", "1"]) == 0
+    header, *producers = rows(capsys.readouterr().out)
+    assert header == PRODUCER_HEADERS
+    # etl (producer 0) committed with coordinator epoch 0; open (producer 1) is in its transaction from offset 2.
+    assert [[r[0], r[1], r[2], r[3], r[5]] for r in producers] == [["0", "0", "0", "0", "None"],
+                                                                 ["1", "0", "-1", "0", "2"]]
+    assert all(0 < int(r[4]) <= time.time() * 1000 for r in producers)
+
+
+def test_describe_producers_lists_an_idempotent_producer_without_a_transaction(log_dir, capsys):
+    assert main(["transactions", "describe-producers", "--log-dir", log_dir, "--topic", "orders",
+                 "--partition", "0"]) == 0
+    producers = rows(capsys.readouterr().out)[1:]
+    assert [[r[0], r[1], r[2], r[3], r[5]] for r in producers] == [["0", "0", "0", "0", "None"],
+                                                                 ["2", "0", "-1", "0", "None"]]
+
+
+def test_describe_producers_from_the_log_dir_beside_its_owner_sees_what_it_appended_since_its_last_snapshot(
+        log_dir, capsys):
+    with Broker(log_dir, SMALL) as owner:
+        owner.producer().produce("orders", [b"a", b"b", b"c"], partition=1)
+        assert main(["transactions", "describe-producers", "--log-dir", log_dir, "--topic", "orders",
+                     "--partition", "1"]) == 0
+        newest = rows(capsys.readouterr().out)[-1]
+        # The restarted owner hands out ids from its next block of a thousand.
+        assert [newest[0], newest[1], newest[2], newest[3], newest[5]] == ["1000", "0", "-1", "2", "None"]
+        assert [[p.producer_id, p.last_sequence] for p in owner.describe_producers("orders", 1)] == [
+            [0, 0], [1, 0], [1000, 2]]
+
+
+def test_describe_producers_of_a_partition_the_topic_does_not_have_fails_naming_it(log_dir, capsys):
+    assert main(["transactions", "describe-producers", "--log-dir", log_dir, "--topic", "orders",
+                 "--partition", "7"]) == 1
+    err = capsys.readouterr().err
+    assert "UNKNOWN_TOPIC_OR_PARTITION" in err and "orders-7" in err
+
+
+def test_describe_producers_needs_a_topic_and_a_partition(log_dir, capsys):
+    assert main(["transactions", "describe-producers", "--log-dir", log_dir, "--topic", "orders"]) == 2
+    assert "--topic and --partition" in capsys.readouterr().err

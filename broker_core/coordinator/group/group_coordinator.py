@@ -997,12 +997,18 @@ class GroupCoordinator:
 
         Whatever the group's state: a group may use the coordinator only to
         store offsets. Offsets committed in a transaction that has not ended
-        are not shown (the committed offset before them is); ``require_stable``
-        (UNSTABLE_OFFSET_COMMIT for such partitions) is not answered yet.
+        are not shown (the committed offset before them is). With
+        ``require_stable`` (KIP-447) a partition such an open transaction has
+        committed an offset of is ``unstable`` instead, answered
+        UNSTABLE_OFFSET_COMMIT, which consumers retry until the transaction
+        ends (Kafka's OffsetMetadataManager): asked for all partitions, only
+        those with a committed offset are listed, as in Kafka.
         """
-        return [self._fetch_group_offsets(group.group_id, group.partitions) for group in request.groups]
+        return [self._fetch_group_offsets(group.group_id, group.partitions, request.require_stable)
+                for group in request.groups]
 
-    def _fetch_group_offsets(self, group_id: str, partitions: Sequence[TopicPartition] | None) -> OffsetFetchResult:
+    def _fetch_group_offsets(self, group_id: str, partitions: Sequence[TopicPartition] | None,
+                             require_stable: bool) -> OffsetFetchResult:
         """Of ``partitions``, or all of the group's when None."""
         error = self._validate_group_status(group_id, allow_empty_id=True)
         if error:
@@ -1011,9 +1017,10 @@ class GroupCoordinator:
         if group is None:
             return OffsetFetchResult(NONE, {tp: None for tp in partitions or ()})
         with group.lock:
-            if partitions is None:
-                return OffsetFetchResult(NONE, dict(sorted(group.offsets.items())))
-            return OffsetFetchResult(NONE, {tp: group.offsets.get(tp) for tp in partitions})
+            wanted = sorted(group.offsets) if partitions is None else partitions
+            unstable = frozenset(tp for tp in wanted if group.has_pending_offset(tp)) if require_stable else frozenset()
+            return OffsetFetchResult(NONE, {tp: None if tp in unstable else group.offsets.get(tp) for tp in wanted},
+                                     unstable)
 
     # ==================================================================================
     # OffsetDelete

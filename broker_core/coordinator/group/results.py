@@ -124,10 +124,13 @@ class GroupOverview:
 
 @dataclass(frozen=True, slots=True)
 class OffsetFetchResult:
-    """A group's committed offsets; None for a requested partition that has none."""
+    """A group's committed offsets; None for a requested partition that has none, or whose offset is
+    ``unstable``: asked with ``require_stable``, a partition an open transaction has committed an
+    offset of is answered UNSTABLE_OFFSET_COMMIT until that transaction ends (KIP-447)."""
 
     error_code: int
     offsets: dict[TopicPartition, OffsetAndMetadata | None]
+    unstable: frozenset[TopicPartition] = frozenset()
 
 
 JoinCallback = Callable[[JoinGroupResult], None]

@@ -17,7 +17,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from format.layout import TopicPartition
 
-from ...errors import ERRORS_BY_CODE
+from ...errors import ERRORS_BY_CODE, UnstableOffsetCommitError
 from .offset_and_metadata import OffsetAndMetadata
 from .requests import (COORDINATOR_TYPE_GROUP, DeleteGroupsRequest, DescribeGroupsRequest, FindCoordinatorRequest,
                        HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, LeavingMember, ListGroupsRequest,
@@ -242,7 +242,8 @@ def _fetched_topics(group: OffsetFetchGroup, result: OffsetFetchResult, partitio
     wanted = group.partitions if group.partitions is not None else list(result.offsets)
     topics: dict[str, list[dict]] = {}
     for tp in wanted:
-        topics.setdefault(tp.topic, []).append(_fetched_partition(tp, result.offsets.get(tp), partition_error))
+        error = UnstableOffsetCommitError.code if tp in result.unstable else partition_error
+        topics.setdefault(tp.topic, []).append(_fetched_partition(tp, result.offsets.get(tp), error))
     return [{"name": name, "partitions": partitions} for name, partitions in topics.items()]
 
 

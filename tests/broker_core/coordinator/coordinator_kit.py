@@ -21,6 +21,7 @@ from broker_core.clock import MockTime
 from broker_core.coordinator.group import (GroupCoordinator, GroupCoordinatorConfig, GroupMetadata, InMemoryGroupStore,
                                            wire)
 from broker_core.coordinator.group.store import GroupStore
+from broker_core.coordinator.transaction import wire as txn_wire
 from broker_core.protocol import ApiKey, encode_request, parse_request
 from broker_core.protocol.codec import encode
 from broker_core.protocol.messages import APIS
@@ -256,8 +257,29 @@ class Harness:
         check_response(ApiKey.OFFSET_COMMIT, version, body)
         return {(t["name"], p["partition_index"]): p["error_code"] for t in body["topics"] for p in t["partitions"]}
 
+    def txn_commit(self, offsets: dict[tuple[str, int], int], *, producer_id: int, producer_epoch: int = 0,
+                   transactional_id: str = "txn", version: int | None = None) -> dict[tuple[str, int], int]:
+        """TxnOffsetCommit in ``producer_id``'s open transaction; the error code of each (topic, partition)."""
+        version = LATEST[ApiKey.TXN_OFFSET_COMMIT] if version is None else version
+        topics: dict[str, list[dict]] = {}
+        for (topic, partition), offset in offsets.items():
+            topics.setdefault(topic, []).append({"partition_index": partition, "committed_offset": offset,
+                                                 "committed_metadata": ""})
+        request = txn_wire.parse_txn_offset_commit(request_body(
+            ApiKey.TXN_OFFSET_COMMIT, version, transactional_id=transactional_id, group_id=self.group_id,
+            producer_id=producer_id, producer_epoch=producer_epoch,
+            topics=[{"name": t, "partitions": ps} for t, ps in topics.items()]), version)
+        body = txn_wire.txn_offset_commit_response(request, self.coordinator.commit_transactional_offsets(request))
+        check_response(ApiKey.TXN_OFFSET_COMMIT, version, body)
+        return {(t["name"], p["partition_index"]): p["error_code"] for t in body["topics"] for p in t["partitions"]}
+
+    def end_transaction(self, producer_id: int, *, commit: bool) -> None:
+        """Tell the coordinator the COMMIT or ABORT marker of ``producer_id`` landed in the group's
+        offsets topic partition (as the broker tells it once the marker is written)."""
+        self.coordinator.on_transaction_completed(self.coordinator.partition_for(self.group_id), producer_id, commit)
+
     def fetch(self, partitions: list[tuple[str, int]] | None = None, *, version: int | None = None,
-              group_id: str | None = None) -> dict:
+              group_id: str | None = None, require_stable: bool = False) -> dict:
         version = LATEST[ApiKey.OFFSET_FETCH] if version is None else version
         group_id = self.group_id if group_id is None else group_id
         topics = None
@@ -270,6 +292,8 @@ class Harness:
             fields: dict[str, Any] = {"groups": [{"group_id": group_id, "topics": topics}]}
         else:
             fields = {"group_id": group_id, "topics": topics}
+        if version >= 7:
+            fields["require_stable"] = require_stable
         request = wire.parse_offset_fetch(request_body(ApiKey.OFFSET_FETCH, version, **fields), version)
         body = wire.offset_fetch_response(request, self.coordinator.fetch_offsets(request), version)
         return check_response(ApiKey.OFFSET_FETCH, version, body)

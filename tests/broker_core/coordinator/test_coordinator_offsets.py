@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-from broker_core.coordinator.group import (GroupCoordinatorConfig, GroupState, OffsetAndMetadata, OffsetCommitPartition,
-                                           OffsetCommitRequest, OffsetFetchGroup, OffsetFetchRequest)
+from broker_core.broker import Broker
+from broker_core.clock import MockTime
+from broker_core.coordinator.group import (BrokerGroupStore, GroupCoordinatorConfig, GroupState, OffsetAndMetadata,
+                                           OffsetCommitPartition, OffsetCommitRequest, OffsetFetchGroup,
+                                           OffsetFetchRequest)
 from broker_core.errors import RecordListTooLargeError, UnknownTopicOrPartitionError
 from broker_core.offsets_topic import GroupMetadataKey, OffsetCommitKey, decode_record
 from coordinator_kit import (COORDINATOR_NOT_AVAILABLE, ILLEGAL_GENERATION, INITIAL_DELAY_MS, NONE,
                              OFFSET_METADATA_TOO_LARGE, SESSION_TIMEOUT_MS, START_MS, UNKNOWN_MEMBER_ID, Harness,
                              Member)
 from format.layout import TopicPartition
+from tests.broker_core.offsets_kit import end_transaction
 
 S = GroupState
 RETENTION_MS = 60_000
@@ -148,6 +153,116 @@ def test_fetch_before_v8_answers_one_group(h: Harness, version: int) -> None:
     assert response["topics"][0]["partitions"][0]["committed_offset"] == 9
     if version >= 2:
         assert response["error_code"] == NONE
+
+
+# --- OffsetFetch with require_stable (KIP-447) ------------------------------------------------------
+
+UNSTABLE_OFFSET_COMMIT = 88
+
+
+def partitions_of(response: dict) -> dict[tuple[str, int], tuple[int, int]]:
+    """(committed offset, error code) of each partition of a one-group OffsetFetch response."""
+    topics = response["groups"][0]["topics"] if "groups" in response else response["topics"]
+    return {(t["name"], p["partition_index"]): (p["committed_offset"], p["error_code"])
+            for t in topics for p in t["partitions"]}
+
+
+@pytest.fixture
+def offsets_broker(tmp_path: Path) -> Iterator[Broker]:
+    """The broker whose ``__consumer_offsets`` holds the transactional offsets and their markers."""
+    broker = Broker(str(tmp_path / "logs"), {"offsets.topic.num.partitions": 1},
+                    clock=MockTime(current_time_ms=START_MS), background=False)
+    yield broker
+    broker.close()
+
+
+@pytest.fixture
+def pending(offsets_broker: Broker) -> Iterator[Harness]:
+    """orders-0 committed at 3; an open transaction of producer 5 has committed orders-0 at 7 and orders-1 at 8."""
+    h = Harness(GroupCoordinatorConfig.from_broker_config(offsets_broker.config), BrokerGroupStore(offsets_broker),
+                offsets_broker.clock)
+    h.commit({("orders", 0): 3})
+    assert h.txn_commit({("orders", 0): 7, ("orders", 1): 8}, producer_id=5) == {("orders", 0): NONE,
+                                                                                ("orders", 1): NONE}
+    yield h
+    h.close()
+
+
+def end(h: Harness, producer_id: int, *, commit: bool) -> None:
+    """The transaction's marker lands in the group's partition, and the coordinator hears of it."""
+    end_transaction(h.store.broker, h.group_id, producer_id, commit=commit)
+    h.end_transaction(producer_id, commit=commit)
+
+
+WANTED = [("orders", 0), ("orders", 1), ("orders", 2)]
+
+
+def test_a_stable_fetch_answers_unstable_offset_commit_for_partitions_an_open_transaction_committed(
+        pending: Harness) -> None:
+    assert partitions_of(pending.fetch(WANTED, require_stable=True)) == {
+        ("orders", 0): (-1, UNSTABLE_OFFSET_COMMIT), ("orders", 1): (-1, UNSTABLE_OFFSET_COMMIT),
+        ("orders", 2): (-1, NONE)}
+
+
+def test_a_fetch_without_require_stable_answers_the_offsets_committed_before_the_open_transaction(
+        pending: Harness) -> None:
+    assert partitions_of(pending.fetch(WANTED)) == {
+        ("orders", 0): (3, NONE), ("orders", 1): (-1, NONE), ("orders", 2): (-1, NONE)}
+
+
+def test_a_stable_fetch_sees_the_transactions_offsets_once_it_commits(pending: Harness) -> None:
+    end(pending, 5, commit=True)
+    assert partitions_of(pending.fetch(WANTED, require_stable=True)) == {
+        ("orders", 0): (7, NONE), ("orders", 1): (8, NONE), ("orders", 2): (-1, NONE)}
+
+
+def test_a_stable_fetch_sees_the_offsets_before_the_transaction_once_it_aborts(pending: Harness) -> None:
+    end(pending, 5, commit=False)
+    assert partitions_of(pending.fetch(WANTED, require_stable=True)) == {
+        ("orders", 0): (3, NONE), ("orders", 1): (-1, NONE), ("orders", 2): (-1, NONE)}
+
+
+def test_a_stable_fetch_of_all_partitions_lists_the_committed_ones_and_marks_the_unstable(pending: Harness) -> None:
+    # As Kafka's fetchAllOffsets: orders-1 has no committed offset yet, so it is not listed.
+    assert partitions_of(pending.fetch(None, require_stable=True)) == {("orders", 0): (-1, UNSTABLE_OFFSET_COMMIT)}
+    assert partitions_of(pending.fetch(None)) == {("orders", 0): (3, NONE)}
+
+
+def test_another_producers_open_transaction_leaves_the_partitions_it_did_not_commit_stable(pending: Harness) -> None:
+    pending.txn_commit({("orders", 2): 4}, producer_id=6)
+    end(pending, 5, commit=True)
+    assert partitions_of(pending.fetch(WANTED, require_stable=True)) == {
+        ("orders", 0): (7, NONE), ("orders", 1): (8, NONE), ("orders", 2): (-1, UNSTABLE_OFFSET_COMMIT)}
+
+
+def test_a_coordinator_loading_the_offsets_topic_while_the_transaction_is_open_answers_its_offsets_unstable(
+        pending: Harness) -> None:
+    pending.close()
+    loaded = Harness(pending.config, BrokerGroupStore(pending.store.broker), pending.clock)
+    try:
+        assert partitions_of(loaded.fetch(WANTED, require_stable=True)) == {
+            ("orders", 0): (-1, UNSTABLE_OFFSET_COMMIT), ("orders", 1): (-1, UNSTABLE_OFFSET_COMMIT),
+            ("orders", 2): (-1, NONE)}
+        end(loaded, 5, commit=True)
+        assert partitions_of(loaded.fetch(WANTED, require_stable=True))[("orders", 1)] == (8, NONE)
+    finally:
+        loaded.close()
+
+
+@pytest.mark.parametrize("version", [7, 8, 9])
+def test_unstable_offset_commit_is_a_partition_error_and_the_group_has_none(pending: Harness, version: int) -> None:
+    response = pending.fetch([("orders", 0)], version=version, require_stable=True)
+    group_error = response["groups"][0]["error_code"] if version >= 8 else response["error_code"]
+    assert group_error == NONE
+    assert partitions_of(response) == {("orders", 0): (-1, UNSTABLE_OFFSET_COMMIT)}
+
+
+def test_the_typed_fetch_names_the_unstable_partitions_and_shows_no_offset_for_them(pending: Harness) -> None:
+    (result,) = pending.coordinator.fetch_offsets(OffsetFetchRequest(groups=(
+        OffsetFetchGroup(pending.group_id, (TopicPartition("orders", 0), TopicPartition("orders", 2))),),
+        require_stable=True))
+    assert result.unstable == {TopicPartition("orders", 0)}
+    assert result.offsets == {TopicPartition("orders", 0): None, TopicPartition("orders", 2): None}
 
 
 # --- offsets.retention.minutes ------------------------------------------------------------------------

@@ -49,6 +49,7 @@ EXPECTED_VERSIONS = {
     ApiKey.TXN_OFFSET_COMMIT: (0, 4),
     ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
     ApiKey.LIST_TRANSACTIONS: (0, 1),
+    ApiKey.DESCRIBE_PRODUCERS: (0, 0),
     SeglogApiKey.COMPACTION_LEASE: (0, 0),
     SeglogApiKey.REPLACE_SEGMENTS: (0, 0),
 }

@@ -1,9 +1,11 @@
 """Transactional producers of confluent-kafka (librdkafka) and kafka-python against a ``seglog broker``:
 commits and aborts seen by read_committed and read_uncommitted consumers, offsets committed in a
-transaction (consume-transform-produce), and a zombie producer fenced by a newer one."""
+transaction (consume-transform-produce), a zombie producer fenced by a newer one, and read_committed
+consumers waiting for the offsets an open transaction holds (OffsetFetch's require_stable)."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -185,3 +187,87 @@ def test_kafka_python_transactional_producer_commits_and_aborts(txn_server):
         p.close(timeout=TIMEOUT_S)
     assert read_all(bootstrap, "out", "read_committed", 1) == [b"kept"]
     assert read_all(bootstrap, "out", "read_uncommitted", 1) == [b"dropped", b"kept"]
+
+
+# --- OffsetFetch with require_stable (KIP-447): librdkafka asks for it with isolation.level=read_committed ---
+
+STABLE_GROUP = "stable"
+
+
+def offsets_pending_in_a_transaction(server) -> Producer:
+    """Topic ``in`` with ten records; group ``stable`` committed offset 2, and an open transaction
+    has sent offset 5 for it (the producer returned commits or aborts it)."""
+    bootstrap = server.bootstrap_servers
+    server.broker.create_topic("in", 1)
+    server.broker.produce("in", [b"%d" % i for i in range(10)], partition=0)
+    plain = Consumer({"bootstrap.servers": bootstrap, "group.id": STABLE_GROUP, "enable.auto.commit": False})
+    try:
+        plain.commit(offsets=[TopicPartition("in", 0, 2)], asynchronous=False)
+        p = transactional_producer(bootstrap, "stable-0")
+        p.begin_transaction()
+        p.send_offsets_to_transaction([TopicPartition("in", 0, 5)], plain.consumer_group_metadata(), TIMEOUT_S)
+    finally:
+        plain.close()
+    return p
+
+
+def group_consumer(bootstrap: str, isolation_level: str) -> Consumer:
+    return Consumer({"bootstrap.servers": bootstrap, "group.id": STABLE_GROUP, "isolation.level": isolation_level,
+                     "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+
+
+def test_a_read_committed_consumer_sees_offsets_sent_to_a_transaction_only_once_it_commits(txn_server):
+    bootstrap = txn_server.bootstrap_servers
+    p = offsets_pending_in_a_transaction(txn_server)
+    uncommitted, committed = group_consumer(bootstrap, "read_uncommitted"), group_consumer(bootstrap, "read_committed")
+    try:
+        # Without require_stable the offset committed before the transaction is answered at once.
+        (before,) = uncommitted.committed([TopicPartition("in", 0)], timeout=TIMEOUT_S)
+        assert (before.offset, before.error) == (2, None)
+        answered: list = []
+        asking = threading.Thread(target=lambda: answered.append(
+            committed.committed([TopicPartition("in", 0)], timeout=TIMEOUT_S)))
+        asking.start()
+        asking.join(2.0)
+        # UNSTABLE_OFFSET_COMMIT: the client asks again until the transaction ends.
+        assert asking.is_alive() and not answered
+        p.commit_transaction(TIMEOUT_S)
+        asking.join(TIMEOUT_S)
+        (after,) = answered[0]
+        assert (after.offset, after.error) == (5, None)
+    finally:
+        uncommitted.close()
+        committed.close()
+
+
+def test_a_read_committed_consumer_joining_while_offsets_are_pending_starts_where_the_transaction_committed(
+        txn_server):
+    p = offsets_pending_in_a_transaction(txn_server)
+    consumer = group_consumer(txn_server.bootstrap_servers, "read_committed")
+    assigned: list = []
+    try:
+        consumer.subscribe(["in"], on_assign=lambda c, partitions: assigned.extend(partitions))
+        early = []
+        deadline = time.monotonic() + TIMEOUT_S
+        while not assigned and time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            if msg is not None and not msg.error():
+                early.append(msg.offset())
+        assert assigned, "the consumer never joined"
+        quiet_until = time.monotonic() + 2.0
+        while time.monotonic() < quiet_until:
+            msg = consumer.poll(0.2)
+            if msg is not None and not msg.error():
+                early.append(msg.offset())
+        # Neither the offset before the transaction (2) nor auto.offset.reset (0): it waits.
+        assert early == []
+        p.commit_transaction(TIMEOUT_S)
+        first = None
+        deadline = time.monotonic() + TIMEOUT_S
+        while first is None and time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            if msg is not None and not msg.error():
+                first = msg
+        assert first is not None and first.offset() == 5
+    finally:
+        consumer.close()

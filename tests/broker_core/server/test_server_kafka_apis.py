@@ -80,6 +80,7 @@ def test_api_versions_advertises_exactly_the_served_apis(client):
               ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.INIT_PRODUCER_ID, ApiKey.DESCRIBE_CONFIGS,
               ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.DESCRIBE_LOG_DIRS,
               ApiKey.CREATE_PARTITIONS, ApiKey.DESCRIBE_CLUSTER, ApiKey.DESCRIBE_TOPIC_PARTITIONS,
+              ApiKey.DESCRIBE_PRODUCERS,
               # The group coordinator's.
               ApiKey.FIND_COORDINATOR, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP,
               ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.DESCRIBE_GROUPS, ApiKey.LIST_GROUPS,
@@ -312,6 +313,41 @@ def test_read_committed_fetches_stop_at_the_lso_and_list_the_aborted_transaction
     assert [b.header.base_offset for b in iter_batches(uncommitted["records"])] == [0, 1, 2, 3, 4]
     assert list_offset(client, "t", 0, -1, isolation_level=1)["offset"] == 3
     assert list_offset(client, "t", 0, -1, isolation_level=0)["offset"] == 5
+
+
+def describe_producers(client: ProtocolClient, topics: dict[str, list[int]]) -> dict[tuple[str, int], dict]:
+    response = client.send(ApiKey.DESCRIBE_PRODUCERS, {"topics": [
+        {"name": name, "partition_indexes": partitions} for name, partitions in topics.items()]})
+    return {(t["name"], p["partition_index"]): p for t in response["topics"] for p in t["partitions"]}
+
+
+def test_describe_producers_answers_each_partitions_producer_state(client, broker_server):
+    create_topic(client, "t", partitions=2)
+    produce(client, "t", 0, idempotent(b"a", b"b", b"c", producer_id=7, epoch=3))                # 0-2
+    produce(client, "t", 0, idempotent(b"open", producer_id=8, transactional=True))             # 3
+    produce(client, "t", 0, idempotent(b"done", producer_id=9, epoch=1, transactional=True))    # 4
+    broker_server.broker.append_control_marker("t", 0, 9, 1, 5, commit=True)                   # 5
+    described = describe_producers(client, {"t": [0, 1]})
+    assert (described[("t", 0)]["error_code"], described[("t", 0)]["error_message"]) == (NONE, None)
+    producers = described[("t", 0)]["active_producers"]
+    assert [{k: v for k, v in p.items() if k != "last_timestamp"} for p in producers] == [
+        {"producer_id": 7, "producer_epoch": 3, "last_sequence": 2, "coordinator_epoch": -1,
+         "current_txn_start_offset": -1},
+        {"producer_id": 8, "producer_epoch": 0, "last_sequence": 0, "coordinator_epoch": -1,
+         "current_txn_start_offset": 3},
+        {"producer_id": 9, "producer_epoch": 1, "last_sequence": 0, "coordinator_epoch": 5,
+         "current_txn_start_offset": -1}]
+    assert all(p["last_timestamp"] > 0 for p in producers)
+    assert described[("t", 1)]["error_code"] == NONE and described[("t", 1)]["active_producers"] == []
+
+
+def test_describe_producers_of_unknown_topics_partitions_and_invalid_names_gets_kafkas_errors(client):
+    create_topic(client, "t")
+    described = describe_producers(client, {"t": [0, 4], "gone": [0], "bad/name": [0]})
+    assert {tp: p["error_code"] for tp, p in described.items()} == {
+        ("t", 0): NONE, ("t", 4): UNKNOWN_TOPIC_OR_PARTITION, ("gone", 0): UNKNOWN_TOPIC_OR_PARTITION,
+        ("bad/name", 0): INVALID_TOPIC_EXCEPTION}
+    assert "t-4" in described[("t", 4)]["error_message"] and "gone-0" in described[("gone", 0)]["error_message"]
 
 
 def test_fetch_out_of_range_and_unknown_partitions_get_their_error(client):
