@@ -2,9 +2,10 @@
 
 A transactional producer's TxnOffsetCommit becomes a transactional batch of
 offset-commit records on the group's partition; the transaction coordinator
-later ends it with a COMMIT or ABORT marker there. seglog has no
-transaction coordinator yet, so these helpers append both straight to the
-broker's log. Each transaction takes a producer id of its own.
+later ends it with a COMMIT or ABORT marker there. These helpers append both
+straight to the broker's log, without a coordinator, so a test can place
+each record where it wants it. Each transaction takes a producer id of its
+own.
 """
 
 from __future__ import annotations
