@@ -7,6 +7,7 @@ import dataclasses
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -105,7 +106,8 @@ def test_a_driver_killed_mid_write_leaves_staging_files_that_the_next_write_remo
                        topic="other") as live:
         during = staged_files(sink)
         (live_dir,) = set(during) - {killed_dir}
-        assert os.getsid(staging_owner(live_dir).pid) == live.pid  # named for the live driver's JVM
+        owner = staging_owner(live_dir).pid  # the live driver's JVM, which outlives the workers that stage
+        assert os.getsid(owner) == live.pid and Path(f"/proc/{owner}/comm").read_text().strip() == "java"
         spark.createDataFrame([("next",)], "value string").write.format("seglog").option("path", sink) \
             .option("topic", "dst").mode("append").save()
         assert staged_files(sink) == {live_dir: during[live_dir]}  # the killed driver's went, the live one's stay
