@@ -22,7 +22,7 @@ Columns and options follow Spark's Kafka sink, so a pipeline moves by changing
 How a write runs. One process owns a log directory (the broker's lock file)
 and Spark's tasks run in separate Python workers, so tasks never open a
 broker. Each task stages the sink columns of its Arrow batches in an Arrow IPC
-file under ``<path>/.seglog-staging/<writer id>/<task id>.arrow`` and returns
+file under ``<path>/.seglog-staging/<writer id>/<file id>.arrow`` and returns
 the file's name; the driver's ``commit`` opens the embedded ``Broker``, checks
 every destination (a missing topic is created when auto.create.topics.enable
 is true and refused otherwise; partitions must be in range) before appending
@@ -31,8 +31,8 @@ in batches of up to 10,000 records and 1 MiB (less when the topic's
 ``max.message.bytes`` is lower), and deletes the staging files; ``abort``
 deletes them. So the executors must reach the log directory's filesystem
 (local mode, or a shared mount), and no broker may hold the directory while a
-write commits. ``.seglog-staging`` never parses as a ``<topic>-<partition>``
-directory, so brokers and readers skip it, and it is removed once empty.
+write commits. A driver that dies mid-write leaves its staging files; the next
+write removes them (``connector.staging``).
 
 Guarantees. A batch ``write`` is at least once, as Spark's Kafka sink: a
 commit that fails midway (a crash, a full disk) leaves the records appended so
@@ -61,10 +61,8 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import shutil
-import uuid
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Mapping, Sequence
+from typing import Iterator, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -87,10 +85,11 @@ from format.record import Header, SimpleRecord
 from .options import SeglogOptionError, _bootstrap
 from .sink_transaction import (SinkTransaction, committed_batch_id, pause_at,
                                query_transaction, transactional_id_option)
+from .staging import (StagedBatches, new_staging_dir, read_staged, reclaim_staging, remove_staging,
+                      stage_batches, staged_messages)
 
 log = logging.getLogger(__name__)
 
-STAGING_DIR = ".seglog-staging"
 SINK_COLUMNS = ("key", "value", "topic", "partition", "headers", "timestamp")
 # Records per produce call: large batches, bounded memory on the driver.
 CHUNK_ROWS = 10_000
@@ -348,71 +347,6 @@ def record_size(record: SimpleRecord) -> int:
     return size
 
 
-# --- staging files (tasks) -------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class StagedBatches(WriterCommitMessage):
-    """What one task staged: the Arrow IPC file (None: the task had no rows) and its row count."""
-
-    path: str | None
-    rows: int
-
-
-def stage_batches(batches: Iterable[pa.RecordBatch], directory: str, columns: Sequence[str]) -> StagedBatches:
-    """Write the sink columns of ``batches`` into a new Arrow IPC file under ``directory``."""
-    path = os.path.join(directory, f"{uuid.uuid4().hex}.arrow")
-    writer = None
-    rows = 0
-    try:
-        for batch in batches:
-            if batch.num_rows == 0:
-                continue
-            batch = batch.select(list(columns))
-            if writer is None:
-                os.makedirs(directory, exist_ok=True)
-                writer = pa.ipc.new_file(path, batch.schema)
-            writer.write_batch(batch)
-            rows += batch.num_rows
-    except BaseException:
-        if writer is not None:
-            writer.close()
-            _remove(path)
-        raise
-    if writer is None:
-        return StagedBatches(None, 0)
-    writer.close()
-    return StagedBatches(path, rows)
-
-
-def _staged(messages: Sequence[WriterCommitMessage | None]) -> list[StagedBatches]:
-    return [m for m in messages if isinstance(m, StagedBatches) and m.path is not None]
-
-
-def read_staged(path: str) -> Iterator[pa.RecordBatch]:
-    with pa.memory_map(path) as source:
-        reader = pa.ipc.open_file(source)
-        for i in range(reader.num_record_batches):
-            yield reader.get_batch(i)
-
-
-def _remove(path: str) -> None:
-    try:
-        os.remove(path)
-    except FileNotFoundError:
-        pass
-
-
-def remove_staging(directories: Iterable[str], log_dir: str) -> None:
-    """Delete staging directories, then ``.seglog-staging`` once nothing else is staged there."""
-    for d in set(directories):
-        shutil.rmtree(d, ignore_errors=True)
-    try:
-        os.rmdir(os.path.join(log_dir, STAGING_DIR))
-    except OSError:
-        pass  # another write is staging, or it is gone already
-
-
 # --- producing (driver) -------------------------------------------------------
 
 
@@ -593,17 +527,21 @@ class _SinkBase:
 
     def __init__(self, options: Mapping[str, str], schema: StructType, overwrite: bool):
         self.options = parse_sink_options(options, schema, overwrite, self.streaming)
-        self.staging_dir = os.path.join(self.options.log_dir, STAGING_DIR, uuid.uuid4().hex)
+        # Spark creates the writer on the driver before any task runs: the place to clear what writes
+        # whose driver died left behind.
+        reclaim_staging(self.options.log_dir)
+        self.staging_dir = new_staging_dir(self.options.log_dir)
 
     def _write(self, iterator: Iterator[pa.RecordBatch]) -> StagedBatches:
         return stage_batches(iterator, self.staging_dir, self.options.columns)
 
     def _commit(self, messages: Sequence[WriterCommitMessage | None], batch_id: int | None = None) -> None:
-        staged = _staged(messages)
+        staged = staged_messages(messages)
         transaction = self.options.transaction
         if transaction is not None and batch_id is not None:
             transaction = transaction.with_batch(batch_id)
         try:
+            pause_at("before-write")
             produce_staged(self.options.log_dir, staged, self.options.topic, self.options.compression,
                            self.options.broker_config, transaction, self.options.bootstrap)
         finally:
@@ -612,7 +550,7 @@ class _SinkBase:
     def _clean(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         # Removing whole directories also clears files of failed task attempts,
         # which sent no message.
-        remove_staging({os.path.dirname(s.path) for s in _staged(messages)}, self.options.log_dir)
+        remove_staging({os.path.dirname(s.path) for s in staged_messages(messages)}, self.options.log_dir)
 
 
 class SeglogWriter(_SinkBase, DataSourceArrowWriter):

@@ -40,7 +40,8 @@ log = logging.getLogger(__name__)
 _PREFIX = "seglog-sink-"
 _TRANSACTIONAL_ID_OPTIONS = ("transactional.id", "kafka.transactional.id")
 # A test hook: "<point>:<marker file>" makes the commit create the marker and wait at that point
-# (before-commit: the micro-batch's records are in the log, its transaction still open;
+# (before-write: the tasks' rows are staged, nothing is written and no broker is open;
+# before-commit: the micro-batch's records are in the log, its transaction still open;
 # after-commit: the transaction is committed, Spark not told yet), so a driver can be killed there.
 PAUSE_ENV = "SEGLOG_SINK_PAUSE"
 _PAUSE_S = 600.0

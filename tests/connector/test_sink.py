@@ -14,8 +14,8 @@ from broker_core import Broker
 from broker_core.errors import UnknownTopicOrPartitionError
 from broker_core.partitioner import partition_for_key
 from connector.options import SeglogOptionError
-from connector.sink import (STAGING_DIR, SinkDataError, destinations, parse_sink_options, produce_staged,
-                            records_from_arrow, stage_batches)
+from connector.sink import SinkDataError, destinations, parse_sink_options, produce_staged, records_from_arrow
+from connector.staging import STAGING_DIR, stage_batches
 from format.compression import CompressionType
 from format.record import Header, SimpleRecord
 from format.record_batch import iter_batches

@@ -2,12 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import textwrap
-import time
 from collections import Counter
 
 import pyarrow as pa
@@ -15,19 +9,19 @@ import pytest
 
 from broker_core import Broker
 from broker_core.client.remote_broker import RemoteBroker
-from broker_core.errors import LogDirInUseError
+from broker_core.errors import MessageTooLargeError
 from broker_core.server.broker_server import BrokerServer
 from connector.options import SeglogOptionError
-from connector.sink import produce_staged, stage_batches
-from connector.sink_transaction import (PAUSE_ENV, SinkTransaction, committed_batch_id,
-                                        query_transaction)
+from connector.sink import produce_staged
+from connector.sink_transaction import SinkTransaction, committed_batch_id, query_transaction
+from connector.staging import stage_batches
 from format.compression import CompressionType
 from format.record_batch import iter_batches
+from tests.broker_core.server.server_kit import start_broker
 from tests.connector.conftest import produce_numbered
+from tests.connector.driver_kit import PER_TRIGGER, ROWS, expected, kill_driver_at, run_query
+from tests.connector.test_read_stream import run_available_now
 from tests.connector.test_sink import make_log_dir
-
-ROWS = 30
-PER_TRIGGER = 10  # three micro-batches of ten rows
 
 
 def read_values(log_dir: str, topic: str, isolation_level: str) -> Counter:
@@ -91,80 +85,33 @@ def test_a_batch_write_with_a_transactional_id_commits_its_rows_together(tmp_pat
     assert committed_batch(d, "batch") is None  # a batch write has no batch id to commit
 
 
+def fail_midway(tmp_path, transaction: SinkTransaction | None) -> str:
+    """A batch write whose second partition's record is over max.message.bytes, after the first partition's
+    records were appended; returns the log dir."""
+    d = str(tmp_path / "logs")
+    with Broker(d, background=False) as broker:
+        broker.create_topic("out", 2, {"max.message.bytes": "1000"})
+    rows = pa.record_batch({"value": pa.array([b"a", b"b", b"x" * 5000]),
+                            "partition": pa.array([0, 0, 1], pa.int32())})
+    staged = [stage_batches([rows], str(tmp_path / "staging"), ["value", "partition"])]
+    with pytest.raises(MessageTooLargeError, match="larger than max.message.bytes 1000"):
+        produce_staged(d, staged, "out", CompressionType.NONE, transaction=transaction)
+    return d
+
+
+def test_a_batch_write_that_fails_midway_leaves_what_it_appended(tmp_path):
+    d = fail_midway(tmp_path, None)
+    assert read_values(d, "out", "read_committed") == Counter({b"a": 1, b"b": 1})  # at least once
+
+
+def test_a_batch_write_with_a_transactional_id_that_fails_midway_leaves_nothing_for_read_committed_readers(
+        tmp_path):
+    d = fail_midway(tmp_path, SinkTransaction("batch", "batch"))
+    assert read_values(d, "out", "read_committed") == Counter()
+    assert read_values(d, "out", "read_uncommitted") == Counter({b"a": 1, b"b": 1})  # appended, then aborted
+
+
 # --- a driver killed mid-commit, restarted from its checkpoint ----------------------------------
-
-_DRIVER = textwrap.dedent("""
-    import os, sys
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    from pyspark.sql import SparkSession
-    source, sink, checkpoint = sys.argv[1:4]
-    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-             .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-             .getOrCreate())
-    query = (spark.readStream.format("seglog").option("path", source).option("subscribe", "src")
-             .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", "%d").load()
-             .selectExpr("key", "value")
-             .writeStream.format("seglog").option("path", sink).option("topic", "dst")
-             .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
-    query.awaitTermination()
-""" % PER_TRIGGER)
-
-
-def run_query(spark, source: str, sink: str, checkpoint: str) -> None:
-    query = (spark.readStream.format("seglog").option("path", source).option("subscribe", "src")
-             .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", str(PER_TRIGGER)).load()
-             .selectExpr("key", "value")
-             .writeStream.format("seglog").option("path", sink).option("topic", "dst")
-             .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
-    query.awaitTermination()
-    assert query.exception() is None
-
-
-def kill_driver_at(point: str, source: str, sink: str, checkpoint: str, marker: str) -> None:
-    """Run the query in a driver process that pauses at ``point`` of its first commit; SIGKILL it there."""
-    env = {**os.environ, PAUSE_ENV: f"{point}:{marker}"}
-    driver = subprocess.Popen([sys.executable, "-c", _DRIVER, source, sink, checkpoint], env=env,
-                              cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))),
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 180
-        while not os.path.exists(marker):
-            if driver.poll() is not None:
-                raise AssertionError(f"the driver ended ({driver.returncode}) before pausing at {point}: "
-                                     f"{driver.stderr.read().decode()[-3000:]}")
-            assert time.monotonic() < deadline, f"the driver did not reach {point} in 180 s"
-            time.sleep(0.2)
-        time.sleep(0.2)  # the marker is written: its pid follows
-        with open(marker) as f:
-            committer = int(f.read() or 0)
-    finally:
-        os.killpg(driver.pid, signal.SIGKILL)
-        driver.wait(timeout=30)
-    if committer:
-        try:  # the Python worker that commits, should it live outside the driver's session
-            os.kill(committer, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    driver.stderr.close()
-    wait_for_log_dir(sink)
-
-
-def wait_for_log_dir(log_dir: str) -> None:
-    """Wait until the killed processes are gone: the log dir's lock is free again."""
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            Broker(log_dir, background=False).close()
-            return
-        except LogDirInUseError:
-            assert time.monotonic() < deadline, f"{log_dir} is still locked 30 s after the driver was killed"
-            time.sleep(0.2)
-
-
-def expected(rows: int = ROWS) -> Counter:
-    return Counter({f"src-0-{n}".encode(): 1 for n in range(rows)})
-
 
 @pytest.mark.slow
 def test_a_driver_killed_before_the_transaction_commits_leaves_every_row_once_after_the_restart(spark, tmp_path):
@@ -266,3 +213,61 @@ def test_streaming_write_into_a_log_dir_a_running_broker_owns_goes_through_boots
     assert query.exception() is None
     values = served_values(server.broker, "out", "read_committed")
     assert Counter({v.split(b".")[0]: n for v, n in values.items()}) == expected()
+
+
+# --- Spark reading what a query killed before its first commit and then restarted wrote ------------
+
+READ_COMMITTED = {"isolation.level": "read_committed"}
+
+
+@pytest.fixture(scope="module", params=["files", "protocol"])
+def restarted(request, spark, tmp_path_factory):
+    """Where Spark reads topic dst after the query was killed before its first commit and restarted: the
+    log dir's files (``path``), or the running broker that owned the log dir throughout (``bootstrap``)."""
+    base = tmp_path_factory.mktemp(f"restarted-{request.param}")
+    source, sink = str(base / "source"), str(base / "sink")
+    checkpoint, marker = str(base / "checkpoint"), str(base / "paused")
+    produce_numbered(source, "src", 1, ROWS)
+    server, options = None, {}
+    if request.param == "protocol":
+        server = start_broker(sink)
+        server.broker.create_topic("dst", 2)
+        options = {"kafka.bootstrap.servers": server.bootstrap_servers}
+    else:
+        make_log_dir(sink, dst=2)
+    try:
+        kill_driver_at("before-commit", source, sink, checkpoint, marker, **options)
+        run_query(spark, source, sink, checkpoint, **options)
+        yield {"path": sink} if server is None else {"bootstrap": server.bootstrap_servers}
+    finally:
+        if server is not None:
+            server.shutdown()
+
+
+def read_dst(reader, location: dict[str, str], **options: str):
+    for name, value in {**location, "subscribe": "dst", **options}.items():
+        reader = reader.option(name, value)
+    return reader.load()
+
+
+def row_values(df) -> Counter:
+    return Counter(bytes(r.value).split(b".")[0] for r in df.collect())
+
+
+@pytest.mark.slow
+def test_a_read_committed_batch_read_of_the_restarted_querys_topic_returns_every_row_once(spark, restarted):
+    assert row_values(read_dst(spark.read.format("seglog"), restarted, **READ_COMMITTED)) == expected()
+
+
+@pytest.mark.slow
+def test_a_read_committed_stream_of_the_restarted_querys_topic_returns_every_row_once(spark, restarted, tmp_path):
+    df = read_dst(spark.readStream.format("seglog"), restarted, startingOffsets="earliest", **READ_COMMITTED)
+    batches = run_available_now(df, str(tmp_path / "checkpoint"))
+    assert Counter(value.encode() for batch in batches for _, _, _, value in batch) == expected()
+
+
+@pytest.mark.slow
+def test_read_uncommitted_also_returns_the_rows_of_the_aborted_first_attempt(spark, restarted):
+    aborted = expected(PER_TRIGGER)  # micro-batch 0: src-0-0 … src-0-9, written, then aborted by the restart
+    got = row_values(read_dst(spark.read.format("seglog"), restarted, **{"isolation.level": "read_uncommitted"}))
+    assert got == expected() + aborted
