@@ -91,7 +91,7 @@ def stage_batches(batches: Iterable[pa.RecordBatch], directory: str, columns: Se
                 continue
             batch = batch.select(list(columns))
             if writer is None:
-                os.makedirs(directory, exist_ok=True)
+                _make_directory(directory)
                 writer = pa.ipc.new_file(path, batch.schema)
             writer.write_batch(batch)
             rows += batch.num_rows
@@ -104,6 +104,18 @@ def stage_batches(batches: Iterable[pa.RecordBatch], directory: str, columns: Se
         return StagedBatches(None, 0)
     writer.close()
     return StagedBatches(path, rows)
+
+
+def _make_directory(directory: str, attempts: int = 5) -> None:
+    """Create ``directory`` and ``.seglog-staging`` above it, which another write that has just finished may remove
+    between the two ``mkdir`` calls (it removes it only while it is empty): then create both again."""
+    for attempt in range(attempts):
+        try:
+            os.makedirs(directory, exist_ok=True)
+            return
+        except FileNotFoundError:
+            if attempt == attempts - 1:
+                raise
 
 
 def staged_messages(messages: Sequence[WriterCommitMessage | None]) -> list[StagedBatches]:
