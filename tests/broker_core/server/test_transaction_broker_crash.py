@@ -1,0 +1,177 @@
+"""``seglog broker`` killed with SIGKILL in the middle of a transaction and started again on the same log
+dir and port: the transaction completes when its producer commits after the restart, or is aborted when
+its ``transaction.timeout.ms`` runs out if the producer is gone; read_committed consumers never see part
+of it, and are held back no longer than the timeout."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+from broker_core.client.remote_broker import RemoteBroker
+from format.record import SimpleRecord
+from jvm.apache_kafka import free_port
+from server_kit import BrokerProcess, committed_offsets
+from transaction_clients_kit import TIMEOUT_S, read_all, transactional_producer
+
+pytestmark = pytest.mark.slow
+
+HERE = os.path.dirname(__file__)
+CLEANUP_INTERVAL_MS = 500  # transaction.abort.timed.out.transaction.cleanup.interval.ms
+PARTITIONS = 3
+
+
+class RestartableBroker:
+    """A ``seglog broker`` process on one log dir and one fixed port, to kill and start again."""
+
+    def __init__(self, log_dir) -> None:
+        self.log_dir = log_dir
+        self.port = free_port()
+        self.process: BrokerProcess | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        self.process = BrokerProcess(
+            [self.log_dir], "--config", "transaction.state.log.num.partitions=3",
+            "--config", "offsets.topic.num.partitions=3",
+            "--config", f"transaction.abort.timed.out.transaction.cleanup.interval.ms={CLEANUP_INTERVAL_MS}",
+            port=self.port)
+        assert self.process.port == self.port, self.process.stderr_text
+
+    def kill(self) -> None:
+        assert self.process.kill() == -9, self.process.stderr_text
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.stop()
+
+
+@pytest.fixture()
+def restartable_broker(tmp_path):
+    broker = RestartableBroker(tmp_path / "logs")
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+def test_a_transaction_cut_by_a_broker_sigkill_commits_whole_after_the_restart(restartable_broker):
+    broker = restartable_broker
+    bootstrap = broker.bootstrap
+    with RemoteBroker(bootstrap) as admin:
+        admin.create_topic("in", 1)
+        admin.create_topic("out", PARTITIONS)
+        admin.produce("in", [SimpleRecord(b"in-%d" % i) for i in range(3)], partition=0)
+    written = sorted(b"out-%d" % i for i in range(3 * PARTITIONS))
+    group = Consumer({"bootstrap.servers": bootstrap, "group.id": "etl", "enable.auto.commit": False})
+    producer = transactional_producer(bootstrap, "etl-0")
+    try:
+        producer.begin_transaction()
+        for i in range(3 * PARTITIONS):
+            producer.produce("out", value=b"out-%d" % i, partition=i % PARTITIONS)
+        assert producer.flush(TIMEOUT_S) == 0
+        producer.send_offsets_to_transaction([TopicPartition("in", 0, 3)], group.consumer_group_metadata(),
+                                             TIMEOUT_S)
+
+        broker.kill()
+        broker.start()
+        with RemoteBroker(bootstrap) as admin:
+            # The coordinator read the open transaction back from __transaction_state.
+            described = admin.describe_transaction("etl-0")
+        assert described.state == "Ongoing"
+        assert {tp for tp in described.partitions if tp.topic == "out"} == {
+            TopicPartition("out", p) for p in range(PARTITIONS)}
+        assert len(described.partitions) == PARTITIONS + 1  # and the group's __consumer_offsets partition
+        assert read_all(bootstrap, "out", "read_committed", PARTITIONS) == []
+        assert read_all(bootstrap, "out", "read_uncommitted", PARTITIONS) == written
+        assert committed_offsets(bootstrap, "etl", "in") == {}
+
+        producer.commit_transaction(TIMEOUT_S)
+    finally:
+        group.close()
+    assert read_all(bootstrap, "out", "read_committed", PARTITIONS) == written
+    assert committed_offsets(bootstrap, "etl", "in") == {0: 3}
+    with RemoteBroker(bootstrap) as admin:
+        described = admin.describe_transaction("etl-0")
+        assert (described.state, described.producer_epoch, described.partitions) == ("CompleteCommit", 0, ())
+        for p in range(PARTITIONS):
+            assert (admin.list_offsets("out", p, "latest", "read_committed").offset
+                    == admin.list_offsets("out", p, "latest").offset == 4)  # three records and the marker
+
+
+def consume_to(bootstrap: str, topic: str, isolation_level: str, end_offset: int,
+               timeout_s: float) -> tuple[list[bytes], float]:
+    """A consumer polling every partition of ``topic`` until it reaches ``end_offset`` in each (an end of
+    partition at that offset); the values it read and the moment (``time.monotonic``) it got there."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{isolation_level}",
+                  "isolation.level": isolation_level, "enable.partition.eof": True, "enable.auto.commit": False})
+    try:
+        c.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+        values, ends = [], {}
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            msg = c.poll(0.1)
+            if msg is None:
+                continue
+            if not msg.error():
+                values.append(msg.value())
+                continue
+            assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
+            ends[msg.partition()] = msg.offset()
+            if all(ends.get(p) == end_offset for p in range(PARTITIONS)):
+                return sorted(values), time.monotonic()
+        raise AssertionError(f"{isolation_level}: read {values}, ends {ends} short of {end_offset} after "
+                             f"{timeout_s} s")
+    finally:
+        c.close()
+
+
+def test_a_transaction_whose_producer_is_gone_is_aborted_after_its_timeout_across_a_broker_sigkill(
+        restartable_broker):
+    broker = restartable_broker
+    bootstrap = broker.bootstrap
+    timeout_ms = 8_000
+    margin_s = CLEANUP_INTERVAL_MS / 1000 + 5  # a reaper round, and room for a busy machine
+    with RemoteBroker(bootstrap) as admin:
+        admin.create_topic("out", PARTITIONS)
+    began = time.monotonic()
+    producer = subprocess.Popen([sys.executable, os.path.join(HERE, "abandoned_transaction.py"), bootstrap, "out",
+                                 str(PARTITIONS), "abandoned", str(timeout_ms)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert producer.stdout.readline().strip() == "written", producer.stderr.read()
+        written_at = time.monotonic()
+    finally:
+        producer.kill()  # gone for good
+        producer.wait(30)
+        producer.stdout.close()
+        producer.stderr.close()
+
+    broker.kill()
+    broker.start()
+    with RemoteBroker(bootstrap) as admin:
+        assert [admin.list_offsets("out", p, "latest").offset for p in range(PARTITIONS)] == [1] * PARTITIONS
+    # Each partition: the abandoned record at offset 0, then its ABORT marker at 1.
+    committed, reached = consume_to(bootstrap, "out", "read_committed", 2, timeout_ms / 1000 + margin_s + 30)
+    assert committed == []
+    assert reached - began >= timeout_ms / 1000, "aborted before its transaction.timeout.ms"
+    assert reached - written_at <= timeout_ms / 1000 + margin_s, (
+        f"read_committed held {reached - written_at:.1f} s, past the {timeout_ms} ms timeout")
+    assert read_all(bootstrap, "out", "read_uncommitted", PARTITIONS) == sorted(
+        b"abandoned-%d" % p for p in range(PARTITIONS))
+    assert read_all(bootstrap, "out", "read_committed", PARTITIONS) == []
+    with RemoteBroker(bootstrap) as admin:
+        described = admin.describe_transaction("abandoned")
+        # The abort bumped the epoch: the producer, should it come back, is fenced.
+        assert (described.state, described.producer_epoch, described.partitions) == ("CompleteAbort", 1, ())
+        for p in range(PARTITIONS):
+            assert admin.list_offsets("out", p, "latest", "read_committed").offset == 2
