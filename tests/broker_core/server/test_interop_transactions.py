@@ -19,7 +19,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from broker_core.client.remote_broker import RemoteBroker
 from broker_core.coordinator.transaction import TransactionDescription
-from broker_core.errors import UnknownTopicOrPartitionError
+from broker_core.errors import KafkaError as BrokerError
 from format.record import SimpleRecord
 from server_kit import committed_offsets, start_broker
 from transaction_clients_kit import TIMEOUT_S, read_all, transactional_producer
@@ -46,18 +46,22 @@ class TxnBroker:
     def create_topic(self, base: str, partitions: int) -> str:
         """A new topic named after ``base``, once every partition has a leader; returns its name."""
         topic = self.name(base)
+        deadline = time.monotonic() + TIMEOUT_S
         try:
             self.admin.create_topic(topic, partitions)
-        except UnknownTopicOrPartitionError:
-            pass  # created: Kafka's broker learns of it from its controller a moment later
-        deadline = time.monotonic() + TIMEOUT_S
+            return topic
+        except BrokerError as exc:
+            if not exc.retriable:
+                raise
         while True:
+            # Created, but Kafka's broker learns of a new topic from its controller a moment later.
             try:
-                if self.admin.partitions_for(topic) == partitions:
-                    return topic
-            except UnknownTopicOrPartitionError:
-                pass
-            assert time.monotonic() < deadline, f"{self.kind}: no metadata of topic {topic} after {TIMEOUT_S} s"
+                self.admin.describe_topic(topic)
+                return topic
+            except BrokerError as exc:
+                if not exc.retriable:
+                    raise
+            assert time.monotonic() < deadline, f"{self.kind}: topic {topic} not ready after {TIMEOUT_S} s"
             time.sleep(0.1)
 
     def produce(self, topic: str, values: list[bytes], partition: int) -> None:
@@ -170,6 +174,7 @@ def test_consume_transform_produce_commits_output_and_group_offsets_together(txn
             p.begin_transaction()
             for msg in got:
                 p.produce(out, value=msg.value().upper(), partition=0)
+            assert p.flush(TIMEOUT_S) == 0  # an abort drops what is still unsent
             p.send_offsets_to_transaction([TopicPartition(source, 0, got[-1].offset() + 1)],
                                           consumer.consumer_group_metadata(), TIMEOUT_S)
             if commit:
@@ -259,12 +264,13 @@ async def aiokafka_read_all(bootstrap: str, topic: str, isolation_level: str,
         ends = await consumer.end_offsets(tps)
         values = []
         deadline = time.monotonic() + TIMEOUT_S
-        while any(await consumer.position(tp) < ends[tp] for tp in tps):
-            assert time.monotonic() < deadline, (
-                f"read {values}; positions {[await consumer.position(tp) for tp in tps]} short of {ends}")
+        while True:
+            positions = {tp: await consumer.position(tp) for tp in tps}
+            if all(positions[tp] >= ends[tp] for tp in tps):
+                return sorted(values)
+            assert time.monotonic() < deadline, f"read {values}; positions {positions} short of {ends}"
             batches = await consumer.getmany(timeout_ms=500)
             values.extend(record.value for records in batches.values() for record in records)
-        return sorted(values)
     finally:
         await consumer.stop()
 
