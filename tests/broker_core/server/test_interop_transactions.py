@@ -275,41 +275,70 @@ async def aiokafka_read_all(bootstrap: str, topic: str, isolation_level: str,
         await consumer.stop()
 
 
-def test_aiokafka_transactional_producer_commits_and_aborts_with_group_offsets(txn_broker):
+def test_aiokafka_consume_transform_produce_commits_and_aborts_with_group_offsets(txn_broker):
     aiokafka = pytest.importorskip("aiokafka")
-    from aiokafka.structs import TopicPartition as AioPartition
 
     bootstrap = txn_broker.bootstrap
     source = txn_broker.create_topic("in", 1)
     out = txn_broker.create_topic("out", PARTITIONS)
+    txn_broker.produce(source, [b"a", b"b", b"c", b"d", b"e", b"f"], partition=0)
     group, txn_id = txn_broker.name("aio-etl"), txn_broker.name("aio-txn")
+
+    def consumer():
+        return aiokafka.AIOKafkaConsumer(source, bootstrap_servers=bootstrap, group_id=group,
+                                         isolation_level="read_committed", enable_auto_commit=False,
+                                         auto_offset_reset="earliest")
+
+    async def take(c, n: int) -> list:
+        """The next ``n`` records of the subscribed consumer ``c``."""
+        got = []
+        deadline = time.monotonic() + TIMEOUT_S
+        while len(got) < n:
+            assert time.monotonic() < deadline, f"took {got} of {n}"
+            for records in (await c.getmany(timeout_ms=500, max_records=n - len(got))).values():
+                got.extend(records)
+        return got
+
+    async def one_round(c, producer, n: int, commit: bool) -> None:
+        """Transform ``n`` records into ``out``, with the group's offset after them, in one transaction."""
+        from aiokafka.structs import TopicPartition as AioPartition
+
+        got = await take(c, n)
+        await producer.begin_transaction()
+        sent = [await producer.send(out, r.value.upper(), partition=i % PARTITIONS) for i, r in enumerate(got)]
+        await asyncio.wait_for(asyncio.gather(*sent), TIMEOUT_S)  # an abort drops what is still unsent
+        await producer.send_offsets_to_transaction({AioPartition(source, 0): got[-1].offset + 1}, group)
+        await (producer.commit_transaction() if commit else producer.abort_transaction())
 
     async def scenario() -> None:
         producer = aiokafka.AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=txn_id,
                                              request_timeout_ms=TIMEOUT_S * 1000)
         await producer.start()
+        first = consumer()
+        await first.start()
         try:
-            async with producer.transaction():
-                for i in range(4):
-                    await producer.send(out, b"committed-%d" % i, partition=i % PARTITIONS)
-                await producer.send_offsets_to_transaction({AioPartition(source, 0): 2}, group)
-            await producer.begin_transaction()
-            for i in range(2):
-                await producer.send(out, b"aborted-%d" % i, partition=i % PARTITIONS)
-            await producer.send_offsets_to_transaction({AioPartition(source, 0): 4}, group)
-            await producer.abort_transaction()
+            await one_round(first, producer, 2, commit=True)
+            await one_round(first, producer, 2, commit=False)
         finally:
+            await first.stop()
+        # A consumer of the group starts after the committed offset: the aborted round is done again.
+        again = consumer()
+        await again.start()
+        try:
+            await one_round(again, producer, 4, commit=True)
+        finally:
+            await again.stop()
             await producer.stop()
 
     asyncio.run(scenario())
     described = txn_broker.completed(txn_id)
-    committed = [b"committed-%d" % i for i in range(4)]
+    committed = sorted([b"A", b"B", b"C", b"D", b"E", b"F"])
     assert asyncio.run(aiokafka_read_all(bootstrap, out, "read_committed", PARTITIONS)) == committed
     assert asyncio.run(aiokafka_read_all(bootstrap, out, "read_uncommitted", PARTITIONS)) == sorted(
-        committed + [b"aborted-0", b"aborted-1"])
+        committed + [b"C", b"D"])
     assert read_all(bootstrap, out, "read_committed", PARTITIONS) == committed
-    assert committed_offsets(bootstrap, group, source) == {0: 2}
-    assert (described.state, described.producer_epoch, described.partitions) == ("CompleteAbort", 0, ())
+    assert committed_offsets(bootstrap, group, source) == {0: 6}
+    assert (described.state, described.producer_epoch, described.partitions) == ("CompleteCommit", 0, ())
 
 
 def test_aiokafka_transactional_producer_is_fenced_by_a_second_one(txn_broker):

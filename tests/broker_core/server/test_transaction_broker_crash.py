@@ -5,6 +5,7 @@ of it, and are held back no longer than the timeout."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from broker_core.client.remote_broker import RemoteBroker
+from format.layout import TopicPartition as LogPartition
 from format.record import SimpleRecord
 from jvm.apache_kafka import free_port
 from server_kit import BrokerProcess, committed_offsets
@@ -64,14 +66,47 @@ def restartable_broker(tmp_path):
         broker.stop()
 
 
-def test_a_transaction_cut_by_a_broker_sigkill_commits_whole_after_the_restart(restartable_broker):
-    broker = restartable_broker
-    bootstrap = broker.bootstrap
+WRITTEN = sorted(b"out-%d" % i for i in range(3 * PARTITIONS))
+
+
+def create_etl_topics(bootstrap: str) -> None:
+    """``in``, with three records a transaction consumes, and ``out`` with ``PARTITIONS`` partitions."""
     with RemoteBroker(bootstrap) as admin:
         admin.create_topic("in", 1)
         admin.create_topic("out", PARTITIONS)
         admin.produce("in", [SimpleRecord(b"in-%d" % i) for i in range(3)], partition=0)
-    written = sorted(b"out-%d" % i for i in range(3 * PARTITIONS))
+
+
+def check_open_after_restart(bootstrap: str, transactional_id: str) -> None:
+    """The transaction is open as before the kill: read back from __transaction_state by the coordinator,
+    every record on disk, none of it visible to read_committed, no group offset yet."""
+    with RemoteBroker(bootstrap) as admin:
+        described = admin.describe_transaction(transactional_id)
+    assert described.state == "Ongoing"
+    assert {tp for tp in described.partitions if tp.topic == "out"} == {
+        LogPartition("out", p) for p in range(PARTITIONS)}
+    assert len(described.partitions) == PARTITIONS + 1  # and the group's __consumer_offsets partition
+    assert read_all(bootstrap, "out", "read_committed", PARTITIONS) == []
+    assert read_all(bootstrap, "out", "read_uncommitted", PARTITIONS) == WRITTEN
+    assert committed_offsets(bootstrap, "etl", "in") == {}
+
+
+def check_committed(bootstrap: str, transactional_id: str) -> None:
+    """All of the transaction: its records for read_committed, its group offset, a marker ending each partition."""
+    assert read_all(bootstrap, "out", "read_committed", PARTITIONS) == WRITTEN
+    assert committed_offsets(bootstrap, "etl", "in") == {0: 3}
+    with RemoteBroker(bootstrap) as admin:
+        described = admin.describe_transaction(transactional_id)
+        assert (described.state, described.producer_epoch, described.partitions) == ("CompleteCommit", 0, ())
+        for p in range(PARTITIONS):
+            assert (admin.list_offsets("out", p, "latest", "read_committed").offset
+                    == admin.list_offsets("out", p, "latest").offset == 4)  # three records and the marker
+
+
+def test_a_transaction_cut_by_a_broker_sigkill_commits_whole_after_the_restart(restartable_broker):
+    broker = restartable_broker
+    bootstrap = broker.bootstrap
+    create_etl_topics(bootstrap)
     group = Consumer({"bootstrap.servers": bootstrap, "group.id": "etl", "enable.auto.commit": False})
     producer = transactional_producer(bootstrap, "etl-0")
     try:
@@ -81,31 +116,42 @@ def test_a_transaction_cut_by_a_broker_sigkill_commits_whole_after_the_restart(r
         assert producer.flush(TIMEOUT_S) == 0
         producer.send_offsets_to_transaction([TopicPartition("in", 0, 3)], group.consumer_group_metadata(),
                                              TIMEOUT_S)
-
         broker.kill()
         broker.start()
-        with RemoteBroker(bootstrap) as admin:
-            # The coordinator read the open transaction back from __transaction_state.
-            described = admin.describe_transaction("etl-0")
-        assert described.state == "Ongoing"
-        assert {tp for tp in described.partitions if tp.topic == "out"} == {
-            TopicPartition("out", p) for p in range(PARTITIONS)}
-        assert len(described.partitions) == PARTITIONS + 1  # and the group's __consumer_offsets partition
-        assert read_all(bootstrap, "out", "read_committed", PARTITIONS) == []
-        assert read_all(bootstrap, "out", "read_uncommitted", PARTITIONS) == written
-        assert committed_offsets(bootstrap, "etl", "in") == {}
-
+        check_open_after_restart(bootstrap, "etl-0")
         producer.commit_transaction(TIMEOUT_S)
     finally:
         group.close()
-    assert read_all(bootstrap, "out", "read_committed", PARTITIONS) == written
-    assert committed_offsets(bootstrap, "etl", "in") == {0: 3}
-    with RemoteBroker(bootstrap) as admin:
-        described = admin.describe_transaction("etl-0")
-        assert (described.state, described.producer_epoch, described.partitions) == ("CompleteCommit", 0, ())
-        for p in range(PARTITIONS):
-            assert (admin.list_offsets("out", p, "latest", "read_committed").offset
-                    == admin.list_offsets("out", p, "latest").offset == 4)  # three records and the marker
+    check_committed(bootstrap, "etl-0")
+
+
+def test_an_aiokafka_transaction_cut_by_a_broker_sigkill_commits_whole_after_the_restart(restartable_broker):
+    aiokafka = pytest.importorskip("aiokafka")
+    from aiokafka.structs import TopicPartition as AioPartition
+
+    broker = restartable_broker
+    bootstrap = broker.bootstrap
+    create_etl_topics(bootstrap)
+
+    async def scenario() -> None:
+        producer = aiokafka.AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id="aio-etl-0",
+                                             request_timeout_ms=TIMEOUT_S * 1000)
+        await producer.start()
+        try:
+            await producer.begin_transaction()
+            sent = [await producer.send("out", b"out-%d" % i, partition=i % PARTITIONS)
+                    for i in range(3 * PARTITIONS)]
+            await asyncio.wait_for(asyncio.gather(*sent), TIMEOUT_S)
+            await producer.send_offsets_to_transaction({AioPartition("in", 0): 3}, "etl")
+            broker.kill()
+            broker.start()
+            check_open_after_restart(bootstrap, "aio-etl-0")
+            await asyncio.wait_for(producer.commit_transaction(), TIMEOUT_S)
+        finally:
+            await producer.stop()
+
+    asyncio.run(scenario())
+    check_committed(bootstrap, "aio-etl-0")
 
 
 def consume_to(bootstrap: str, topic: str, isolation_level: str, end_offset: int,
