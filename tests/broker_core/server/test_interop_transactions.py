@@ -220,6 +220,29 @@ def test_a_second_producer_with_the_same_transactional_id_fences_the_first(txn_b
     assert (described.state, described.producer_epoch) == ("CompleteCommit", 2)
 
 
+def test_a_transaction_open_past_its_timeout_is_aborted_and_its_producer_fenced(txn_broker):
+    bootstrap = txn_broker.bootstrap
+    out = txn_broker.create_topic("out", 1)
+    txn_id = txn_broker.name("txn-slow")
+    p = transactional_producer(bootstrap, txn_id, **{"transaction.timeout.ms": 2_000})
+    p.begin_transaction()
+    p.produce(out, value=b"late", partition=0)
+    assert p.flush(TIMEOUT_S) == 0
+    # Both brokers look for timed-out transactions every 10 s (Kafka's
+    # transaction.abort.timed.out.transaction.cleanup.interval.ms).
+    deadline = time.monotonic() + 2 + 10 + TIMEOUT_S
+    while (described := txn_broker.completed(txn_id)).state == "Ongoing":
+        assert time.monotonic() < deadline, f"{txn_id} still open"
+        time.sleep(0.2)
+    assert (described.state, described.producer_epoch, described.partitions) == ("CompleteAbort", 1, ())
+    with pytest.raises(KafkaException) as raised:
+        p.commit_transaction(TIMEOUT_S)
+    error = raised.value.args[0]
+    assert (error.code(), error.fatal()) == (KafkaError._FENCED, True), error
+    assert read_all(bootstrap, out, "read_committed", 1) == []
+    assert read_all(bootstrap, out, "read_uncommitted", 1) == [b"late"]
+
+
 def test_kafka_python_transactional_producer_commits_and_aborts(txn_broker):
     from kafka import KafkaProducer
 
