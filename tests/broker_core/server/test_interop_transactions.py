@@ -1,6 +1,7 @@
 """Transactional producers of confluent-kafka (librdkafka), kafka-python and aiokafka: commits and aborts
 seen by read_committed and read_uncommitted consumers, offsets committed in a transaction
-(consume-transform-produce), and a zombie producer fenced by a newer one.
+(consume-transform-produce), a zombie producer fenced by a newer one, and a transaction aborted when
+its timeout runs out.
 
 Every scenario runs against a ``seglog broker`` and against Apache Kafka (``txn_broker``), and asserts
 the same values for both: what Kafka answers is what seglog must answer. Apache Kafka is shared by the
