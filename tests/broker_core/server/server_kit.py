@@ -86,8 +86,9 @@ class BrokerProcess:
 
     STARTED = re.compile(r"started \(cluster (\S+)\) on PLAINTEXT://127\.0\.0\.1:(\d+)")
 
-    def __init__(self, log_dirs, *extra: str, preexec_fn=None, timeout_s: float = 120):
-        args = [sys.executable, "-m", "broker_core.cli", "broker", "--listeners", "PLAINTEXT://127.0.0.1:0",
+    def __init__(self, log_dirs, *extra: str, port: int = 0, preexec_fn=None, timeout_s: float = 120):
+        """``port`` 0 lets the OS choose; a fixed one lets a restarted broker keep its clients' address."""
+        args = [sys.executable, "-m", "broker_core.cli", "broker", "--listeners", f"PLAINTEXT://127.0.0.1:{port}",
                 "--log-level", "WARNING"]
         for d in log_dirs:
             args += ["--log-dir", str(d)]
@@ -124,6 +125,14 @@ class BrokerProcess:
 
     def open_descriptors(self) -> int:
         return len(os.listdir(f"/proc/{self.proc.pid}/fd"))
+
+    def kill(self) -> int:
+        """SIGKILL: the broker dies where it is (no flush, no clean-shutdown marker); returns the exit code."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(30)
+        self._drain.join(10)
+        return self.proc.returncode
 
     def stop(self, timeout_s: float = 60) -> int:
         """SIGTERM, then wait; returns the exit code."""

@@ -1,8 +1,9 @@
-"""Idempotent producers of confluent-kafka (librdkafka) and kafka-python against a ``seglog broker``,
+"""Idempotent producers of confluent-kafka (librdkafka), kafka-python and aiokafka against a ``seglog broker``,
 with Produce responses lost on the way back: each record is written once."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import struct
 import threading
@@ -176,5 +177,27 @@ def test_kafka_pythons_idempotent_producer_writes_each_record_once_when_response
     for future in futures:
         future.get(TIMEOUT_S)
     producer.close(TIMEOUT_S)
+    assert proxy.dropped == 2
+    assert stored_values(server, "events") == sent
+
+
+def test_aiokafkas_idempotent_producer_writes_each_record_once_when_responses_are_lost(lossy_broker):
+    aiokafka = pytest.importorskip("aiokafka")
+    server, proxy, bootstrap = lossy_broker
+    server.broker.create_topic("events", 1)
+    sent = [b"event-%03d" % i for i in range(100)]
+
+    async def produce() -> None:
+        producer = aiokafka.AIOKafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True, linger_ms=20,
+                                             retry_backoff_ms=50, request_timeout_ms=5_000)
+        await producer.start()
+        try:
+            for chunk in range(0, len(sent), 25):
+                futures = [await producer.send("events", value, partition=0) for value in sent[chunk:chunk + 25]]
+                await asyncio.wait_for(asyncio.gather(*futures), TIMEOUT_S)
+        finally:
+            await producer.stop()
+
+    asyncio.run(produce())
     assert proxy.dropped == 2
     assert stored_values(server, "events") == sent
