@@ -46,6 +46,7 @@ from ..partitioner import StickyPartitioner, assign_partitions
 from ..protocol import ApiKey
 from ..protocol.config_resources import DELETE, RESOURCE_TOPIC, SET
 from ..protocol.types import topic_id_text
+from ..produced_records import as_record
 from ..producer import DEFAULT_TRANSACTION_TIMEOUT_MS
 from .protocol_client import ProtocolClient
 from .remote_producer import RemoteProducer
@@ -193,11 +194,11 @@ class RemoteBroker:
 
     # --- produce and read ---------------------------------------------------
 
-    def produce(self, topic: str, records: Iterable[SimpleRecord], partition: int | None = None,
+    def produce(self, topic: str, records: Iterable[SimpleRecord | bytes | tuple], partition: int | None = None,
                 compression: CompressionType | str = CompressionType.NONE, *, producer_id: int = -1,
                 producer_epoch: int = -1, base_sequence: int = -1,
                 transactional: bool = False) -> list[RecordMetadata]:
-        items = list(records)
+        items = [as_record(r) for r in records]
         if not items:
             return []
         codec = CompressionType.from_name(compression) if isinstance(compression, str) else compression

@@ -14,6 +14,7 @@ from confluent_kafka import Producer
 from broker_core.cli import main
 from broker_core.client.remote_broker import RemoteBroker
 from format.layout import TopicPartition
+import transaction_clients_kit
 from server_kit import start_broker
 
 pytestmark = pytest.mark.slow
@@ -37,10 +38,8 @@ def txn_server(tmp_path):
 
 
 def transactional_producer(bootstrap: str, transactional_id: str) -> Producer:
-    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id,
-                  "transaction.timeout.ms": 45_000})
-    p.init_transactions(TIMEOUT_S)
-    return p
+    return transaction_clients_kit.transactional_producer(bootstrap, transactional_id,
+                                                          **{"transaction.timeout.ms": 45_000})
 
 
 def test_list_and_describe_through_bootstrap_show_a_confluent_producers_transactions(txn_server, capsys):
