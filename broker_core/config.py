@@ -550,6 +550,8 @@ _BROKER_KEYS: tuple[_Key, ...] = (
     _Key("num.recovery.threads.per.data.dir", _Type.INT, _at_least(1)),
     _Key("min.insync.replicas", _Type.INT, _at_least(1)),
     _Key("unclean.leader.election.enable", _Type.BOOLEAN),
+    _Key("replica.lag.time.max.ms", _Type.LONG, _at_least(0)),
+    _Key("replica.high.watermark.checkpoint.interval.ms", _Type.LONG, _at_least(1)),
     _Key("socket.request.max.bytes", _Type.INT, _at_least(1)),
     _Key("max.connections", _Type.INT, _at_least(0)),
     _Key("connections.max.idle.ms", _Type.LONG),
@@ -647,6 +649,8 @@ class BrokerConfig:
     num_recovery_threads_per_data_dir: int = 2
     min_insync_replicas: int = 1
     unclean_leader_election_enable: bool = False
+    replica_lag_time_max_ms: int = 30_000
+    replica_high_watermark_checkpoint_interval_ms: int = 5_000
     socket_request_max_bytes: int = 100 * 1024 * 1024
     max_connections: int = INT_MAX
     connections_max_idle_ms: int = 10 * _MS_PER_MINUTE
