@@ -18,12 +18,19 @@ TP = TopicPartition("t", 0)
 
 
 def open_replica(root, broker_id: int, clock: MockTime, *, min_insync_replicas: int = 1,
-                 replica_lag_time_max_ms: int = 30_000, had_clean_shutdown: bool = True) -> Partition:
-    """Broker ``broker_id``'s replica of t-0 under ``root``; its log commits only what the ISR holds."""
+                 replica_lag_time_max_ms: int = 30_000, had_clean_shutdown: bool = True,
+                 high_watermark: int | None = None) -> Partition:
+    """Broker ``broker_id``'s replica of t-0 under ``root`` (opened again after a crash with
+    ``had_clean_shutdown=False`` and its checkpointed ``high_watermark``); its log commits only what
+    the ISR holds."""
     config = LogConfig.from_props({"min.insync.replicas": min_insync_replicas})
-    log = Log.open(str(root / f"broker-{broker_id}" / str(TP)), config, clock=clock, sole_replica=False,
-                   had_clean_shutdown=had_clean_shutdown)
+    log = Log.open(log_dir(root, broker_id), config, clock=clock, sole_replica=False,
+                   had_clean_shutdown=had_clean_shutdown, high_watermark=high_watermark)
     return Partition(TP, broker_id, log, clock, replica_lag_time_max_ms=replica_lag_time_max_ms)
+
+
+def log_dir(root, broker_id: int) -> str:
+    return str(root / f"broker-{broker_id}" / str(TP))
 
 
 def records(*values: bytes) -> bytes:
