@@ -144,3 +144,36 @@ def test_a_consumer_validates_its_position_after_a_leader_epoch_change_and_resum
         assert after == [(4, b"new-4", 1), (5, b"new-5", 1), (6, b"new-6", 1)]
     finally:
         consumer.close()
+
+
+def test_a_librdkafka_consumer_validates_its_position_after_a_leader_epoch_change(bootstrap, broker_server):
+    from confluent_kafka import Consumer
+    from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+    with ProtocolClient(bootstrap) as admin:
+        create_topic(admin, "t")
+        for n in range(6):
+            produce(admin, "t", 0, batch(b"old-%d" % n))
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "validating", "enable.auto.commit": False,
+                         "auto.offset.reset": "earliest", "topic.metadata.refresh.interval.ms": 500,
+                         "fetch.wait.max.ms": 100})
+    try:
+        consumer.assign([KafkaTopicPartition("t", 0, 0)])
+
+        def consume(count: int) -> list[tuple[int, bytes, int | None]]:
+            got = []
+            deadline = time.monotonic() + 30
+            while len(got) < count and time.monotonic() < deadline:
+                message = consumer.poll(0.2)
+                if message is not None and message.error() is None:
+                    got.append((message.offset(), message.value(), message.leader_epoch()))
+            return got
+
+        assert consume(6) == [(n, b"old-%d" % n, 0) for n in range(6)]
+        lead_in_epoch(broker_server, "t", 1, truncate_to=4)
+        with ProtocolClient(bootstrap) as admin:
+            for value in (b"new-4", b"new-5", b"new-6"):
+                produce(admin, "t", 0, batch(value))
+        assert consume(3) == [(4, b"new-4", 1), (5, b"new-5", 1), (6, b"new-6", 1)]
+    finally:
+        consumer.close()
