@@ -28,6 +28,7 @@ from format.layout import TopicPartition
 from format.record_batch import batch_spans
 from format.txn_index import AbortedTxn
 
+from ..cluster.partition import NO_PARTITION_LEADER_EPOCH, check_leader_epoch
 from ..errors import KafkaError, UnknownServerError, UnknownTopicOrPartitionError
 from ..log.log import IsolationLevel, Log
 from ..purgatory.delayed_operation import DelayedOperation
@@ -63,6 +64,8 @@ class FetchPartition:
     partition: int
     fetch_offset: int
     partition_max_bytes: int
+    # The leader epoch the fetcher knows (-1: none); another one than the partition's is fenced.
+    current_leader_epoch: int = NO_PARTITION_LEADER_EPOCH
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,7 @@ def _read_partition(logs: LogSource, fp: FetchPartition, max_bytes: int, min_one
         return LogReadResult(fp, error=UnknownTopicOrPartitionError(
             f"this broker has no partition {fp.topic}-{fp.partition}"))
     try:
+        check_leader_epoch(lg, fp.current_leader_epoch, lg.leader_epoch)
         high_watermark = lg.high_watermark
         last_stable_offset = lg.last_stable_offset
         upper = last_stable_offset if isolation_level == READ_COMMITTED else high_watermark
@@ -171,6 +175,8 @@ class DelayedFetch(DelayedOperation):
             lg = self.logs.get_log(TopicPartition(fp.topic, fp.partition))
             if lg is None:
                 return self.force_complete()  # deleted: answer with the error now
+            if fp.current_leader_epoch != NO_PARTITION_LEADER_EPOCH and fp.current_leader_epoch != lg.leader_epoch:
+                return self.force_complete()  # a new leader epoch: the fetcher is fenced now
             end_offset = lg.fetchable_offset(self.params.isolation_level)
             if end_offset == start.message_offset:
                 continue

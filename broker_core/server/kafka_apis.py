@@ -453,7 +453,8 @@ class KafkaApis:
                 if fenced is not None:
                     slots.append((name, index, fenced, None))
                 else:
-                    fp = FetchPartition(name, index, part["fetch_offset"], max(0, part["partition_max_bytes"]))
+                    fp = FetchPartition(name, index, part["fetch_offset"], max(0, part["partition_max_bytes"]),
+                                        part["current_leader_epoch"])
                     slots.append((name, index, None, fp))
         partitions = [slot[3] for slot in slots if slot[3] is not None]
         results = read_from_local_log(self.broker.log_manager, params, partitions)
@@ -521,8 +522,8 @@ class KafkaApis:
                 entry = {"partition_index": index, "error_code": code, "high_watermark": -1,
                          "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": aborted,
                          "preferred_read_replica": -1, "records": b""}
-                if code == FencedLeaderEpochError.code:
-                    entry["current_leader"] = current_leader(name, index)
+            if entry["error_code"] == FencedLeaderEpochError.code:
+                entry["current_leader"] = current_leader(name, index)
             # Consecutive partitions of one topic share one topic entry, as in the request.
             if responses and responses[-1]["topic"] == name:
                 responses[-1]["partitions"].append(entry)

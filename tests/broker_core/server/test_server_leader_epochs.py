@@ -4,6 +4,7 @@ that validates its position (KIP-320) after the partition moved to a new leader 
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -128,12 +129,14 @@ def test_a_consumer_validates_its_position_after_a_leader_epoch_change_and_resum
             for record in consumer.poll(timeout_ms=200).get(tp, []):
                 seen.append((record.offset, record.value, record.leader_epoch))
         assert seen == [(n, b"old-%d" % n, 0) for n in range(6)]
-        # A new leader that had only the first four records takes over in epoch 1 and writes two of its own.
+        # A new leader that had only the first four records takes over in epoch 1 and writes its own (paused
+        # meanwhile: on one broker the cut and the new epoch are two steps a fetch could fall between).
+        consumer.pause(tp)
         lead_in_epoch(broker_server, "t", 1, truncate_to=4)
         with ProtocolClient(bootstrap) as admin:
-            produce(admin, "t", 0, batch(b"new-4"))
-            produce(admin, "t", 0, batch(b"new-5"))
-            produce(admin, "t", 0, batch(b"new-6"))
+            for value in (b"new-4", b"new-5", b"new-6"):
+                produce(admin, "t", 0, batch(value))
+        consumer.resume(tp)
         after: list[tuple[int, bytes, int]] = []
         deadline = time.monotonic() + 30
         while len(after) < 3 and time.monotonic() < deadline:
@@ -170,10 +173,37 @@ def test_a_librdkafka_consumer_validates_its_position_after_a_leader_epoch_chang
             return got
 
         assert consume(6) == [(n, b"old-%d" % n, 0) for n in range(6)]
+        consumer.pause([KafkaTopicPartition("t", 0)])
         lead_in_epoch(broker_server, "t", 1, truncate_to=4)
         with ProtocolClient(bootstrap) as admin:
             for value in (b"new-4", b"new-5", b"new-6"):
                 produce(admin, "t", 0, batch(value))
+        consumer.resume([KafkaTopicPartition("t", 0)])
         assert consume(3) == [(4, b"new-4", 1), (5, b"new-5", 1), (6, b"new-6", 1)]
     finally:
         consumer.close()
+
+
+def test_a_fetch_waiting_in_the_purgatory_is_fenced_when_the_leader_epoch_changes(client, bootstrap, broker_server):
+    create_topic(client, "t")
+    produce(client, "t", 0, batch(b"a"))
+    answers = []
+
+    def long_poll():
+        with ProtocolClient(bootstrap) as other:
+            answers.append(other.send(ApiKey.FETCH, {
+                "replica_id": -1, "max_wait_ms": 10_000, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
+                "topics": [{"topic": "t", "partitions": [{"partition": 0, "current_leader_epoch": 0,
+                                                          "fetch_offset": 1, "partition_max_bytes": 1 << 20}]}],
+                "forgotten_topics_data": []}, version=12))
+
+    waiter = threading.Thread(target=long_poll)
+    started = time.monotonic()
+    waiter.start()
+    time.sleep(0.5)  # parked: nothing past offset 1 yet
+    lead_in_epoch(broker_server, "t", 1, truncate_to=0)
+    produce(client, "t", 0, batch(b"b"))  # wakes the parked fetch
+    waiter.join(15)
+    fenced = answers[0]["responses"][0]["partitions"][0]
+    assert (fenced["error_code"], fenced["current_leader"]["leader_epoch"]) == (FENCED_LEADER_EPOCH, 1)
+    assert time.monotonic() - started < 5
