@@ -127,3 +127,15 @@ def test_a_read_only_view_reads_the_epochs_and_writes_nothing(tmp_path):
     view = Log.open(log.dir, log.config, read_only=True)
     assert view.leader_epoch_cache.epoch_entries() == [EpochEntry(0, 0)]
     assert os.stat(path).st_mtime_ns == before
+
+
+def test_a_log_kafka_left_in_a_later_epoch_appends_under_that_epoch(tmp_path):
+    log = open_log(tmp_path)
+    log.append_as_follower(batch(b"a", epoch=0) + batch(b"b", epoch=5, base_offset=1))
+    log.close()
+    LeaderEpochCheckpointFile(os.path.join(log.dir, LEADER_EPOCH_CHECKPOINT_FILE)).write(
+        [EpochEntry(0, 0), EpochEntry(5, 1)])
+    reopened = open_log(tmp_path)
+    reopened.append(batch(b"c"))
+    assert stored_epochs(reopened) == [(0, 0), (1, 5), (2, 5)]
+    assert checkpoint_of(reopened) == [EpochEntry(0, 0), EpochEntry(5, 1)]
