@@ -15,7 +15,8 @@ leader replicas). Fetch, ListOffsets and OffsetForLeaderEpoch fence a
 request naming an older leader epoch (FENCED_LEADER_EPOCH, with the current
 leader in Fetch v12) or a newer one (UNKNOWN_LEADER_EPOCH); ListOffsets
 answers the epoch of the offset found, OffsetForLeaderEpoch the end offset of
-an epoch from the epoch cache (KIP-101, KIP-320);
+an epoch from the epoch cache (KIP-101, KIP-320), and a Fetch v12 whose
+last fetched epoch left this log's history gets the DivergingEpoch at once;
 DescribeCluster names it the one broker and the controller; the high watermark is the log end offset; with no transactions yet the
 last stable offset is the high watermark too, so read_committed reads what
 read_uncommitted reads.
@@ -454,7 +455,7 @@ class KafkaApis:
                     slots.append((name, index, fenced, None))
                 else:
                     fp = FetchPartition(name, index, part["fetch_offset"], max(0, part["partition_max_bytes"]),
-                                        part["current_leader_epoch"])
+                                        part["current_leader_epoch"], part.get("last_fetched_epoch", -1))
                     slots.append((name, index, None, fp))
         partitions = [slot[3] for slot in slots if slot[3] is not None]
         results = read_from_local_log(self.broker.log_manager, params, partitions)
@@ -463,7 +464,8 @@ class KafkaApis:
             self._send(request, parsed, self._fetch_response(slots, final, params, self._fetch_current_leader))
 
         bytes_readable = sum(len(r.records) for r in results)
-        error_reading = any(r.error is not None for r in results) or len(partitions) != len(slots)
+        error_reading = (any(r.error is not None or r.diverging_epoch is not None for r in results)
+                         or len(partitions) != len(slots))
         if (params.max_wait_ms <= 0 or not partitions or bytes_readable >= params.min_bytes or error_reading
                 or self._shutting_down):
             respond(results)
@@ -518,6 +520,9 @@ class KafkaApis:
                          "high_watermark": result.high_watermark, "last_stable_offset": result.last_stable_offset,
                          "log_start_offset": result.log_start_offset, "aborted_transactions": aborted,
                          "preferred_read_replica": -1, "records": result.records}
+                if result.diverging_epoch is not None:
+                    entry["diverging_epoch"] = {"epoch": result.diverging_epoch.leader_epoch,
+                                                "end_offset": result.diverging_epoch.end_offset}
             else:
                 entry = {"partition_index": index, "error_code": code, "high_watermark": -1,
                          "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": aborted,

@@ -15,6 +15,9 @@ asks again (KIP-279), until both agree.
 ``offset_truncation_state`` is the decision (Kafka's
 AbstractFetcherThread.getOffsetTruncationState), a pure function;
 ``truncate_by_leader_epoch`` is the follower's step: ask, truncate, repeat.
+A follower fetching with its last fetched epoch (Fetch v12) learns the same
+from the leader's ``DivergingEpoch`` instead and truncates with
+``truncate_to_diverging_epoch`` before its next fetch.
 """
 
 from __future__ import annotations
@@ -72,11 +75,16 @@ def truncate_by_leader_epoch(follower_log: Log, ask_leader: Callable[[int], Epoc
             if follower_log.truncate_to(target):
                 log.info("%s: no leader epochs: truncated to the high watermark %d", follower_log, target)
             return follower_log.log_end_offset
-        answer = ask_leader(epoch)
-        mine = None if answer.undefined else follower_log.end_offset_for_epoch(answer.leader_epoch)
-        state = offset_truncation_state(answer, mine, follower_log.log_end_offset, follower_log.high_watermark)
-        if follower_log.truncate_to(state.offset):
-            log.info("%s: truncated to offset %d: epoch %d ends at %d in the leader's log", follower_log,
-                     state.offset, answer.leader_epoch, answer.end_offset)
-        if state.truncation_completed:
+        if truncate_to_diverging_epoch(follower_log, ask_leader(epoch)).truncation_completed:
             return follower_log.log_end_offset
+
+
+def truncate_to_diverging_epoch(follower_log: Log, leader: EpochEndOffset) -> OffsetTruncationState:
+    """Truncate ``follower_log`` for the leader's end offset of an epoch (an OffsetsForLeaderEpoch answer or
+    a fetch's DivergingEpoch); not completed means the follower asks again for its new latest epoch."""
+    mine = None if leader.undefined else follower_log.end_offset_for_epoch(leader.leader_epoch)
+    state = offset_truncation_state(leader, mine, follower_log.log_end_offset, follower_log.high_watermark)
+    if follower_log.truncate_to(state.offset):
+        log.info("%s: truncated to offset %d: epoch %d ends at %d in the leader's log", follower_log, state.offset,
+                 leader.leader_epoch, leader.end_offset)
+    return state

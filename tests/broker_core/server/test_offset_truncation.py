@@ -11,7 +11,9 @@ import pytest
 from broker_core.clock import MockTime
 from broker_core.cluster.partition import LeaderAndIsr, Partition
 from broker_core.log.leader_epoch_file_cache import UNDEFINED_EPOCH_END_OFFSET, EpochEndOffset
-from broker_core.server.offset_truncation import OffsetTruncationState, offset_truncation_state, truncate_by_leader_epoch
+from broker_core.server.delayed_fetch import diverging_epoch
+from broker_core.server.offset_truncation import (OffsetTruncationState, offset_truncation_state,
+                                                  truncate_by_leader_epoch, truncate_to_diverging_epoch)
 from format.checkpoint import EpochEntry
 from format.layout import log_file_name
 
@@ -228,3 +230,20 @@ def test_a_follower_several_epochs_apart_asks_again_until_the_histories_meet(tmp
     assert asked == [4, 2]
     catch_up(leader, follower)
     assert values(follower.log) == values(leader.log)
+
+
+def truncate_by_diverging_epoch(leader: Partition, follower: Partition) -> None:
+    """The Fetch v12 way: fetch with the last fetched epoch, truncate to the diverging epoch, again."""
+    for _ in range(10):
+        last_epoch = follower.log.latest_epoch
+        found = diverging_epoch(leader.log, -1 if last_epoch is None else last_epoch, follower.log.log_end_offset)
+        if found is None:
+            return
+        truncate_to_diverging_epoch(follower.log, found)
+    raise AssertionError(f"{follower.log} kept diverging from {leader.log}")
+
+
+def test_a_follower_fetching_with_its_last_fetched_epoch_truncates_to_the_diverging_epoch(tmp_path, clock):
+    a, b = kip_101_second_case(tmp_path, clock, truncate_by_diverging_epoch)
+    assert values(a.log) == values(b.log) == [(0, b"m0"), (1, b"m2"), (2, b"m3")]
+    assert committed_bytes(a.log, 3) == committed_bytes(b.log, 3)

@@ -207,3 +207,30 @@ def test_a_fetch_waiting_in_the_purgatory_is_fenced_when_the_leader_epoch_change
     fenced = answers[0]["responses"][0]["partitions"][0]
     assert (fenced["error_code"], fenced["current_leader"]["leader_epoch"]) == (FENCED_LEADER_EPOCH, 1)
     assert time.monotonic() - started < 5
+
+
+def fetch_v12(client, offset: int, last_fetched_epoch: int, current_leader_epoch: int = -1) -> dict:
+    response = client.send(ApiKey.FETCH, {
+        "replica_id": -1, "max_wait_ms": 5000, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
+        "topics": [{"topic": "t", "partitions": [
+            {"partition": 0, "current_leader_epoch": current_leader_epoch, "fetch_offset": offset,
+             "last_fetched_epoch": last_fetched_epoch, "partition_max_bytes": 1 << 20}]}],
+        "forgotten_topics_data": []}, version=12)
+    return response["responses"][0]["partitions"][0]
+
+
+def test_a_fetch_whose_last_fetched_epoch_ended_before_its_offset_gets_the_diverging_epoch_at_once(
+        client, broker_server):
+    create_topic(client, "t")
+    produce(client, "t", 0, batch(b"a", b"b", b"c"))              # epoch 0: offsets 0..2
+    lead_in_epoch(broker_server, "t", 2)
+    produce(client, "t", 0, batch(b"d", b"e"))                    # epoch 2: offsets 3..4
+    started = time.monotonic()
+    diverged = fetch_v12(client, 4, last_fetched_epoch=0)         # its epoch 0 went on past offset 3
+    assert time.monotonic() - started < 2  # answered at once, not after max_wait_ms
+    assert (diverged["error_code"], diverged["records"]) == (0, b"")
+    assert (diverged["diverging_epoch"]["epoch"], diverged["diverging_epoch"]["end_offset"]) == (0, 3)
+    skipped = fetch_v12(client, 5, last_fetched_epoch=1)          # an epoch this log never had
+    assert (skipped["diverging_epoch"]["epoch"], skipped["diverging_epoch"]["end_offset"]) == (0, 3)
+    in_step = fetch_v12(client, 3, last_fetched_epoch=0)
+    assert in_step["diverging_epoch"]["epoch"] == -1 and in_step["records"]
