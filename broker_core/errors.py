@@ -83,6 +83,8 @@ __all__ = [
     "NonEmptyGroupError",
     "GroupIdNotFoundError",
     "GroupSubscribedToTopicError",
+    "FencedLeaderEpochError",
+    "UnknownLeaderEpochError",
     "OffsetNotAvailableError",
     "MemberIdRequiredError",
     "GroupMaxSizeReachedError",
@@ -420,6 +422,14 @@ class NonEmptyGroupError(KafkaError, code=68, name="NON_EMPTY_GROUP"):
 
 class GroupIdNotFoundError(KafkaError, code=69, name="GROUP_ID_NOT_FOUND"):
     """The group does not exist."""
+
+
+class FencedLeaderEpochError(KafkaError, code=74, name="FENCED_LEADER_EPOCH", retriable=True):
+    """The request's leader epoch is older than the partition's: the sender's metadata is stale."""
+
+
+class UnknownLeaderEpochError(KafkaError, code=76, name="UNKNOWN_LEADER_EPOCH", retriable=True):
+    """The request's leader epoch is newer than this broker knows for the partition."""
 
 
 class OffsetNotAvailableError(KafkaError, code=78, name="OFFSET_NOT_AVAILABLE", retriable=True):

@@ -14,6 +14,20 @@ to the segment's ``.txnindex``. The state is snapshotted at every roll and on
 close; opening loads the newest snapshot and replays the batches after it,
 rebuilding the ``.txnindex`` of every segment recovery rebuilt.
 
+Each batch a leader appends carries the leader epoch it was written under
+(``partitionLeaderEpoch``); the log keeps the partition's leader-epoch cache
+(``leader_epoch_file_cache``, the ``leader-epoch-checkpoint`` file) in step
+with its batches through appends, truncation, retention and recovery, and
+rebuilds it from the batches when the file is missing.
+
+The high watermark is the offset below which records are committed: readers
+stop there. While the log is its partition's only replica (``sole_replica``,
+the single broker) every append is committed at once and the high watermark
+is the log end; a replicated partition moves it itself
+(``maybe_increment_high_watermark`` on the leader, ``update_high_watermark``
+on a follower). It never exceeds the log end offset; the log manager
+checkpoints it in ``replication-offset-checkpoint`` and hands it back at open.
+
 A log opened read-only (``Log.open(..., read_only=True)``) writes nothing and
 refuses every write; ``refresh()`` takes in what the directory's owner
 appended, rolled or deleted since. It keeps no producer state: its last
@@ -37,10 +51,10 @@ from typing import Callable
 import fsspec
 
 from format import layout, transactions
-from format.checkpoint import fsync_dir
+from format.checkpoint import LeaderEpochCheckpointFile, fsync_dir
 from format.compression import CompressionType
 from format.control import ControlRecordType, EndTransactionMarker
-from format.errors import CorruptRecordError
+from format.errors import CheckpointError, CorruptRecordError
 from format.file_records import TimestampAndOffset
 from format.log_dir import SegmentInfo
 from format.record import SimpleRecord
@@ -54,6 +68,7 @@ from ..clock import SYSTEM_CLOCK, Clock
 from ..config import LogConfig
 from ..errors import (CorruptMessageError, InvalidRecordError, InvalidTimestampError, KafkaStorageError,
                       LogDirReadOnlyError, MessageTooLargeError, OffsetOutOfRangeError)
+from .leader_epoch_file_cache import EpochEndOffset, LeaderEpochFileCache
 from .log_dir_failure import LogDirFailureChannel
 from .log_loader import UnreadableBytes, load_segments, open_segment
 from .producer_state_manager import (ActiveProducer, AppendOrigin, CompletedTxn, ProducerAppendInfo,
@@ -67,7 +82,8 @@ LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
 
-LEADER_EPOCH = 0  # one broker, one leader, forever: epoch 0
+# The epoch a log that never had a leader epoch writes under: the single broker's, forever.
+INITIAL_LEADER_EPOCH = 0
 
 _LOCAL_FS = fsspec.filesystem("file")
 
@@ -130,7 +146,9 @@ class Log:
                  segments: list[LogSegment], *, recovery_point: int, log_start_offset: int, next_offset: int,
                  clock: Clock, scheduler: Scheduler, read_only: bool = False,
                  unreadable: UnreadableBytes | None = None,
-                 producer_state_config: ProducerStateConfig = ProducerStateConfig()):
+                 producer_state_config: ProducerStateConfig = ProducerStateConfig(),
+                 leader_epoch_cache: LeaderEpochFileCache | None = None, high_watermark: int | None = None,
+                 sole_replica: bool = True):
         self.dir = directory
         self.topic_partition = topic_partition
         self.config = config
@@ -157,12 +175,21 @@ class Log:
                                                    producer_state_config.producer_id_expiration_ms,
                                                    read_only=read_only)
         self._files_lso: tuple[tuple, int] | None = None  # read-only: (what it was read from, the LSO)
+        self.leader_epoch_cache = leader_epoch_cache or LeaderEpochFileCache(str(topic_partition), None)
+        # True while this log is its partition's only replica: each append is committed as it lands.
+        self.sole_replica = sole_replica
+        self._high_watermark = self.log_start_offset
+        self.update_high_watermark(next_offset if high_watermark is None or sole_replica else high_watermark)
 
     @classmethod
     def open(cls, directory: str, config: LogConfig, *, recovery_point: int = 0, log_start_offset: int = 0,
              had_clean_shutdown: bool = False, clock: Clock = SYSTEM_CLOCK,
              scheduler: Scheduler | None = None, read_only: bool = False,
-             producer_state_config: ProducerStateConfig = ProducerStateConfig()) -> "Log":
+             producer_state_config: ProducerStateConfig = ProducerStateConfig(),
+             high_watermark: int | None = None, sole_replica: bool = True) -> "Log":
+        """Load the partition in ``directory``. ``high_watermark`` is the checkpointed one (bounded by the
+        log start and end offsets); a ``sole_replica`` log commits everything it holds: its high
+        watermark is its log end."""
         if not read_only:
             os.makedirs(directory, exist_ok=True)
         tp = layout.parse_partition_dir(os.path.basename(directory.rstrip(os.sep)))
@@ -171,18 +198,39 @@ class Log:
                                read_only=read_only)
         if not loaded.segments:
             raise FileNotFoundError(f"{directory}: the partition directory holds no segment yet")
+        checkpoint = LeaderEpochCheckpointFile(os.path.join(directory, layout.LEADER_EPOCH_CHECKPOINT_FILE))
+        rebuild_epochs = not read_only and not os.path.exists(checkpoint.path)
+        try:
+            epochs = cls._open_leader_epoch_cache(str(tp), checkpoint, read_only)
+        except BaseException:
+            for segment in loaded.segments:
+                segment.close()
+            raise
         opened = cls(directory, tp, config, loaded.segments, recovery_point=loaded.recovery_point,
                      log_start_offset=min(log_start_offset, loaded.next_offset), next_offset=loaded.next_offset,
                      clock=clock, scheduler=scheduler or Scheduler(clock), read_only=read_only,
-                     unreadable=loaded.unreadable, producer_state_config=producer_state_config)
+                     unreadable=loaded.unreadable, producer_state_config=producer_state_config,
+                     leader_epoch_cache=epochs, high_watermark=high_watermark, sole_replica=sole_replica)
         if not read_only:
             try:
+                opened._load_leader_epochs(rebuild_epochs, loaded.recovered)
                 opened._load_producer_state(loaded.recovered)
             except BaseException:
                 opened.close()
                 raise
             opened._schedule_producer_expiration()
         return opened
+
+    @staticmethod
+    def _open_leader_epoch_cache(owner: str, checkpoint: LeaderEpochCheckpointFile,
+                                 read_only: bool) -> LeaderEpochFileCache:
+        if not read_only:
+            return LeaderEpochFileCache(owner, checkpoint)
+        try:  # a reader keeps the owner's epochs in memory; a file it cannot read costs it only those
+            return LeaderEpochFileCache(owner, None, checkpoint.read())
+        except CheckpointError as exc:
+            log.warning("%s: leader epochs unknown: %s", owner, exc)
+            return LeaderEpochFileCache(owner, None)
 
     def __repr__(self) -> str:
         return f"Log({self.topic_partition})"
@@ -195,8 +243,81 @@ class Log:
 
     @property
     def high_watermark(self) -> int:
-        """One replica: everything appended is committed."""
-        return self._log_end_offset
+        """The offset below which records are committed (the log end while the log is the only replica;
+        a read-only view's is the end of what it sees)."""
+        return self._log_end_offset if self.read_only else self._high_watermark
+
+    def update_high_watermark(self, high_watermark: int) -> int:
+        """Set the high watermark, bounded by the log start and end offsets (Kafka's updateHighWatermark:
+        a follower takes the leader's, a log restores its checkpoint); returns the value set."""
+        with self._lock:
+            self._high_watermark = min(max(high_watermark, self.log_start_offset), self._log_end_offset)
+            return self._high_watermark
+
+    def maybe_increment_high_watermark(self, high_watermark: int) -> int | None:
+        """Move the high watermark forward to ``high_watermark`` (the leader, when its in-sync
+        replicas all hold the records below it); returns the old one if it moved, None if not."""
+        with self._lock:
+            if high_watermark > self._log_end_offset:
+                raise ValueError(f"{self}: high watermark {high_watermark} would be above the log end offset "
+                                 f"{self._log_end_offset}")
+            old = self._high_watermark
+            if high_watermark <= old:
+                return None
+            self._high_watermark = high_watermark
+            return old
+
+    # --- leader epochs ----------------------------------------------------------------
+
+    @property
+    def latest_epoch(self) -> int | None:
+        """The newest leader epoch in the epoch cache; None when the log knows none."""
+        return self.leader_epoch_cache.latest_epoch
+
+    @property
+    def leader_epoch(self) -> int:
+        """The epoch an append as leader writes under unless told another: the newest one the log knows
+        (a leader assigns its own at election, ``maybe_assign_epoch_start_offset``), else 0."""
+        latest = self.leader_epoch_cache.latest_epoch
+        return INITIAL_LEADER_EPOCH if latest is None else latest
+
+    def maybe_assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> None:
+        """A new leader's epoch begins at ``start_offset`` (its log end, Kafka's makeLeader)."""
+        with self._lock:
+            self._check_writable()
+            self.leader_epoch_cache.assign(leader_epoch, start_offset)
+
+    def end_offset_for_epoch(self, leader_epoch: int) -> EpochEndOffset | None:
+        """OffsetsForLeaderEpoch's answer for ``leader_epoch``: the largest epoch at or below it and where
+        the next epoch starts (the log end for the latest); None when the log cannot tell."""
+        with self._lock:
+            found = self.leader_epoch_cache.end_offset_for(leader_epoch, self._log_end_offset)
+        return None if found.undefined else found
+
+    def _load_leader_epochs(self, rebuild: bool, recovered: set[int]) -> None:
+        """Bring the epoch cache in line with the loaded log (Kafka's LogLoader): epochs past the log end or
+        wholly below its start go; the batches of recovered segments (every batch, when the file was
+        missing) assign the epochs they carry that the cache lacks."""
+        cache = self.leader_epoch_cache
+        cache.truncate_from_end(self._log_end_offset)
+        start = self.log_start_offset if rebuild else min(recovered, default=None)
+        if start is not None:
+            assigned = 0
+            for segment in list(self._segments):
+                next_base = self._next_base(segment)
+                if next_base is not None and next_base <= start:
+                    continue
+                for _, header in segment.log.batch_headers():
+                    latest = cache.latest_epoch
+                    if header.last_offset < start or header.partition_leader_epoch < 0:
+                        continue
+                    if latest is None or header.partition_leader_epoch > latest:
+                        cache.assign(header.partition_leader_epoch, max(header.base_offset, self.log_start_offset))
+                        assigned += 1
+            if assigned:
+                log.info("%s: leader epochs rebuilt from the batches from offset %d: %s", self, start,
+                         cache.epoch_entries())
+        cache.truncate_from_start(self.log_start_offset)
 
     @property
     def last_stable_offset(self) -> int:
@@ -387,8 +508,14 @@ class Log:
 
     # --- append -----------------------------------------------------------
 
-    def append(self, records: bytes, *, assign_offsets: bool = True, from_client: bool = True) -> LogAppendInfo:
+    def append(self, records: bytes, *, assign_offsets: bool = True, from_client: bool = True,
+               leader_epoch: int | None = None) -> LogAppendInfo:
         """Validate ``records`` (whole v2 batches), assign offsets and write them.
+
+        Assigning offsets is appending as leader: each batch is stamped with ``leader_epoch`` (default:
+        ``self.leader_epoch``). Every batch's epoch newer than the cache's latest starts that epoch in
+        the leader-epoch cache at the batch's base offset. While the log is the only replica
+        (``sole_replica``) the append is committed: the high watermark moves to the new log end.
 
         Raises CorruptMessageError (bad CRC, length or magic), MessageTooLargeError
         (a batch over ``max.message.bytes``), InvalidRecordError (rules a producer
@@ -426,6 +553,8 @@ class Log:
             first_offset = batches[0].header.base_offset if not assign_offsets else next_offset
             max_ts = (NO_TIMESTAMP, -1)
             num_records = 0
+            epoch = self.leader_epoch if leader_epoch is None else leader_epoch
+            epochs: list[tuple[int, int]] = []  # (epoch, base offset) of each batch, for the epoch cache
             lat = now if self.config.message_timestamp_type == "LogAppendTime" else -1
             written = []  # (base offset, last offset, max timestamp, size) as stored, for the segment
             producers: dict[int, ProducerAppendInfo] = {}
@@ -434,13 +563,15 @@ class Log:
                 h = batch.header
                 if assign_offsets:
                     set_base_offset(data, batch.position, next_offset)
-                    set_partition_leader_epoch(data, batch.position, LEADER_EPOCH)
+                    set_partition_leader_epoch(data, batch.position, epoch)
                     base = next_offset
+                    epochs.append((epoch, base))
                 else:
                     if h.base_offset < next_offset:
                         raise InvalidRecordError(f"{self}: batch offset {h.base_offset} is below the log end "
                                                  f"offset {next_offset}")
                     base = h.base_offset
+                    epochs.append((h.partition_leader_epoch, base))
                 if lat >= 0:
                     set_log_append_time(data, batch.position, lat)
                 last = base + h.last_offset_delta
@@ -456,16 +587,35 @@ class Log:
                 next_offset = last + 1
             last_offset = next_offset - 1
             try:
+                # The epochs first, as Kafka does: a crash leaves the file ahead of the log, which loading trims.
+                self._assign_epochs(epochs)
                 self._maybe_roll(len(data), max_ts[0], first_offset, last_offset, now)
                 self.active_segment.append(data, written)
             except OSError as exc:
+                try:
+                    self.leader_epoch_cache.truncate_from_end(self._log_end_offset)
+                except OSError:
+                    pass  # the file stays ahead of the log: loading trims it
                 raise self._storage_error(f"cannot append to {self.active_segment.log.path}", exc) from exc
             self._log_end_offset = next_offset
+            if self.sole_replica:
+                self._high_watermark = next_offset  # the only replica holds it: committed
             self._update_producer_state(producers, completed, next_offset)
             if self.unflushed_messages >= self.config.flush_messages:
                 self.flush()
             return LogAppendInfo(first_offset, last_offset, max_ts[0], max_ts[1], lat, self.log_start_offset,
                                  len(batches), num_records, len(data))
+
+    def append_as_follower(self, records: bytes) -> LogAppendInfo:
+        """Append the leader's batches as they are: its offsets, its epochs (Kafka's appendAsFollower)."""
+        return self.append(records, assign_offsets=False, from_client=False)
+
+    def _assign_epochs(self, epochs: list[tuple[int, int]]) -> None:
+        cache = self.leader_epoch_cache
+        for epoch, base in epochs:
+            latest = cache.latest_epoch
+            if epoch >= 0 and (latest is None or epoch > latest):
+                cache.assign(epoch, base)
 
     def _producer_batch(self, batch: RecordBatch, base: int, timestamp: int, origin: AppendOrigin,
                         producers: dict[int, ProducerAppendInfo], completed: list[CompletedTxn]
@@ -784,6 +934,8 @@ class Log:
             self._check_open()
             self._check_writable()
             if target_offset >= self._log_end_offset:
+                # An epoch this replica began as leader and wrote nothing in may still end the cache.
+                self.leader_epoch_cache.truncate_from_end(self._log_end_offset)
                 return False
             if target_offset < self._segments[0].base_offset:
                 self.truncate_fully_and_start_at(target_offset)
@@ -798,6 +950,8 @@ class Log:
             self._log_end_offset = active.read_next_offset()
             self.recovery_point = min(self.recovery_point, self._log_end_offset)
             self.log_start_offset = min(self.log_start_offset, self._log_end_offset)
+            self._high_watermark = min(self._high_watermark, self._log_end_offset)
+            self.leader_epoch_cache.truncate_from_end(self._log_end_offset)
             self._load_producer_state()
             return True
 
@@ -814,6 +968,8 @@ class Log:
             self._log_end_offset = new_offset
             self.recovery_point = new_offset
             self.log_start_offset = new_offset
+            self._high_watermark = new_offset
+            self.leader_epoch_cache.clear()
             self.producer_state.truncate_fully_and_start_at(new_offset)
 
     def delete_old_segments(self, predicate: Callable[[LogSegment, LogSegment | None], bool], reason: str) -> int:
@@ -841,6 +997,8 @@ class Log:
                 self._segments.remove(segment)
                 self._bases.remove(segment.base_offset)
             self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
+            self._high_watermark = max(self._high_watermark, self.log_start_offset)
+            self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
             for segment in doomed:
                 segment.change_file_suffixes("", layout.DELETED_FILE_SUFFIX)
                 self.producer_state.delete_snapshot(segment.base_offset)

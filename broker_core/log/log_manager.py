@@ -2,7 +2,8 @@
 
 It owns the directories (a lock file in each), loads every partition's log at
 start-up — in parallel, recovering what an unclean shutdown left — keeps the
-recovery-point and log-start-offset checkpoints, and runs the background work:
+recovery-point, log-start-offset and high-watermark (``replication-offset-checkpoint``,
+every ``replica.high.watermark.checkpoint.interval.ms``) checkpoints, and runs the background work:
 retention, time-based flushes, checkpointing and delayed file deletion; it also
 starts the log cleaner's threads, and retention skips a log while it is cleaned. The
 background work is a ``tick`` driven by an injected clock; a thread calls it
@@ -68,7 +69,10 @@ class LogDirLock:
 
 class LogManager:
     def __init__(self, config: BrokerConfig, *, clock: Clock = SYSTEM_CLOCK,
-                 log_config_for: Callable[[str], LogConfig] | None = None, read_only: bool = False):
+                 log_config_for: Callable[[str], LogConfig] | None = None, read_only: bool = False,
+                 sole_replica: bool = True):
+        """``sole_replica``: every log is its partition's only replica (the single broker), so its high
+        watermark is its log end; False keeps the checkpointed high watermarks for replication."""
         self.config = config
         self.clock = clock
         self.scheduler = Scheduler(clock)
@@ -79,6 +83,7 @@ class LogManager:
         self._locks: list[LogDirLock] = []
         self._closed = False
         self.read_only = read_only
+        self.sole_replica = sole_replica
         # The log dirs whose logs were all loaded: the only ones shutdown writes to.
         self._loaded_dirs: set[str] = set()
         self.dir_failures = LogDirFailureChannel()
@@ -86,6 +91,7 @@ class LogManager:
         self._last_retention_check = now
         self._last_recovery_checkpoint = now
         self._last_start_checkpoint = now
+        self._last_high_watermark_checkpoint = now
         self._background: threading.Thread | None = None
         self._stop = threading.Event()
         self.producer_state_config = ProducerStateConfig(config.producer_id_expiration_ms,
@@ -121,8 +127,10 @@ class LogManager:
             clean_marker = os.path.join(d, layout.CLEAN_SHUTDOWN_FILE)
             recovery_points = OffsetCheckpointFile(os.path.join(d, layout.RECOVERY_POINT_CHECKPOINT_FILE)).read()
             start_offsets = OffsetCheckpointFile(os.path.join(d, layout.LOG_START_OFFSET_CHECKPOINT_FILE)).read()
-            states.append((d, clean_marker, os.path.exists(clean_marker), recovery_points, start_offsets))
-        for d, clean_marker, had_clean_shutdown, recovery_points, start_offsets in states:
+            high_watermarks = OffsetCheckpointFile(os.path.join(d, layout.REPLICATION_OFFSET_CHECKPOINT_FILE)).read()
+            states.append((d, clean_marker, os.path.exists(clean_marker), recovery_points, start_offsets,
+                           high_watermarks))
+        for d, clean_marker, had_clean_shutdown, recovery_points, start_offsets, high_watermarks in states:
             jobs = []
             for name in sorted(os.listdir(d)):
                 path = os.path.join(d, name)
@@ -142,6 +150,7 @@ class LogManager:
                 futures = {tp: pool.submit(Log.open, path, self._log_config_for(tp.topic),
                                            recovery_point=recovery_points.get(tp, 0),
                                            log_start_offset=start_offsets.get(tp, 0),
+                                           high_watermark=high_watermarks.get(tp), sole_replica=self.sole_replica,
                                            had_clean_shutdown=had_clean_shutdown, clock=self.clock,
                                            scheduler=self.scheduler, read_only=self.read_only,
                                            producer_state_config=self.producer_state_config)
@@ -229,7 +238,7 @@ class LogManager:
     def _create_log(self, tp: TopicPartition, log_dir: str, config: LogConfig, topic_id: str | None) -> Log:
         directory = os.path.join(log_dir, layout.partition_dir_name(tp))
         created = Log.open(directory, config, had_clean_shutdown=True, clock=self.clock, scheduler=self.scheduler,
-                           producer_state_config=self.producer_state_config)
+                           producer_state_config=self.producer_state_config, sole_replica=self.sole_replica)
         try:
             if topic_id is not None:
                 from .topic_store import write_partition_metadata
@@ -304,6 +313,10 @@ class LogManager:
     def checkpoint_log_start_offsets(self) -> None:
         self._checkpoint(layout.LOG_START_OFFSET_CHECKPOINT_FILE, lambda lg: lg.log_start_offset)
 
+    def checkpoint_high_watermarks(self) -> None:
+        """Kafka's ReplicaManager.checkpointHighWatermarks: every log's high watermark, per log dir."""
+        self._checkpoint(layout.REPLICATION_OFFSET_CHECKPOINT_FILE, lambda lg: lg.high_watermark)
+
     def _checkpoint(self, file_name: str, value: Callable[[Log], int]) -> None:
         if self.read_only:
             return
@@ -337,6 +350,9 @@ class LogManager:
         if now - self._last_start_checkpoint >= c.log_flush_start_offset_checkpoint_interval_ms:
             self._last_start_checkpoint = now
             self.checkpoint_log_start_offsets()
+        if now - self._last_high_watermark_checkpoint >= c.replica_high_watermark_checkpoint_interval_ms:
+            self._last_high_watermark_checkpoint = now
+            self.checkpoint_high_watermarks()
         self.scheduler.run_due()
 
     def start_background(self, interval_s: float = 0.2) -> None:
@@ -379,6 +395,7 @@ class LogManager:
                         continue  # its dir is offline: no clean-shutdown marker, recovered at the next start
                 self.checkpoint_recovery_points()
                 self.checkpoint_log_start_offsets()
+                self.checkpoint_high_watermarks()
                 self.scheduler.run_all()
             for lg in self.all_logs().values():
                 lg.close()

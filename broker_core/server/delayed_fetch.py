@@ -15,6 +15,13 @@ once they reach ``min_bytes``, or when the fetch can never be satisfied as
 asked (the partition is gone, the log was truncated below the fetch offset,
 or a new segment was rolled). ``max_wait_ms`` on the timer completes the
 rest. Completion reads the logs again and hands the result to the callback.
+
+A fetch naming the epoch of the last batch it holds (``last_fetched_epoch``,
+Fetch v12, what followers send) is checked against the leader-epoch cache
+first: when that epoch ended in this log before the fetch offset, or the log
+never had it, the answer is the diverging epoch and where it ended, with no
+records, and the fetcher truncates there (Kafka's
+validateFetchOffsetAndMaybeGetDivergingEpoch).
 """
 
 from __future__ import annotations
@@ -28,7 +35,9 @@ from format.layout import TopicPartition
 from format.record_batch import batch_spans
 from format.txn_index import AbortedTxn
 
+from ..cluster.partition import NO_PARTITION_LEADER_EPOCH, check_leader_epoch
 from ..errors import KafkaError, UnknownServerError, UnknownTopicOrPartitionError
+from ..log.leader_epoch_file_cache import EpochEndOffset
 from ..log.log import IsolationLevel, Log
 from ..purgatory.delayed_operation import DelayedOperation
 
@@ -63,6 +72,10 @@ class FetchPartition:
     partition: int
     fetch_offset: int
     partition_max_bytes: int
+    # The leader epoch the fetcher knows (-1: none); another one than the partition's is fenced.
+    current_leader_epoch: int = NO_PARTITION_LEADER_EPOCH
+    # The epoch of the last batch the fetcher holds (-1: none).
+    last_fetched_epoch: int = NO_PARTITION_LEADER_EPOCH
 
 
 @dataclass(frozen=True)
@@ -87,6 +100,8 @@ class LogReadResult:
     fetch_offset_metadata: LogOffsetMetadata | None = None
     # read_committed: the aborted transactions overlapping the records (None for read_uncommitted).
     aborted_transactions: tuple[AbortedTxn, ...] | None = None
+    # Where the fetcher's history and this log's part: it truncates there before fetching again.
+    diverging_epoch: EpochEndOffset | None = None
 
     @property
     def error_code(self) -> int:
@@ -108,6 +123,11 @@ def _read_partition(logs: LogSource, fp: FetchPartition, max_bytes: int, min_one
         return LogReadResult(fp, error=UnknownTopicOrPartitionError(
             f"this broker has no partition {fp.topic}-{fp.partition}"))
     try:
+        check_leader_epoch(lg, fp.current_leader_epoch, lg.leader_epoch)
+        diverging = diverging_epoch(lg, fp.last_fetched_epoch, fp.fetch_offset)
+        if diverging is not None:
+            return LogReadResult(fp, b"", lg.high_watermark, lg.last_stable_offset, lg.log_start_offset,
+                                 diverging_epoch=diverging)
         high_watermark = lg.high_watermark
         last_stable_offset = lg.last_stable_offset
         upper = last_stable_offset if isolation_level == READ_COMMITTED else high_watermark
@@ -125,6 +145,20 @@ def _read_partition(logs: LogSource, fp: FetchPartition, max_bytes: int, min_one
     except Exception as exc:  # a storage bug answers this partition with an error, not the whole request
         log.exception("reading %s-%d at offset %d failed", fp.topic, fp.partition, fp.fetch_offset)
         return LogReadResult(fp, error=UnknownServerError(f"{fp.topic}-{fp.partition}: {exc}"))
+
+
+def diverging_epoch(lg: Log, last_fetched_epoch: int, fetch_offset: int) -> EpochEndOffset | None:
+    """Where a fetcher whose last batch is of ``last_fetched_epoch`` and who fetches from ``fetch_offset``
+    left this log's history, or None while it has not: the epoch ended before the fetch offset here, or
+    this log knows only an older one."""
+    if last_fetched_epoch < 0:
+        return None
+    found = lg.end_offset_for_epoch(last_fetched_epoch)
+    if found is None:
+        return EpochEndOffset(-1, -1)
+    if found.leader_epoch < last_fetched_epoch or found.end_offset < fetch_offset:
+        return found
+    return None
 
 
 def read_from_local_log(logs: LogSource, params: FetchParams, partitions: Sequence[FetchPartition]
@@ -171,6 +205,8 @@ class DelayedFetch(DelayedOperation):
             lg = self.logs.get_log(TopicPartition(fp.topic, fp.partition))
             if lg is None:
                 return self.force_complete()  # deleted: answer with the error now
+            if fp.current_leader_epoch != NO_PARTITION_LEADER_EPOCH and fp.current_leader_epoch != lg.leader_epoch:
+                return self.force_complete()  # a new leader epoch: the fetcher is fenced now
             end_offset = lg.fetchable_offset(self.params.isolation_level)
             if end_offset == start.message_offset:
                 continue

@@ -9,7 +9,14 @@ closes the connection, as Kafka does for an API it does not know.
 
 The broker is one node holding every partition: Metadata and
 DescribeTopicPartitions name it leader of everything with itself as the only
-replica and in-sync replica, leader epoch 0 (and no eligible leader replicas);
+replica and in-sync replica, at the partition's leader epoch — the newest in
+its leader-epoch cache, 0 for a log seglog wrote alone (and no eligible
+leader replicas). Fetch, ListOffsets and OffsetForLeaderEpoch fence a
+request naming an older leader epoch (FENCED_LEADER_EPOCH, with the current
+leader in Fetch v12) or a newer one (UNKNOWN_LEADER_EPOCH); ListOffsets
+answers the epoch of the offset found, OffsetForLeaderEpoch the end offset of
+an epoch from the epoch cache (KIP-101, KIP-320), and a Fetch v12 whose
+last fetched epoch left this log's history gets the DivergingEpoch at once;
 DescribeCluster names it the one broker and the controller; the high watermark is the log end offset; with no transactions yet the
 last stable offset is the high watermark too, so read_committed reads what
 read_uncommitted reads.
@@ -57,12 +64,13 @@ from ..coordinator.group.broker_store import ensure_offsets_topic
 from ..coordinator.group.requests import COORDINATOR_TYPE_TRANSACTION
 from ..coordinator.transaction import TransactionCoordinator
 from ..coordinator.transaction import wire as txn_wire
-from ..errors import (NONE, InvalidConfigurationError, InvalidPartitionsError, InvalidReplicaAssignmentError,
+from ..errors import (NONE, FencedLeaderEpochError, InvalidConfigurationError, InvalidPartitionsError, InvalidReplicaAssignmentError,
                       InvalidReplicationFactorError, InvalidRequestError, InvalidRequiredAcksError, InvalidTopicError,
                       KafkaError, KafkaStorageError, TopicAlreadyExistsError, UnknownServerError, UnknownTopicIdError,
                       UnknownTopicOrPartitionError)
 from ..log.compaction_leases import CleanedSegment, LeasedPartition
-from ..log.log import EARLIEST_LOCAL_TIMESTAMP, LEADER_EPOCH, MAX_TIMESTAMP, Log
+from ..cluster.partition import check_leader_epoch
+from ..log.log import EARLIEST_LOCAL_TIMESTAMP, INITIAL_LEADER_EPOCH, MAX_TIMESTAMP, Log
 from ..network.endpoint import EndPoint
 from ..network.request_channel import CloseConnectionResponse, NoOpResponse, Request, RequestChannel, SendResponse
 from ..offsets_topic import OFFSETS_TOPIC
@@ -84,7 +92,6 @@ log = logging.getLogger(__name__)
 # Error codes the broker's exception table does not carry because only the wire needs them here.
 FETCH_SESSION_ID_NOT_FOUND = 70
 INVALID_FETCH_SESSION_EPOCH = 71
-UNKNOWN_LEADER_EPOCH = 76
 OPERATION_NOT_ATTEMPTED = 55
 
 # The oldest versions served, where the protocol package knows older ones:
@@ -145,6 +152,7 @@ class KafkaApis:
             ApiKey.PRODUCE: self.handle_produce_request,
             ApiKey.FETCH: self.handle_fetch_request,
             ApiKey.LIST_OFFSETS: self.handle_list_offsets_request,
+            ApiKey.OFFSET_FOR_LEADER_EPOCH: self.handle_offset_for_leader_epoch_request,
             ApiKey.METADATA: self.handle_topic_metadata_request,
             ApiKey.DESCRIBE_CLUSTER: self.handle_describe_cluster_request,
             ApiKey.DESCRIBE_TOPIC_PARTITIONS: self.handle_describe_topic_partitions_request,
@@ -316,17 +324,22 @@ class KafkaApis:
         return {"error_code": code, "name": name, "topic_id": topic_id, "is_internal": False, "partitions": [],
                 "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
 
-    def _partition_metadata(self, partition: int) -> dict:
+    def _leader_epoch(self, topic: str, partition: int) -> int:
+        """The partition's current leader epoch: its log's (one broker never starts a new one)."""
+        lg = self.broker.log_manager.get_log(TopicPartition(topic, partition))
+        return INITIAL_LEADER_EPOCH if lg is None else lg.leader_epoch
+
+    def _partition_metadata(self, topic: str, partition: int) -> dict:
         replicas = [self.node_id]
         return {"error_code": NONE, "partition_index": partition, "leader_id": self.node_id,
-                "leader_epoch": LEADER_EPOCH, "replica_nodes": replicas, "isr_nodes": replicas,
-                "offline_replicas": []}
+                "leader_epoch": self._leader_epoch(topic, partition), "replica_nodes": replicas,
+                "isr_nodes": replicas, "offline_replicas": []}
 
     def _topic_metadata(self, name: str, include_operations: bool) -> dict:
         meta = self.broker.topics.get(name)
         if meta is None:  # deleted since it was listed
             return self._topic_error(name, ZERO_UUID, UnknownTopicOrPartitionError.code)
-        partitions = [self._partition_metadata(p) for p in range(meta.partitions)]
+        partitions = [self._partition_metadata(name, p) for p in range(meta.partitions)]
         return {"error_code": NONE, "name": name, "topic_id": topic_id_bytes(meta.topic_id),
                 "is_internal": name in layout.INTERNAL_TOPICS, "partitions": partitions,
                 "topic_authorized_operations": (TOPIC_AUTHORIZED_OPERATIONS if include_operations
@@ -366,7 +379,8 @@ class KafkaApis:
         self._send(request, parsed, describe_topic_partitions(
             parsed.body, topics,
             # No eligible leader replicas (KIP-966) with one replica: empty lists, as Kafka answers.
-            lambda _topic, p: {**self._partition_metadata(p), "eligible_leader_replicas": [], "last_known_elr": []},
+            lambda topic, p: {**self._partition_metadata(topic, p), "eligible_leader_replicas": [],
+                              "last_known_elr": []},
             TOPIC_AUTHORIZED_OPERATIONS))
 
     # --- Produce --------------------------------------------------------------------
@@ -438,19 +452,22 @@ class KafkaApis:
             name = topic["topic"]
             for part in topic["partitions"]:
                 index = part["partition"]
-                if part["current_leader_epoch"] > LEADER_EPOCH:
-                    slots.append((name, index, UNKNOWN_LEADER_EPOCH, None))
+                fenced = self._check_leader_epoch(name, index, part["current_leader_epoch"])
+                if fenced is not None:
+                    slots.append((name, index, fenced, None))
                 else:
-                    fp = FetchPartition(name, index, part["fetch_offset"], max(0, part["partition_max_bytes"]))
+                    fp = FetchPartition(name, index, part["fetch_offset"], max(0, part["partition_max_bytes"]),
+                                        part["current_leader_epoch"], part.get("last_fetched_epoch", -1))
                     slots.append((name, index, None, fp))
         partitions = [slot[3] for slot in slots if slot[3] is not None]
         results = read_from_local_log(self.broker.log_manager, params, partitions)
 
         def respond(final: list[LogReadResult]) -> None:
-            self._send(request, parsed, self._fetch_response(slots, final, params))
+            self._send(request, parsed, self._fetch_response(slots, final, params, self._fetch_current_leader))
 
         bytes_readable = sum(len(r.records) for r in results)
-        error_reading = any(r.error is not None for r in results) or len(partitions) != len(slots)
+        error_reading = (any(r.error is not None or r.diverging_epoch is not None for r in results)
+                         or len(partitions) != len(slots))
         if (params.max_wait_ms <= 0 or not partitions or bytes_readable >= params.min_bytes or error_reading
                 or self._shutting_down):
             respond(results)
@@ -474,8 +491,24 @@ class KafkaApis:
         keys = {TopicPartitionOperationKey(s.partition.topic, s.partition.partition) for s in statuses}
         self.fetch_purgatory.try_complete_else_watch(operation, keys)
 
+    def _check_leader_epoch(self, topic: str, partition: int, current_leader_epoch: int) -> int | None:
+        """The error code fencing a request that names another leader epoch than the partition's, or None."""
+        lg = self.broker.log_manager.get_log(TopicPartition(topic, partition))
+        if lg is None:
+            return None  # answered as an unknown partition by the read
+        try:
+            check_leader_epoch(lg, current_leader_epoch, lg.leader_epoch)
+        except KafkaError as exc:
+            return exc.code
+        return None
+
+    def _fetch_current_leader(self, topic: str, partition: int) -> dict:
+        """Fetch v12's CurrentLeader for a fenced partition (KIP-951): this broker, at the current epoch."""
+        return {"leader_id": self.node_id, "leader_epoch": self._leader_epoch(topic, partition)}
+
     @staticmethod
-    def _fetch_response(slots: list, results: list[LogReadResult], params: FetchParams) -> dict:
+    def _fetch_response(slots: list, results: list[LogReadResult], params: FetchParams,
+                        current_leader: Callable[[str, int], dict]) -> dict:
         read = iter(results)
         responses: list[dict] = []
         for name, index, code, fp in slots:
@@ -489,10 +522,15 @@ class KafkaApis:
                          "high_watermark": result.high_watermark, "last_stable_offset": result.last_stable_offset,
                          "log_start_offset": result.log_start_offset, "aborted_transactions": aborted,
                          "preferred_read_replica": -1, "records": result.records}
+                if result.diverging_epoch is not None:
+                    entry["diverging_epoch"] = {"epoch": result.diverging_epoch.leader_epoch,
+                                                "end_offset": result.diverging_epoch.end_offset}
             else:
                 entry = {"partition_index": index, "error_code": code, "high_watermark": -1,
                          "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": aborted,
                          "preferred_read_replica": -1, "records": b""}
+            if entry["error_code"] == FencedLeaderEpochError.code:
+                entry["current_leader"] = current_leader(name, index)
             # Consecutive partitions of one topic share one topic entry, as in the request.
             if responses and responses[-1]["topic"] == name:
                 responses[-1]["partitions"].append(entry)
@@ -524,12 +562,13 @@ class KafkaApis:
         index = part["partition_index"]
         timestamp = part["timestamp"]
         entry = {"partition_index": index, "error_code": NONE, "timestamp": -1, "offset": -1, "leader_epoch": -1}
-        if part.get("current_leader_epoch", -1) > LEADER_EPOCH:
-            entry["error_code"] = UNKNOWN_LEADER_EPOCH
-            return entry
         lg = self.broker.log_manager.get_log(TopicPartition(topic, index))
         if lg is None:
             entry["error_code"] = UnknownTopicOrPartitionError.code
+            return entry
+        fenced = self._check_leader_epoch(topic, index, part.get("current_leader_epoch", -1))
+        if fenced is not None:
+            entry["error_code"] = fenced
             return entry
         if timestamp == LATEST_TIERED_TIMESTAMP:
             return entry  # nothing is tiered: no such offset
@@ -542,7 +581,40 @@ class KafkaApis:
             entry["error_code"] = exc.code
             return entry
         if found is not None:
-            entry.update(timestamp=found.timestamp, offset=found.offset, leader_epoch=LEADER_EPOCH)
+            epoch = lg.leader_epoch_cache.epoch_for_offset(found.offset)
+            if epoch is None:  # before every epoch known; a log no leader wrote to yet is in the first
+                epoch = lg.leader_epoch if lg.latest_epoch is None else -1
+            entry.update(timestamp=found.timestamp, offset=found.offset, leader_epoch=epoch)
+        return entry
+
+    # --- OffsetForLeaderEpoch ----------------------------------------------------------
+
+    def handle_offset_for_leader_epoch_request(self, request: Request, parsed: KafkaRequest) -> None:
+        topics = []
+        for topic in parsed.body["topics"]:
+            name = topic["topic"]
+            partitions = [self._offset_for_leader_epoch(name, part) for part in topic["partitions"]]
+            topics.append({"topic": name, "partitions": partitions})
+        self._send(request, parsed, {"throttle_time_ms": 0, "topics": topics})
+
+    def _offset_for_leader_epoch(self, topic: str, part: dict) -> dict:
+        """Where the requested epoch ended in this leader's log (Kafka's lastOffsetForLeaderEpoch)."""
+        index = part["partition"]
+        entry = {"partition": index, "error_code": NONE, "leader_epoch": -1, "end_offset": -1}
+        lg = self.broker.log_manager.get_log(TopicPartition(topic, index))
+        if lg is None:
+            entry["error_code"] = UnknownTopicOrPartitionError.code
+            return entry
+        try:
+            if lg.failure_channel is not None:
+                lg.failure_channel.check_online(os.path.dirname(lg.dir), lg)
+            check_leader_epoch(lg, part["current_leader_epoch"], lg.leader_epoch)
+            found = lg.end_offset_for_epoch(part["leader_epoch"])
+        except KafkaError as exc:
+            entry["error_code"] = exc.code
+            return entry
+        if found is not None:
+            entry.update(leader_epoch=found.leader_epoch, end_offset=found.end_offset)
         return entry
 
     # --- CreateTopics -----------------------------------------------------------------

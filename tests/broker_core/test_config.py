@@ -474,8 +474,8 @@ def test_broker_id_is_the_older_name_of_node_id_and_they_must_agree():
 
 
 def test_unknown_broker_settings_are_kept_not_refused():
-    broker = BrokerConfig.from_props({"zookeeper.connect": "localhost:2181", "replica.lag.time.max.ms": 30000})
-    assert dict(broker.extra) == {"zookeeper.connect": "localhost:2181", "replica.lag.time.max.ms": "30000"}
+    broker = BrokerConfig.from_props({"zookeeper.connect": "localhost:2181", "quota.window.num": 11})
+    assert dict(broker.extra) == {"zookeeper.connect": "localhost:2181", "quota.window.num": "11"}
     assert broker.static_overrides == frozenset()
 
 

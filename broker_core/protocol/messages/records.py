@@ -1,9 +1,10 @@
-"""Produce, Fetch and ListOffsets: the APIs that write, read and locate records.
+"""Produce, Fetch, ListOffsets and OffsetForLeaderEpoch: the APIs that write, read and locate records.
 
 ``records`` fields hold RecordBatch bytes exactly as they travel; the codec
 neither parses nor copies them beyond the one slice out of the frame (decode)
 or the one join into it (encode). Produce stops at v11 and Fetch at v12:
-the next versions name topics by id (KIP-516).
+the next versions name topics by id (KIP-516). OffsetForLeaderEpoch serves
+v2-v4, Kafka 4's range (v0 and v1 were removed in Kafka 4.0).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from ..api_keys import ApiKey
 from ..schema import F, api
 
-__all__ = ["PRODUCE", "FETCH", "LIST_OFFSETS"]
+__all__ = ["PRODUCE", "FETCH", "LIST_OFFSETS", "OFFSET_FOR_LEADER_EPOCH"]
 
 
 def _leader_id_and_epoch(versions: str) -> tuple:
@@ -146,6 +147,34 @@ LIST_OFFSETS = api(
                 F("Timestamp", "int64", "1+", default=-1),
                 F("Offset", "int64", "1+", default=-1),
                 F("LeaderEpoch", "int32", "4+", default=-1),
+            )),
+        )),
+    ),
+)
+
+OFFSET_FOR_LEADER_EPOCH = api(
+    ApiKey.OFFSET_FOR_LEADER_EPOCH, "2-4", flexible="4+",
+    request=(
+        # -2 is a debug consumer, -1 a consumer, a broker id a follower.
+        F("ReplicaId", "int32", "3+", default=-2),
+        F("Topics", "[]OffsetForLeaderTopic", "0+", fields=(
+            F("Topic", "string", "0+"),
+            F("Partitions", "[]OffsetForLeaderPartition", "0+", fields=(
+                F("Partition", "int32", "0+"),
+                F("CurrentLeaderEpoch", "int32", "2+", default=-1),
+                F("LeaderEpoch", "int32", "0+"),
+            )),
+        )),
+    ),
+    response=(
+        F("ThrottleTimeMs", "int32", "2+", default=0),
+        F("Topics", "[]OffsetForLeaderTopicResult", "0+", fields=(
+            F("Topic", "string", "0+"),
+            F("Partitions", "[]EpochEndOffset", "0+", fields=(
+                F("ErrorCode", "int16", "0+"),
+                F("Partition", "int32", "0+"),
+                F("LeaderEpoch", "int32", "1+", default=-1),
+                F("EndOffset", "int64", "0+", default=-1),
             )),
         )),
     ),

@@ -76,7 +76,8 @@ def client(bootstrap):
 
 
 def test_api_versions_advertises_exactly_the_served_apis(client):
-    served = {ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS, ApiKey.METADATA, ApiKey.API_VERSIONS,
+    served = {ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS, ApiKey.OFFSET_FOR_LEADER_EPOCH, ApiKey.METADATA,
+              ApiKey.API_VERSIONS,
               ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.INIT_PRODUCER_ID, ApiKey.DESCRIBE_CONFIGS,
               ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.DESCRIBE_LOG_DIRS,
               ApiKey.CREATE_PARTITIONS, ApiKey.DESCRIBE_CLUSTER, ApiKey.DESCRIBE_TOPIC_PARTITIONS,
