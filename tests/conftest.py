@@ -110,29 +110,42 @@ def s3_server(tmp_path_factory):
          "-s3", f"-s3.port={ports['s3']}", "-s3.port.iceberg=0", "-s3.port.lance=0", "-volume.max=10"],
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     endpoint = f"http://127.0.0.1:{ports['s3']}"
-    deadline = time.monotonic() + 60
     try:
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"SeaweedFS exited with {proc.returncode}; see {data_dir / 'weed.log'}")
-            try:
-                with urllib.request.urlopen(endpoint + "/", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"SeaweedFS did not answer on {endpoint} within 60 s")
-            time.sleep(0.3)
+        wait_until_answered(proc, "SeaweedFS", endpoint + "/", lambda response: response.status == 200,
+                            data_dir / "weed.log", timeout_s=60, interval_s=0.3)
         yield {"key": "seglog", "secret": "seglog-secret", "endpoint_url": endpoint}
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
+        stop_process(proc)
         log.close()
+
+
+def wait_until_answered(proc: subprocess.Popen, name: str, url: str, accept, log_path, timeout_s: float,
+                        interval_s: float) -> None:
+    """Poll ``url`` until ``accept(response)`` holds; an error naming ``log_path`` if ``proc`` exits first or
+    ``timeout_s`` runs out."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{name} exited with {proc.returncode}; see {log_path}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if accept(response):
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{name} did not answer on {url} within {timeout_s:.0f} s; see {log_path}")
+        time.sleep(interval_s)
+
+
+def stop_process(proc: subprocess.Popen) -> None:
+    """SIGTERM, then SIGKILL if it has not ended within 15 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=15)
 
 
 def _etcd_binary() -> str:
@@ -175,29 +188,13 @@ class EtcdServer:
                  "--initial-cluster", f"seglog-test={peer}", "--heartbeat-interval", "10",
                  "--election-timeout", "100", "--log-level", "warn"],
                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + 30
-        while True:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"etcd exited with {self.proc.returncode}; see {self.log_path}")
-            try:
-                with urllib.request.urlopen(client + "/health", timeout=2) as response:
-                    if b'"true"' in response.read():
-                        return
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"etcd did not become healthy on {client} within 30 s; see {self.log_path}")
-            time.sleep(0.05)
+        wait_until_answered(self.proc, "etcd", client + "/health", lambda response: b'"true"' in response.read(),
+                            self.log_path, timeout_s=30, interval_s=0.05)
 
     def stop(self) -> None:
         if self.proc is None:
             return
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=15)
+        stop_process(self.proc)
         self.proc = None
 
     def kill(self) -> None:
