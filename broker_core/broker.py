@@ -204,14 +204,15 @@ class Broker:
 
     def _readable_log(self, topic: str, partition: int, offset: int | None = None,
                       level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED) -> Log:
-        """The partition's log; a read-only view first takes in what the owner wrote since —
-        for a fetch at ``offset`` only once the view holds nothing there yet for ``level`` (past
-        the last stable offset, read_committed), since taking it in lists the partition's
-        directory, which costs more than a fetch that catches up."""
+        """The partition's log; a read-only view first takes in what the owner wrote and committed
+        since — for a fetch at ``offset`` only once the view holds nothing there yet for ``level``
+        (past the high watermark, or the last stable offset read_committed), since taking it in
+        lists the partition's directory, which costs more than a fetch that catches up."""
         lg = self.log_manager.log_or_raise(TopicPartition(topic, partition))
-        if self.read_only and (offset is None or offset >= lg.log_end_offset or (
+        if self.read_only and (offset is None or offset >= lg.high_watermark or (
                 level == IsolationLevel.READ_COMMITTED and offset >= lg.last_stable_offset)):
             lg.refresh()
+            self.log_manager.refresh_high_watermarks()  # of a replicated log dir: what its owner checkpointed
         return lg
 
     def unreadable(self) -> dict[TopicPartition, UnreadableBytes]:

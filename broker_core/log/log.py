@@ -269,8 +269,8 @@ class Log:
     @property
     def high_watermark(self) -> int:
         """The offset below which records are committed (the log end while the log is the only replica;
-        a read-only view's is the end of what it sees)."""
-        return self._log_end_offset if self.read_only else self._high_watermark
+        a read-only view's is the end of what it sees, or, of a replica, what its owner checkpointed)."""
+        return self._log_end_offset if self.read_only and self.sole_replica else self._high_watermark
 
     def update_high_watermark(self, high_watermark: int) -> int:
         """Set the high watermark, bounded by the log start and end offsets (Kafka's updateHighWatermark:
