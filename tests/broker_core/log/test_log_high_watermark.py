@@ -12,7 +12,7 @@ from broker_core.config import BrokerConfig, LogConfig
 from broker_core.log.log import Log
 from broker_core.log.log_manager import LogManager
 from format.checkpoint import OffsetCheckpointFile
-from format.layout import REPLICATION_OFFSET_CHECKPOINT_FILE, TopicPartition
+from format.layout import REPLICATED_MARKER_FILE, REPLICATION_OFFSET_CHECKPOINT_FILE, TopicPartition
 from format.record import SimpleRecord
 from format.record_batch import build_batch, iter_batches
 
@@ -106,4 +106,23 @@ def test_the_log_manager_checkpoints_high_watermarks_and_hands_them_back_at_open
     single = LogManager(config, clock=clock)
     single.load_logs()
     assert single.get_log(TP).high_watermark == 3
+    single.shutdown()
+
+
+def test_a_log_manager_in_cluster_mode_marks_its_log_dirs_as_holding_replicas_and_a_single_broker_unmarks_them(
+        tmp_path):
+    config = BrokerConfig(log_dirs=(str(tmp_path / "a"), str(tmp_path / "b")))
+    markers = [tmp_path / d / REPLICATED_MARKER_FILE for d in ("a", "b")]
+    replicas = LogManager(config, sole_replica=False)
+    replicas.load_logs()
+    assert all(m.exists() for m in markers)
+    replicas.shutdown()
+    assert all(m.exists() for m in markers)
+    read_only = LogManager(config, read_only=True)  # a reader writes nothing
+    read_only.load_logs()
+    read_only.shutdown()
+    assert all(m.exists() for m in markers)
+    single = LogManager(config)
+    single.load_logs()
+    assert not any(m.exists() for m in markers)
     single.shutdown()
