@@ -267,7 +267,7 @@ def offsets_rows(directory: LogDirectory, keep: PartitionFilter = _not_internal)
         first = _log_start_timestamp(directory, tp, info.segments, info.log_start_offset)
         last = _log_last_timestamp(directory, tp, info.segments)
         rows.append(OffsetsRow(tp.topic, tp.partition, info.log_start_offset, info.log_end_offset,
-                               info.committed_offset, info.latest_offset, info.size, len(info.segments), first,
+                               info.committed_end_offset, info.latest_offset, info.size, len(info.segments), first,
                                last))
     return rows
 

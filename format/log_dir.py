@@ -150,7 +150,8 @@ class PartitionInfo:
     log_end_offset: int
     # Computed only when asked for (read_committed readers): None otherwise.
     last_stable_offset: int | None = None
-    # Where the committed records end (the log end offset when None).
+    # A replicated partition's high watermark, where the committed records end; None on a single broker,
+    # whose every record is committed (the log end offset stands for it).
     high_watermark: int | None = None
 
     @property
@@ -158,7 +159,7 @@ class PartitionInfo:
         return sum(s.size for s in self.segments)
 
     @property
-    def committed_offset(self) -> int:
+    def committed_end_offset(self) -> int:
         """The high watermark: the log end offset unless the partition is replicated."""
         return self.log_end_offset if self.high_watermark is None else self.high_watermark
 
@@ -166,7 +167,7 @@ class PartitionInfo:
     def latest_offset(self) -> int:
         """Where a reader stops: the LSO when it was asked for (never above the high watermark), else
         the high watermark."""
-        return self.committed_offset if self.last_stable_offset is None else self.last_stable_offset
+        return self.committed_end_offset if self.last_stable_offset is None else self.last_stable_offset
 
 
 class LogDirectory:
@@ -240,7 +241,8 @@ class LogDirectory:
             names = [name for name, _ in entries(self.fs, directory)] if last_stable else []
             listed = self.segments(tp)
             if not listed:
-                return PartitionInfo(tp.topic, tp.partition, directory, (), 0, 0, 0 if last_stable else None, 0)
+                return PartitionInfo(tp.topic, tp.partition, directory, (), 0, 0, 0 if last_stable else None,
+                                     0 if replicated else None)
             starts = self.log_start_offsets() if start_offsets is None else start_offsets
             try:
                 end = log_end_offset(self.fs, directory, listed)
@@ -252,7 +254,8 @@ class LogDirectory:
                 if attempt == _RETRIES - 1:
                     raise
                 continue  # a segment deleted (retention, compaction) while being read: list again
-            return PartitionInfo(tp.topic, tp.partition, directory, tuple(listed), start, end, stable, committed)
+            return PartitionInfo(tp.topic, tp.partition, directory, tuple(listed), start, end, stable,
+                                 committed if replicated else None)
         raise AssertionError("unreachable")
 
     def describe_all(self, partitions: list[TopicPartition], *, last_stable: bool = False

@@ -111,7 +111,7 @@ def test_a_single_brokers_log_dir_is_read_to_the_log_end_whatever_its_high_water
     directory = LogDirectory(str(tmp_path))
     assert directory.high_watermarks() is None
     info = directory.describe(TopicPartition("orders", 0), last_stable=True)
-    assert (info.log_end_offset, info.high_watermark, info.last_stable_offset, info.latest_offset) == (8, 8, 8, 8)
+    assert (info.log_end_offset, info.high_watermark, info.committed_end_offset, info.latest_offset) == (8, None, 8, 8)
 
 
 def test_a_replicated_log_dir_is_read_to_its_checkpointed_high_watermark_held_between_log_start_and_end(tmp_path):
