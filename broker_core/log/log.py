@@ -346,12 +346,15 @@ class Log:
 
     @property
     def last_stable_offset(self) -> int:
-        """The first offset of the earliest open transaction, else the high watermark (Kafka's LSO):
-        read_committed consumers read below it."""
+        """The first offset of the earliest transaction still open — or ended by a marker not below the
+        high watermark yet — else the high watermark (Kafka's LSO): read_committed consumers read below it."""
         if self.read_only:
             return self._last_stable_offset_from_files()
-        first_unstable = self.producer_state.first_unstable_offset
-        return self.high_watermark if first_unstable is None else min(first_unstable, self.high_watermark)
+        with self._lock:
+            high_watermark = self.high_watermark
+            self.producer_state.on_high_watermark_updated(high_watermark)
+            first_unstable = self.producer_state.first_unstable_offset
+        return high_watermark if first_unstable is None else min(first_unstable, high_watermark)
 
     def _last_stable_offset_from_files(self) -> int:
         """A read-only view's LSO, read again when the view or the ``.txnindex`` files changed."""

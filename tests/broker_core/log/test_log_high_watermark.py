@@ -126,3 +126,18 @@ def test_a_log_manager_in_cluster_mode_marks_its_log_dirs_as_holding_replicas_an
     single.load_logs()
     assert not any(m.exists() for m in markers)
     single.shutdown()
+
+
+def test_a_transaction_whose_marker_is_above_the_high_watermark_still_holds_the_last_stable_offset(tmp_path):
+    from broker_core.log.log import IsolationLevel
+
+    log = open_log(tmp_path, sole_replica=False)
+    log.append(batch(b"plain"))
+    log.append(build_batch([SimpleRecord(b"t%d" % i, None, T0 + i) for i in range(2)], producer_id=7,
+                           producer_epoch=0, base_sequence=0, is_transactional=True))  # offsets 1..2
+    log.append_control_marker(7, 0, 0, commit=True)  # offset 3
+    log.maybe_increment_high_watermark(3)
+    assert (log.high_watermark, log.last_stable_offset) == (3, 1)  # the commit is not replicated yet
+    assert log.fetchable_offset(IsolationLevel.READ_COMMITTED) == 1
+    log.maybe_increment_high_watermark(4)
+    assert log.last_stable_offset == 4
