@@ -27,6 +27,10 @@ is the log end; a replicated partition moves it itself
 (``maybe_increment_high_watermark`` on the leader, ``update_high_watermark``
 on a follower). It never exceeds the log end offset; the log manager
 checkpoints it in ``replication-offset-checkpoint`` and hands it back at open.
+How far a read goes is its ``FetchIsolation`` (``fetch_upper_bound``): a
+follower reads to the log end, a consumer to the high watermark, a
+read_committed consumer to the last stable offset, which a transaction holds
+until its marker is below the high watermark.
 
 A log opened read-only (``Log.open(..., read_only=True)``) writes nothing and
 refuses every write; ``refresh()`` takes in what the directory's owner
