@@ -38,7 +38,8 @@ from .errors import (InvalidPartitionsError, InvalidRequestError, InvalidTopicEr
                      LogDirReadOnlyError, PolicyViolationError, TopicAlreadyExistsError,
                      UnknownTopicOrPartitionError)
 from .log.compaction_leases import CompactionLeases
-from .log.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, IsolationLevel, Log, LogAppendInfo
+from .log.log import (CONSUMER_REPLICA_ID, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, FetchIsolation,
+                      IsolationLevel, Log, LogAppendInfo)
 from .log.log_loader import UnreadableBytes
 from .log.log_manager import LogManager
 from .log.producer_state_manager import ActiveProducer
@@ -203,14 +204,15 @@ class Broker:
 
     def _readable_log(self, topic: str, partition: int, offset: int | None = None,
                       level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED) -> Log:
-        """The partition's log; a read-only view first takes in what the owner wrote since —
-        for a fetch at ``offset`` only once the view holds nothing there yet for ``level`` (past
-        the last stable offset, read_committed), since taking it in lists the partition's
-        directory, which costs more than a fetch that catches up."""
+        """The partition's log; a read-only view first takes in what the owner wrote and committed
+        since — for a fetch at ``offset`` only once the view holds nothing there yet for ``level``
+        (past the high watermark, or the last stable offset read_committed), since taking it in
+        lists the partition's directory, which costs more than a fetch that catches up."""
         lg = self.log_manager.log_or_raise(TopicPartition(topic, partition))
-        if self.read_only and (offset is None or offset >= lg.log_end_offset or (
+        if self.read_only and (offset is None or offset >= lg.high_watermark or (
                 level == IsolationLevel.READ_COMMITTED and offset >= lg.last_stable_offset)):
             lg.refresh()
+            self.log_manager.refresh_high_watermarks()  # of a replicated log dir: what its owner checkpointed
         return lg
 
     def unreadable(self) -> dict[TopicPartition, UnreadableBytes]:
@@ -521,12 +523,13 @@ class Broker:
 
     def fetch(self, topic: str, partition: int, offset: int, max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
               isolation_level: str | int = "read_uncommitted") -> FetchResult:
-        """Batches from ``offset``; ``read_committed`` stops at the last stable offset and lists the
-        aborted transactions among them (``FetchResult.decoded`` leaves their records out)."""
+        """Batches from ``offset`` below the high watermark, as a consumer fetches; ``read_committed``
+        stops at the last stable offset and lists the aborted transactions among them
+        (``FetchResult.decoded`` leaves their records out)."""
         level = isolation_level_of(isolation_level)
         lg = self._readable_log(topic, partition, offset, level)
+        info = lg.read(offset, max_bytes, isolation=FetchIsolation.of(CONSUMER_REPLICA_ID, level))
         last_stable = lg.last_stable_offset
-        info = lg.read(offset, max_bytes, max_offset=lg.fetchable_offset(level))
         aborted = None
         if level == IsolationLevel.READ_COMMITTED:
             batches = list(iter_batches(info.records))

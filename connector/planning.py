@@ -139,6 +139,21 @@ def resolve(spec: OffsetSpec, infos: Mapping[TopicPartition, PartitionInfo], *, 
     return out
 
 
+def bound_to_readable(start: Mapping[TopicPartition, int], end: Mapping[TopicPartition, int],
+                      infos: Mapping[TopicPartition, PartitionInfo], *, read_committed: bool
+                      ) -> dict[TopicPartition, int]:
+    """Ending offsets past where a consumer may read end there (never before the start): the last stable
+    offset read_committed, the high watermark of a replicated partition. A single broker's partition is
+    left alone read_uncommitted: all it holds is committed, and a range may end past its end."""
+    out = {}
+    for tp, until in end.items():
+        info = infos.get(tp)
+        if info is not None and (read_committed or info.high_watermark is not None):
+            until = max(min(until, info.latest_offset), start.get(tp, 0))
+        out[tp] = until
+    return out
+
+
 def check_ranges(start: Mapping[TopicPartition, int], end: Mapping[TopicPartition, int]) -> None:
     for tp, until in end.items():
         begin = start.get(tp)

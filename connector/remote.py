@@ -44,8 +44,9 @@ class RemoteLog:
 
     def describe_all(self, partitions: list[TopicPartition], *, last_stable: bool = False
                      ) -> dict[TopicPartition, PartitionInfo]:
-        """Log start and end offsets by ListOffsets; with ``last_stable``, the last stable offset too
-        (ListOffsets ``latest`` at read_committed)."""
+        """Log start offsets by ListOffsets ``earliest`` and where reads stop by ``latest``: the high
+        watermark, which is all the broker lets a consumer read (the leader's, in a cluster); with
+        ``last_stable``, the last stable offset too (``latest`` at read_committed)."""
         out = {}
         with self._broker() as broker:
             for tp in partitions:
@@ -55,8 +56,9 @@ class RemoteLog:
                 if last_stable:
                     found = broker.list_offsets(tp.topic, tp.partition, "latest", isolation_level="read_committed")
                     stable = found.offset if found else 0
-                out[tp] = PartitionInfo(tp.topic, tp.partition, "", (), start.offset if start else 0,
-                                        end.offset if end else 0, stable)
+                committed = end.offset if end else 0
+                out[tp] = PartitionInfo(tp.topic, tp.partition, "", (), start.offset if start else 0, committed,
+                                        stable, committed)
         return out
 
     def find_by_timestamp(self, tp: TopicPartition, timestamp: int) -> int | None:

@@ -21,8 +21,8 @@ from format.layout import TopicPartition
 from format.log_dir import LogDirectory, PartitionInfo
 
 from .options import SeglogOptionError, SourceOptions, parse_options
-from .planning import (OffsetRange, TriggerPacer, check_named_partitions, check_ranges, from_offsets_json, resolve,
-                       select_partitions, split_ranges, to_offsets_json)
+from .planning import (OffsetRange, TriggerPacer, bound_to_readable, check_named_partitions, check_ranges,
+                       from_offsets_json, resolve, select_partitions, split_ranges, to_offsets_json)
 from .reading import data_loss, read_range
 from .remote import RemoteLog, fetch_range
 
@@ -182,10 +182,7 @@ class SeglogBatchReader(DataSourceReader):
         start = planner.starting_offsets(infos)
         end = planner.resolve(options.ending, infos, is_start=False)
         check_ranges(start, end)
-        if options.read_committed:
-            # Ending offsets past the last stable offset: what a read_committed consumer sees ends there.
-            end = {tp: max(min(until, infos[tp].latest_offset), start.get(tp, 0)) if tp in infos else until
-                   for tp, until in end.items()}
+        end = bound_to_readable(start, end, infos, read_committed=options.read_committed)
         self._partitions = planner.tasks(start, end, infos)
 
     def partitions(self):

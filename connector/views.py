@@ -42,6 +42,7 @@ _COLUMNS: dict[str, tuple[tuple[str, str, pa.DataType], ...]] = {
         ("partition", "int", pa.int32()),
         ("log_start_offset", "long", pa.int64()),
         ("log_end_offset", "long", pa.int64()),
+        ("high_watermark", "long", pa.int64()),
         ("last_stable_offset", "long", pa.int64()),
         ("size_bytes", "long", pa.int64()),
         ("segments", "int", pa.int32()),
@@ -98,6 +99,7 @@ class OffsetsRow:
     partition: int
     log_start_offset: int
     log_end_offset: int
+    high_watermark: int  # where readers stop: the log end on a single broker, the checkpointed one if replicated
     last_stable_offset: int  # where read_committed readers stop: below the earliest open transaction
     size_bytes: int
     segments: int
@@ -265,7 +267,8 @@ def offsets_rows(directory: LogDirectory, keep: PartitionFilter = _not_internal)
         first = _log_start_timestamp(directory, tp, info.segments, info.log_start_offset)
         last = _log_last_timestamp(directory, tp, info.segments)
         rows.append(OffsetsRow(tp.topic, tp.partition, info.log_start_offset, info.log_end_offset,
-                               info.latest_offset, info.size, len(info.segments), first, last))
+                               info.committed_end_offset, info.latest_offset, info.size, len(info.segments), first,
+                               last))
     return rows
 
 

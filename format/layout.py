@@ -318,6 +318,10 @@ LOG_START_OFFSET_CHECKPOINT_FILE = "log-start-offset-checkpoint"
 REPLICATION_OFFSET_CHECKPOINT_FILE = "replication-offset-checkpoint"
 CLEANER_OFFSET_CHECKPOINT_FILE = "cleaner-offset-checkpoint"
 META_PROPERTIES_FILE = "meta.properties"
+# Written by a broker whose logs are replicas of replicated partitions (cluster mode), removed by a single
+# broker: readers of the files stop at the high watermarks of ``replication-offset-checkpoint`` while it is
+# there, and at the log end (every record a single broker holds is committed) while it is not.
+REPLICATED_MARKER_FILE = ".seglog_replicated"
 LOCK_FILE = ".lock"
 # Written on clean shutdown; without it the next start rebuilds the indexes of
 # the segments after the recovery point, since they may be torn.

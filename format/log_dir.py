@@ -1,6 +1,14 @@
 """What a log directory holds, read from its files alone through fsspec: topics, partition
-directories, their segments, each partition's log start and end offsets and, for
-read_committed readers, its last stable offset and aborted transactions (``transactions``).
+directories, their segments, each partition's log start and end offsets, its high watermark
+and, for read_committed readers, its last stable offset and aborted transactions (``transactions``).
+
+Readers stop at the high watermark. A single broker commits every record it appends, so there
+it is the log end offset. A broker holding replicas of replicated partitions (cluster mode)
+marks its log dir (``layout.REPLICATED_MARKER_FILE``); there the high watermark is the one the
+broker checkpointed in ``replication-offset-checkpoint`` (bounded by the log start and end
+offsets; a partition the checkpoint does not name yet has none committed). The checkpoint lags
+the broker by up to ``replica.high.watermark.checkpoint.interval.ms``, which only holds a reader
+back: everything below a checkpointed high watermark is committed.
 
 Nothing is locked and nothing is written: a broker may be adding and removing
 segments while this lists, so every listing is fresh (fsspec's cache is
@@ -29,7 +37,7 @@ from .segment_reader import SegmentReader
 from .txn_index import AbortedTxn
 
 __all__ = ["SegmentInfo", "PartitionInfo", "LogDirectory", "entries", "partitions", "segments", "log_end_offset",
-           "read_offset_checkpoint"]
+           "read_offset_checkpoint", "is_replicated"]
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +130,14 @@ def read_offset_checkpoint(fs: AbstractFileSystem, path: str) -> dict[TopicParti
     return parse_offset_checkpoint(text, path)
 
 
+def is_replicated(fs: AbstractFileSystem, root: str) -> bool:
+    """Whether the log dir ``root`` holds replicas of replicated partitions (its broker runs in cluster
+    mode): then readers stop at the checkpointed high watermarks."""
+    path = join(fs, root, layout.REPLICATED_MARKER_FILE)
+    fs.invalidate_cache(root)
+    return fs.exists(path)
+
+
 @dataclass(frozen=True)
 class PartitionInfo:
     """One partition as its files show it: its segments and its log start and end offsets."""
@@ -134,15 +150,24 @@ class PartitionInfo:
     log_end_offset: int
     # Computed only when asked for (read_committed readers): None otherwise.
     last_stable_offset: int | None = None
+    # A replicated partition's high watermark, where the committed records end; None on a single broker,
+    # whose every record is committed (the log end offset stands for it).
+    high_watermark: int | None = None
 
     @property
     def size(self) -> int:
         return sum(s.size for s in self.segments)
 
     @property
+    def committed_end_offset(self) -> int:
+        """The high watermark: the log end offset unless the partition is replicated."""
+        return self.log_end_offset if self.high_watermark is None else self.high_watermark
+
+    @property
     def latest_offset(self) -> int:
-        """Where a reader stops: the LSO when it was asked for, else the log end offset."""
-        return self.log_end_offset if self.last_stable_offset is None else self.last_stable_offset
+        """Where a reader stops: the LSO when it was asked for (never above the high watermark), else
+        the high watermark."""
+        return self.committed_end_offset if self.last_stable_offset is None else self.last_stable_offset
 
 
 class LogDirectory:
@@ -186,36 +211,59 @@ class LogDirectory:
             log.warning("ignoring %s: %s", path, exc)
             return {}
 
+    def high_watermarks(self) -> dict[TopicPartition, int] | None:
+        """The checkpointed high watermarks of a replicated log dir (``is_replicated``); None for a single
+        broker's, where every record is committed. An unreadable checkpoint counts as naming none."""
+        if not is_replicated(self.fs, self.root):
+            return None
+        path = join(self.fs, self.root, layout.REPLICATION_OFFSET_CHECKPOINT_FILE)
+        try:
+            return read_offset_checkpoint(self.fs, path)
+        except CheckpointError as exc:
+            log.warning("ignoring %s (nothing counts as committed): %s", path, exc)
+            return {}
+
     def reader(self, tp: TopicPartition, segment: SegmentInfo) -> SegmentReader:
         return SegmentReader(self.fs, self.partition_dir(tp), segment.base_offset, segment.size)
 
     def describe(self, tp: TopicPartition, start_offsets: Mapping[TopicPartition, int] | None = None, *,
-                 last_stable: bool = False) -> PartitionInfo:
-        """The partition's segments and its start and end offsets, from the files; with
-        ``last_stable``, its last stable offset too (``transactions``)."""
+                 last_stable: bool = False, high_watermarks: Mapping[TopicPartition, int] | None = None,
+                 replicated: bool | None = None) -> PartitionInfo:
+        """The partition's segments, its start and end offsets and its high watermark, from the files;
+        with ``last_stable``, its last stable offset too (``transactions``), below the high watermark.
+        ``start_offsets`` and ``high_watermarks`` (with ``replicated``) are the log dir's checkpoints when
+        the caller read them already."""
         directory = self.partition_dir(tp)
+        if replicated is None:
+            checkpointed = self.high_watermarks()
+            replicated, high_watermarks = checkpointed is not None, checkpointed or {}
         for attempt in range(_RETRIES):
             names = [name for name, _ in entries(self.fs, directory)] if last_stable else []
             listed = self.segments(tp)
             if not listed:
-                return PartitionInfo(tp.topic, tp.partition, directory, (), 0, 0, 0 if last_stable else None)
+                return PartitionInfo(tp.topic, tp.partition, directory, (), 0, 0, 0 if last_stable else None,
+                                     0 if replicated else None)
             starts = self.log_start_offsets() if start_offsets is None else start_offsets
             try:
                 end = log_end_offset(self.fs, directory, listed)
-                stable = transactions.last_stable_offset(self.fs, directory, names, listed, end) \
+                start = max(listed[0].base_offset, min(starts.get(tp, 0), end))
+                committed = min(max((high_watermarks or {}).get(tp, start), start), end) if replicated else end
+                stable = transactions.last_stable_offset(self.fs, directory, names, listed, committed) \
                     if last_stable else None
             except FileNotFoundError:
                 if attempt == _RETRIES - 1:
                     raise
                 continue  # a segment deleted (retention, compaction) while being read: list again
-            start = max(listed[0].base_offset, min(starts.get(tp, 0), end))
-            return PartitionInfo(tp.topic, tp.partition, directory, tuple(listed), start, end, stable)
+            return PartitionInfo(tp.topic, tp.partition, directory, tuple(listed), start, end, stable,
+                                 committed if replicated else None)
         raise AssertionError("unreachable")
 
     def describe_all(self, partitions: list[TopicPartition], *, last_stable: bool = False
                      ) -> dict[TopicPartition, PartitionInfo]:
         starts = self.log_start_offsets()
-        return {tp: self.describe(tp, starts, last_stable=last_stable) for tp in partitions}
+        checkpointed = self.high_watermarks()
+        return {tp: self.describe(tp, starts, last_stable=last_stable, high_watermarks=checkpointed or {},
+                                  replicated=checkpointed is not None) for tp in partitions}
 
     def aborted_transactions(self, tp: TopicPartition, from_offset: int, until_offset: int) -> list[AbortedTxn]:
         """The aborted transactions overlapping [from_offset, until_offset), from the ``.txnindex`` files."""

@@ -27,6 +27,10 @@ is the log end; a replicated partition moves it itself
 (``maybe_increment_high_watermark`` on the leader, ``update_high_watermark``
 on a follower). It never exceeds the log end offset; the log manager
 checkpoints it in ``replication-offset-checkpoint`` and hands it back at open.
+How far a read goes is its ``FetchIsolation`` (``fetch_upper_bound``): a
+follower reads to the log end, a consumer to the high watermark, a
+read_committed consumer to the last stable offset, which a transaction holds
+until its marker is below the high watermark.
 
 A log opened read-only (``Log.open(..., read_only=True)``) writes nothing and
 refuses every write; ``refresh()`` takes in what the directory's owner
@@ -93,6 +97,31 @@ class IsolationLevel(enum.IntEnum):
 
     READ_UNCOMMITTED = 0
     READ_COMMITTED = 1
+
+
+class FetchIsolation(enum.Enum):
+    """How far a read of the log may go (Kafka's FetchIsolation): a follower copies the whole log
+    (``LOG_END``), a consumer reads what is committed (``HIGH_WATERMARK``), a read_committed consumer
+    what is also stable (``TXN_COMMITTED``, the last stable offset)."""
+
+    LOG_END = "log_end"
+    HIGH_WATERMARK = "high_watermark"
+    TXN_COMMITTED = "txn_committed"
+
+    @classmethod
+    def of(cls, replica_id: int, isolation_level: IsolationLevel | int | None) -> "FetchIsolation":
+        """A request's isolation: a replica id names a follower (or the broker itself, with no
+        isolation level), which reads to the log end; a consumer (replica id -1) reads to the high
+        watermark, or to the last stable offset at read_committed."""
+        if replica_id >= 0 or isolation_level is None:
+            return cls.LOG_END
+        if isolation_level == IsolationLevel.READ_COMMITTED:
+            return cls.TXN_COMMITTED
+        return cls.HIGH_WATERMARK
+
+
+# The replica id of a consumer (and of every client that is not a broker) in Fetch and ListOffsets.
+CONSUMER_REPLICA_ID = -1
 
 # A read lists the segments at most this often when the cleaner keeps replacing them under it.
 _READ_ATTEMPTS = 4
@@ -244,8 +273,8 @@ class Log:
     @property
     def high_watermark(self) -> int:
         """The offset below which records are committed (the log end while the log is the only replica;
-        a read-only view's is the end of what it sees)."""
-        return self._log_end_offset if self.read_only else self._high_watermark
+        a read-only view's is the end of what it sees, or, of a replica, what its owner checkpointed)."""
+        return self._log_end_offset if self.read_only and self.sole_replica else self._high_watermark
 
     def update_high_watermark(self, high_watermark: int) -> int:
         """Set the high watermark, bounded by the log start and end offsets (Kafka's updateHighWatermark:
@@ -321,12 +350,15 @@ class Log:
 
     @property
     def last_stable_offset(self) -> int:
-        """The first offset of the earliest open transaction, else the high watermark (Kafka's LSO):
-        read_committed consumers read below it."""
+        """The first offset of the earliest transaction still open — or ended by a marker not below the
+        high watermark yet — else the high watermark (Kafka's LSO): read_committed consumers read below it."""
         if self.read_only:
             return self._last_stable_offset_from_files()
-        first_unstable = self.producer_state.first_unstable_offset
-        return self.high_watermark if first_unstable is None else min(first_unstable, self.high_watermark)
+        with self._lock:
+            high_watermark = self.high_watermark
+            self.producer_state.on_high_watermark_updated(high_watermark)
+            first_unstable = self.producer_state.first_unstable_offset
+        return high_watermark if first_unstable is None else min(first_unstable, high_watermark)
 
     def _last_stable_offset_from_files(self) -> int:
         """A read-only view's LSO, read again when the view or the ``.txnindex`` files changed."""
@@ -786,8 +818,10 @@ class Log:
                 f"{self}: offset {offset} is {'below the log start offset ' + str(self.log_start_offset) if below else 'beyond the log end offset ' + str(self._log_end_offset)}")
 
     def read(self, start_offset: int, max_bytes: int, min_one_message: bool = True,
-             max_offset: int | None = None) -> FetchDataInfo:
-        """Complete batches from the one holding ``start_offset``, at most ``max_bytes``.
+             max_offset: int | None = None, isolation: FetchIsolation = FetchIsolation.HIGH_WATERMARK
+             ) -> FetchDataInfo:
+        """Complete batches from the one holding ``start_offset``, at most ``max_bytes``, below the
+        bound of ``isolation`` (``fetch_upper_bound``; ``max_offset`` is an explicit bound instead).
 
         Every batch served is checked against its CRC and its offsets against its
         neighbours and the index: a corrupt batch is never served, and if it is the
@@ -803,7 +837,7 @@ class Log:
             with self._lock:
                 self._check_open()
                 self._check_offset(start_offset)
-                upper = self.high_watermark if max_offset is None else max_offset
+                upper = self.fetch_upper_bound(isolation) if max_offset is None else max_offset
                 if start_offset >= upper:
                     return FetchDataInfo(start_offset, self.active_segment.base_offset, self.active_segment.size, b"")
                 i = bisect.bisect_right(self._bases, start_offset) - 1
@@ -844,19 +878,25 @@ class Log:
             return info
         return FetchDataInfo(start_offset, self.active_segment.base_offset, self.active_segment.size, b"")
 
-    def fetchable_offset(self, isolation_level: IsolationLevel | int | None) -> int:
-        """Where a reader at ``isolation_level`` stops: the LSO for read_committed, the high watermark
-        for read_uncommitted, the log end offset for None (the broker itself)."""
-        if isolation_level is None:
+    def fetch_upper_bound(self, isolation: FetchIsolation) -> int:
+        """The offset a read at ``isolation`` stops before: the log end, the high watermark, or the
+        last stable offset (never above the high watermark)."""
+        if isolation is FetchIsolation.LOG_END:
             return self._log_end_offset
-        if isolation_level == IsolationLevel.READ_COMMITTED:
+        if isolation is FetchIsolation.TXN_COMMITTED:
             return self.last_stable_offset
         return self.high_watermark
+
+    def fetchable_offset(self, isolation_level: IsolationLevel | int | None) -> int:
+        """Where a client reading at ``isolation_level`` stops: the LSO for read_committed, the high
+        watermark for read_uncommitted; None (a replica, or the broker itself) reads to the log end."""
+        return self.fetch_upper_bound(FetchIsolation.of(CONSUMER_REPLICA_ID, isolation_level))
 
     def fetch_offset_for_timestamp(self, timestamp: int, isolation_level: IsolationLevel | int | None = None
                                    ) -> TimestampAndOffset | None:
         """ListOffsets as Kafka's Partition answers it: LATEST is the last fetchable offset at the
-        isolation level, and no other answer may lie at or past it (EARLIEST excepted)."""
+        isolation level (a client's: the high watermark, or the LSO at read_committed; with no level,
+        a replica's: the log end), and no other answer may lie at or past it (EARLIEST excepted)."""
         with self._lock:
             self._check_open()
             fetchable = self.fetchable_offset(isolation_level)

@@ -9,6 +9,11 @@ starts the log cleaner's threads, and retention skips a log while it is cleaned.
 background work is a ``tick`` driven by an injected clock; a thread calls it
 with the real clock, tests call it after moving a simulated one.
 
+Once a dir's logs are loaded, the manager says in it whether its logs are replicas of replicated
+partitions (``write_replication_marker``): readers of the files then stop at the checkpointed high
+watermarks rather than at the log end. Read-only, it takes those high watermarks from the checkpoint
+(``refresh_high_watermarks``).
+
 Nothing in a log dir is written until its logs are loaded: checkpoints and the
 clean-shutdown marker are written only from a state that was loaded, so a
 failed open leaves the directory as it found it. Read-only (``read_only=True``)
@@ -28,7 +33,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable
 
 from format import layout
-from format.checkpoint import OffsetCheckpointFile
+from format.checkpoint import OffsetCheckpointFile, fsync_dir
+from format.errors import CheckpointError
 from format.layout import TopicPartition
 
 from ..clock import SYSTEM_CLOCK, Clock
@@ -67,6 +73,20 @@ class LogDirLock:
             self.fd = -1
 
 
+def write_replication_marker(log_dir: str, replicated: bool) -> None:
+    """Mark ``log_dir`` as holding replicas of replicated partitions (cluster mode), or unmark it (a single
+    broker, whose every record is committed). Readers of the files (``format.log_dir``) stop at the high
+    watermarks of ``replication-offset-checkpoint`` in a marked dir, at the log end in any other."""
+    path = os.path.join(log_dir, layout.REPLICATED_MARKER_FILE)
+    if replicated and not os.path.exists(path):
+        with open(path, "wb") as f:
+            os.fsync(f.fileno())
+        fsync_dir(log_dir)
+    elif not replicated and os.path.exists(path):
+        os.remove(path)
+        fsync_dir(log_dir)
+
+
 class LogManager:
     def __init__(self, config: BrokerConfig, *, clock: Clock = SYSTEM_CLOCK,
                  log_config_for: Callable[[str], LogConfig] | None = None, read_only: bool = False,
@@ -84,6 +104,8 @@ class LogManager:
         self._closed = False
         self.read_only = read_only
         self.sole_replica = sole_replica
+        # Read-only: the log dirs a broker in cluster mode marked as holding replicas.
+        self._replicated_dirs: set[str] = set()
         # The log dirs whose logs were all loaded: the only ones shutdown writes to.
         self._loaded_dirs: set[str] = set()
         self.dir_failures = LogDirFailureChannel()
@@ -124,6 +146,10 @@ class LogManager:
         unreadable checkpoint fails the open with nothing changed."""
         states = []
         for d in self.log_dirs:
+            # Read-only, a replicated dir's logs are replicas: their high watermarks are the checkpointed ones.
+            replicas = self.read_only and os.path.exists(os.path.join(d, layout.REPLICATED_MARKER_FILE))
+            if replicas:
+                self._replicated_dirs.add(d)
             clean_marker = os.path.join(d, layout.CLEAN_SHUTDOWN_FILE)
             recovery_points = OffsetCheckpointFile(os.path.join(d, layout.RECOVERY_POINT_CHECKPOINT_FILE)).read()
             start_offsets = OffsetCheckpointFile(os.path.join(d, layout.LOG_START_OFFSET_CHECKPOINT_FILE)).read()
@@ -147,10 +173,13 @@ class LogManager:
                 jobs.append((tp, path))
             threads = max(1, self.config.num_recovery_threads_per_data_dir)
             with ThreadPoolExecutor(threads, thread_name_prefix=f"log-recovery-{os.path.basename(d)}") as pool:
+                replicas = d in self._replicated_dirs
                 futures = {tp: pool.submit(Log.open, path, self._log_config_for(tp.topic),
                                            recovery_point=recovery_points.get(tp, 0),
                                            log_start_offset=start_offsets.get(tp, 0),
-                                           high_watermark=high_watermarks.get(tp), sole_replica=self.sole_replica,
+                                           # a replica the checkpoint does not name yet has nothing committed
+                                           high_watermark=high_watermarks.get(tp, 0 if replicas else None),
+                                           sole_replica=self.sole_replica and not replicas,
                                            had_clean_shutdown=had_clean_shutdown, clock=self.clock,
                                            scheduler=self.scheduler, read_only=self.read_only,
                                            producer_state_config=self.producer_state_config)
@@ -170,11 +199,26 @@ class LogManager:
                                                     f"{self._logs[tp].dir} and {loaded.dir}")
                         self._logs[tp] = self._attach(loaded)
             self._loaded_dirs.add(d)
+            if not self.read_only:
+                write_replication_marker(d, not self.sole_replica)
             # The marker only speaks for the shutdown before this start.
             if had_clean_shutdown and not self.read_only:
                 os.remove(clean_marker)
             log.info("loaded %d logs from %s (clean shutdown: %s%s)", len(jobs), d, had_clean_shutdown,
                      ", read-only" if self.read_only else "")
+
+    def refresh_high_watermarks(self) -> None:
+        """Read-only: take in the high watermarks the owner of a replicated log dir checkpointed since."""
+        for d in self._replicated_dirs:
+            path = os.path.join(d, layout.REPLICATION_OFFSET_CHECKPOINT_FILE)
+            try:
+                checkpointed = OffsetCheckpointFile(path).read()
+            except CheckpointError as exc:
+                log.warning("not taking in high watermarks from %s: %s", path, exc)
+                continue
+            for tp, lg in self.all_logs().items():
+                if os.path.dirname(lg.dir) == d and tp in checkpointed:
+                    lg.update_high_watermark(checkpointed[tp])
 
     def unreadable(self) -> dict[TopicPartition, UnreadableBytes]:
         """Read-only: what each partition's view could not read (it ends before that)."""

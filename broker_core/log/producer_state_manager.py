@@ -275,6 +275,10 @@ class ProducerStateManager:
         # Open transactions by first offset (the earliest bounds the last stable offset).
         self._ongoing: dict[int, int] = {}
         self._ongoing_offsets: list[int] = []
+        # Transactions whose marker is not below the high watermark yet (Kafka's unreplicatedTxns):
+        # first offset -> the marker's offset. They bound the last stable offset as open ones do.
+        self._unreplicated: dict[int, int] = {}
+        self._unreplicated_offsets: list[int] = []
         self.map_end_offset = 0  # the offset up to which the state reflects the log
         self._snapshots: list[int] = self._list_snapshots()
 
@@ -288,8 +292,16 @@ class ProducerStateManager:
 
     @property
     def first_unstable_offset(self) -> int | None:
-        """The first offset of the earliest open transaction, or None."""
-        return self._ongoing_offsets[0] if self._ongoing_offsets else None
+        """The first offset of the earliest transaction still open or whose marker is not below the high
+        watermark yet, or None."""
+        firsts = self._ongoing_offsets[:1] + self._unreplicated_offsets[:1]
+        return min(firsts) if firsts else None
+
+    def on_high_watermark_updated(self, high_watermark: int) -> None:
+        """Forget the ended transactions whose marker is now below ``high_watermark``: committed everywhere."""
+        for first in [f for f in self._unreplicated_offsets if self._unreplicated[f] < high_watermark]:
+            del self._unreplicated[first]
+            self._unreplicated_offsets.remove(first)
 
     def active_producers(self) -> list[ActiveProducer]:
         """Every producer the partition keeps state of, by producer id."""
@@ -326,6 +338,8 @@ class ProducerStateManager:
         if self._ongoing.pop(completed.first_offset, None) is None:
             raise InvalidTxnStateError(f"{self.partition}: completed transaction {completed} was not open")
         self._ongoing_offsets.remove(completed.first_offset)
+        self._unreplicated[completed.first_offset] = completed.last_offset
+        bisect.insort(self._unreplicated_offsets, completed.first_offset)
 
     def update_map_end_offset(self, offset: int) -> None:
         self.map_end_offset = offset
@@ -407,6 +421,8 @@ class ProducerStateManager:
         self.producers.clear()
         self._ongoing.clear()
         self._ongoing_offsets.clear()
+        self._unreplicated.clear()
+        self._unreplicated_offsets.clear()
 
     def delete_snapshot(self, offset: int) -> None:
         if offset in self._snapshots:

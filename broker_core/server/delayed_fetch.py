@@ -5,7 +5,10 @@ the request's limits, as Kafka's ``ReplicaManager.readFromLocalLog`` does:
 each partition gets at most its ``partition_max_bytes`` and what remains of
 the request's ``max_bytes``; the first partition that has data returns at
 least one whole batch even if that batch is larger than both (KIP-74), so a
-consumer can always make progress. Errors are per partition.
+consumer can always make progress. Errors are per partition. How far each
+partition is read is the request's ``FetchIsolation``: a consumer (replica id
+-1) stops at the high watermark, or at the last stable offset with
+read_committed; a follower (a replica id) reads to the log end.
 
 A fetch that found fewer than ``min_bytes`` waits as a ``DelayedFetch`` in
 the fetch purgatory, watched under each of its partitions. A produce to one
@@ -38,7 +41,7 @@ from format.txn_index import AbortedTxn
 from ..cluster.partition import NO_PARTITION_LEADER_EPOCH, check_leader_epoch
 from ..errors import KafkaError, UnknownServerError, UnknownTopicOrPartitionError
 from ..log.leader_epoch_file_cache import EpochEndOffset
-from ..log.log import IsolationLevel, Log
+from ..log.log import CONSUMER_REPLICA_ID, FetchIsolation, IsolationLevel, Log
 from ..purgatory.delayed_operation import DelayedOperation
 
 log = logging.getLogger(__name__)
@@ -62,6 +65,14 @@ class FetchParams:
     min_bytes: int
     max_bytes: int
     isolation_level: int = READ_UNCOMMITTED
+    # The fetching broker's id (a follower), or -1 for a consumer.
+    replica_id: int = CONSUMER_REPLICA_ID
+
+    @property
+    def isolation(self) -> FetchIsolation:
+        """How far this fetch reads: a follower to the log end, a consumer to the high watermark (the
+        last stable offset at read_committed)."""
+        return FetchIsolation.of(self.replica_id, self.isolation_level)
 
 
 @dataclass(frozen=True)
@@ -117,7 +128,7 @@ def _next_offset(records: bytes | memoryview, fetch_offset: int) -> int:
 
 
 def _read_partition(logs: LogSource, fp: FetchPartition, max_bytes: int, min_one_message: bool,
-                    isolation_level: int) -> LogReadResult:
+                    params: FetchParams) -> LogReadResult:
     lg = logs.get_log(TopicPartition(fp.topic, fp.partition))
     if lg is None:
         return LogReadResult(fp, error=UnknownTopicOrPartitionError(
@@ -128,12 +139,12 @@ def _read_partition(logs: LogSource, fp: FetchPartition, max_bytes: int, min_one
         if diverging is not None:
             return LogReadResult(fp, b"", lg.high_watermark, lg.last_stable_offset, lg.log_start_offset,
                                  diverging_epoch=diverging)
+        info = lg.read(fp.fetch_offset, max_bytes, min_one_message=min_one_message, isolation=params.isolation)
+        # Taken after the read, so the records served never lie past the high watermark reported.
         high_watermark = lg.high_watermark
         last_stable_offset = lg.last_stable_offset
-        upper = last_stable_offset if isolation_level == READ_COMMITTED else high_watermark
-        info = lg.read(fp.fetch_offset, max_bytes, min_one_message=min_one_message, max_offset=upper)
         aborted = None
-        if isolation_level == READ_COMMITTED:
+        if params.isolation is FetchIsolation.TXN_COMMITTED:
             aborted = tuple(lg.collect_aborted_transactions(fp.fetch_offset, _next_offset(info.records,
                                                                                           fp.fetch_offset)))
         return LogReadResult(fp, info.records, high_watermark, last_stable_offset, lg.log_start_offset,
@@ -169,7 +180,7 @@ def read_from_local_log(logs: LogSource, params: FetchParams, partitions: Sequen
     min_one_message = True
     for fp in partitions:
         limit = max(0, min(fp.partition_max_bytes, remaining))
-        result = _read_partition(logs, fp, limit, min_one_message, params.isolation_level)
+        result = _read_partition(logs, fp, limit, min_one_message, params)
         if result.records:
             # KIP-74: only the first partition with data may exceed the limits.
             min_one_message = False
@@ -207,7 +218,7 @@ class DelayedFetch(DelayedOperation):
                 return self.force_complete()  # deleted: answer with the error now
             if fp.current_leader_epoch != NO_PARTITION_LEADER_EPOCH and fp.current_leader_epoch != lg.leader_epoch:
                 return self.force_complete()  # a new leader epoch: the fetcher is fenced now
-            end_offset = lg.fetchable_offset(self.params.isolation_level)
+            end_offset = lg.fetch_upper_bound(self.params.isolation)
             if end_offset == start.message_offset:
                 continue
             active = lg.active_segment

@@ -70,7 +70,7 @@ from ..errors import (NONE, FencedLeaderEpochError, InvalidConfigurationError, I
                       UnknownTopicOrPartitionError)
 from ..log.compaction_leases import CleanedSegment, LeasedPartition
 from ..cluster.partition import check_leader_epoch
-from ..log.log import EARLIEST_LOCAL_TIMESTAMP, INITIAL_LEADER_EPOCH, MAX_TIMESTAMP, Log
+from ..log.log import CONSUMER_REPLICA_ID, EARLIEST_LOCAL_TIMESTAMP, INITIAL_LEADER_EPOCH, MAX_TIMESTAMP, Log
 from ..network.endpoint import EndPoint
 from ..network.request_channel import CloseConnectionResponse, NoOpResponse, Request, RequestChannel, SendResponse
 from ..offsets_topic import OFFSETS_TOPIC
@@ -445,7 +445,8 @@ class KafkaApis:
             return
         params = FetchParams(max_wait_ms=max(0, body["max_wait_ms"]), min_bytes=max(0, body["min_bytes"]),
                              max_bytes=max(0, body.get("max_bytes", 0x7FFFFFFF)),
-                             isolation_level=body.get("isolation_level", 0))
+                             isolation_level=body.get("isolation_level", 0),
+                             replica_id=body.get("replica_id", CONSUMER_REPLICA_ID))
         # (topic, partition, error code or None, FetchPartition or None), in request order.
         slots: list[tuple[str, int, int | None, FetchPartition | None]] = []
         for topic in body["topics"]:
@@ -553,12 +554,13 @@ class KafkaApis:
         topics = []
         for topic in parsed.body["topics"]:
             name = topic["name"]
-            partitions = [self._list_offset(name, part, parsed.body.get("isolation_level", 0))
+            partitions = [self._list_offset(name, part, parsed.body.get("isolation_level", 0),
+                                            parsed.body.get("replica_id", CONSUMER_REPLICA_ID))
                           for part in topic["partitions"]]
             topics.append({"name": name, "partitions": partitions})
         self._send(request, parsed, {"throttle_time_ms": 0, "topics": topics})
 
-    def _list_offset(self, topic: str, part: dict, parsed_isolation_level: int) -> dict:
+    def _list_offset(self, topic: str, part: dict, parsed_isolation_level: int, replica_id: int) -> dict:
         index = part["partition_index"]
         timestamp = part["timestamp"]
         entry = {"partition_index": index, "error_code": NONE, "timestamp": -1, "offset": -1, "leader_epoch": -1}
@@ -576,7 +578,10 @@ class KafkaApis:
             entry["error_code"] = InvalidRequestError.code
             return entry
         try:
-            found = lg.fetch_offset_for_timestamp(timestamp, parsed_isolation_level)
+            # A client's answer stops at the high watermark (the LSO at read_committed); a replica's
+            # (Kafka's isClientRequest is false) has no isolation level and reaches the log end.
+            level = parsed_isolation_level if replica_id == CONSUMER_REPLICA_ID else None
+            found = lg.fetch_offset_for_timestamp(timestamp, level)
         except KafkaError as exc:
             entry["error_code"] = exc.code
             return entry

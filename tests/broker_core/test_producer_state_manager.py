@@ -104,7 +104,7 @@ def test_sequences_wrap_at_int32_as_kafkas_decrement_sequence(sequence, decremen
     assert (first + decrement) % (1 << 31) == sequence
 
 
-def test_transactions_bound_the_last_stable_offset_until_their_marker(tmp_path):
+def test_transactions_bound_the_last_stable_offset_until_their_marker_is_below_the_high_watermark(tmp_path):
     state = manager(tmp_path)
     append(state, header(pid=1, txn=True), offset=5)
     append(state, header(pid=2, txn=True), offset=6)
@@ -112,8 +112,13 @@ def test_transactions_bound_the_last_stable_offset_until_their_marker(tmp_path):
     assert state.first_unstable_offset == 5
     done = end_txn(state, 1, offset=8, commit=False)
     assert (done.first_offset, done.last_offset, done.is_aborted) == (5, 8, True)
+    assert state.first_unstable_offset == 5  # the marker is not replicated yet
+    state.on_high_watermark_updated(8)
+    assert state.first_unstable_offset == 5
+    state.on_high_watermark_updated(9)
     assert state.first_unstable_offset == 6
     assert end_txn(state, 2, offset=9, commit=True).is_aborted is False
+    state.on_high_watermark_updated(10)
     assert state.first_unstable_offset is None
     assert end_txn(state, 2, offset=10, commit=True) is None  # nothing was open
 

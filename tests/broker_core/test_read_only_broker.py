@@ -157,3 +157,32 @@ def test_a_read_only_broker_stops_before_a_corrupt_batch_and_reports_it(tmp_path
         assert unreadable.size == os.path.getsize(path) - position and "CRC mismatch" in unreadable.reason
         assert unreadable.records == 1000 - base
     assert snapshot(d) == before
+
+
+def test_a_read_only_broker_over_a_replicated_log_dir_stops_at_the_checkpointed_high_watermark(tmp_path):
+    from broker_core.config import BrokerConfig
+    from broker_core.log.log_manager import LogManager
+
+    d = str(tmp_path / "logs")
+    make_log_dir(d, total=100)
+    owner = LogManager(BrokerConfig(log_dirs=(d,)), sole_replica=False)  # a broker in cluster mode
+    owner.load_logs()
+    try:
+        owner.get_log(TP).update_high_watermark(40)  # where the in-sync replicas are
+        owner.checkpoint_high_watermarks()
+        with Broker(d, read_only=True) as reader:
+            assert reader.list_offsets("events", 0, "latest").offset == 40
+            fetched = reader.fetch("events", 0, 0, max_bytes=1 << 20)
+            assert ([r.offset for r in fetched.decoded()], fetched.high_watermark) == (list(range(40)), 40)
+            assert reader.fetch("events", 0, 40).records == b""
+            result = subprocess.run([SEGLOG, "consume", "--log-dir", d, "--topic", "events", "--from-beginning",
+                                     "--timeout-ms", "500"], capture_output=True, text=True, timeout=120)
+            assert result.returncode == 0 and result.stdout.split() == [f"{n}" + "." * 30 for n in range(40)], \
+                result.stderr
+            owner.get_log(TP).maybe_increment_high_watermark(70)
+            owner.checkpoint_high_watermarks()
+            assert [r.offset for r in reader.fetch("events", 0, 40, max_bytes=1 << 20).decoded()] == list(
+                range(40, 70))
+            assert reader.list_offsets("events", 0, "latest").offset == 70
+    finally:
+        owner.shutdown()

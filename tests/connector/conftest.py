@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Mapping
+
 from broker_core import Broker
+from format.layout import TopicPartition
 from format.record import Header, SimpleRecord
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
@@ -20,3 +23,19 @@ def produce_numbered(log_dir: str, topic: str, partitions: int, per_partition: i
                                         T0 + n * 1000, (Header("n", str(n).encode()),) if headers else ())
                            for n in range(first, min(first + batch, start + per_partition))]
                 broker.produce(topic, records, partition=p)
+
+
+def hold_high_watermarks(log_dir: str, high_watermarks: Mapping[TopicPartition, int]) -> None:
+    """What a broker in cluster mode leaves in ``log_dir`` for readers of its files: the dir marked as
+    holding replicas and ``replication-offset-checkpoint`` naming each partition's high watermark
+    (where its in-sync replicas are), below the log end."""
+    from broker_core.config import BrokerConfig
+    from broker_core.log.log_manager import LogManager
+
+    manager = LogManager(BrokerConfig(log_dirs=(log_dir,)), sole_replica=False)
+    manager.load_logs()
+    try:
+        for tp, high_watermark in high_watermarks.items():
+            manager.log_or_raise(tp).update_high_watermark(high_watermark)
+    finally:
+        manager.shutdown()  # checkpoints the high watermarks as they are held

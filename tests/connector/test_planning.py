@@ -59,3 +59,15 @@ def test_latest_is_the_last_stable_offset_where_the_planner_asked_for_it():
                            find_by_timestamp=lambda tp, ts: None)
         assert plan(committed) == {TopicPartition("t", 0): 25}
         assert plan(uncommitted) == {TopicPartition("t", 0): 40}
+
+
+def test_ending_offsets_past_the_high_watermark_of_a_replicated_partition_end_there():
+    from connector.planning import bound_to_readable
+    from format.log_dir import PartitionInfo
+
+    infos = {A: PartitionInfo("t", 0, "", (), 0, 40, high_watermark=30),  # replicated
+             B: PartitionInfo("t", 1, "", (), 0, 40),  # a single broker's
+             C: PartitionInfo("t", 2, "", (), 0, 40, last_stable_offset=20, high_watermark=30)}
+    end = {A: 35, B: 45, C: 35}
+    assert bound_to_readable({A: 0, B: 0, C: 0}, end, infos, read_committed=False) == {A: 30, B: 45, C: 20}
+    assert bound_to_readable({A: 32, B: 0, C: 0}, end, infos, read_committed=False)[A] == 32  # never before the start

@@ -63,9 +63,9 @@ def test_offsets_rows_give_each_partitions_offsets_size_segments_and_time_range(
     orders = {p: log_files(log_dir, f"orders-{p}") for p in range(2)}
     assert all(len(files) > 1 for files in orders.values())  # segment.bytes rolled the partitions
     assert offsets_rows(LogDirectory(log_dir)) == [
-        OffsetsRow("clicks", 0, 0, 7, 7, sum(size for _, size in log_files(log_dir, "clicks-0")), 1, T0, T0 + 6_000),
-        OffsetsRow("orders", 0, 0, 25, 25, sum(size for _, size in orders[0]), len(orders[0]), T0, T0 + 24_000),
-        OffsetsRow("orders", 1, 0, 25, 25, sum(size for _, size in orders[1]), len(orders[1]), T0, T0 + 24_000),
+        OffsetsRow("clicks", 0, 0, 7, 7, 7, sum(size for _, size in log_files(log_dir, "clicks-0")), 1, T0, T0 + 6_000),
+        OffsetsRow("orders", 0, 0, 25, 25, 25, sum(size for _, size in orders[0]), len(orders[0]), T0, T0 + 24_000),
+        OffsetsRow("orders", 1, 0, 25, 25, 25, sum(size for _, size in orders[1]), len(orders[1]), T0, T0 + 24_000),
     ]
 
 
@@ -101,7 +101,7 @@ def test_offsets_after_retention_deleted_the_first_segment(tmp_path):
             os.remove(os.path.join(d, "orders-0", name))
     remaining = log_files(d, "orders-0")
     assert offsets_rows(LogDirectory(d)) == [
-        OffsetsRow("orders", 0, second, 25, 25, sum(size for _, size in remaining), len(remaining),
+        OffsetsRow("orders", 0, second, 25, 25, 25, sum(size for _, size in remaining), len(remaining),
                    T0 + second * 1_000, T0 + 24_000)]
 
 
@@ -131,7 +131,7 @@ def test_an_empty_partition_has_offsets_but_no_timestamps(tmp_path):
     d = str(tmp_path / "logs")
     with Broker(d, background=False) as broker:
         broker.create_topic("empty", 1)
-    assert offsets_rows(LogDirectory(d)) == [OffsetsRow("empty", 0, 0, 0, 0, 0, 1, None, None)]
+    assert offsets_rows(LogDirectory(d)) == [OffsetsRow("empty", 0, 0, 0, 0, 0, 0, 1, None, None)]
     assert segments_rows(LogDirectory(d)) == [SegmentRow("empty", 0, 0, 0, 0, None, None, True)]
 
 
@@ -218,11 +218,13 @@ def load(spark, log_dir: str, view: str, **options):
 def test_offsets_view_through_spark(spark, log_dir):
     df = load(spark, log_dir, "offsets")
     assert df.schema.simpleString() == ("struct<topic:string,partition:int,log_start_offset:bigint,"
-                                        "log_end_offset:bigint,last_stable_offset:bigint,size_bytes:bigint,"
-                                        "segments:int,first_timestamp:timestamp,last_timestamp:timestamp>")
+                                        "log_end_offset:bigint,high_watermark:bigint,last_stable_offset:bigint,"
+                                        "size_bytes:bigint,segments:int,first_timestamp:timestamp,"
+                                        "last_timestamp:timestamp>")
     got = [tuple(r) for r in df.orderBy("topic", "partition").collect()]
     assert got == [as_spark(row) for row in offsets_rows(LogDirectory(log_dir))]
-    assert got[0] == ("clicks", 0, 0, 7, 7, got[0][5], 1, dt.datetime(2026, 1, 1), dt.datetime(2026, 1, 1, 0, 0, 6))
+    assert got[0] == ("clicks", 0, 0, 7, 7, 7, got[0][6], 1, dt.datetime(2026, 1, 1),
+                      dt.datetime(2026, 1, 1, 0, 0, 6))
 
 
 @pytest.mark.slow

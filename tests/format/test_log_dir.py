@@ -102,3 +102,32 @@ def test_a_half_written_log_start_checkpoint_is_ignored_and_the_segments_stand_i
     directory = LogDirectory(str(tmp_path))
     assert directory.log_start_offsets() == {}
     assert directory.describe(TopicPartition("orders", 0)).log_start_offset == 5
+
+
+def test_a_single_brokers_log_dir_is_read_to_the_log_end_whatever_its_high_watermark_checkpoint_says(tmp_path):
+    write_segment(tmp_path / "orders-0", 0, 8)
+    OffsetCheckpointFile(str(tmp_path / layout.REPLICATION_OFFSET_CHECKPOINT_FILE)).write(
+        {TopicPartition("orders", 0): 3})  # up to replica.high.watermark.checkpoint.interval.ms behind
+    directory = LogDirectory(str(tmp_path))
+    assert directory.high_watermarks() is None
+    info = directory.describe(TopicPartition("orders", 0), last_stable=True)
+    assert (info.log_end_offset, info.high_watermark, info.committed_end_offset, info.latest_offset) == (8, None, 8, 8)
+
+
+def test_a_replicated_log_dir_is_read_to_its_checkpointed_high_watermark_held_between_log_start_and_end(tmp_path):
+    for p, records in enumerate((8, 8, 8)):
+        write_segment(tmp_path / f"orders-{p}", 0, records)
+    OffsetCheckpointFile(str(tmp_path / layout.LOG_START_OFFSET_CHECKPOINT_FILE)).write(
+        {TopicPartition("orders", 2): 2})
+    OffsetCheckpointFile(str(tmp_path / layout.REPLICATION_OFFSET_CHECKPOINT_FILE)).write(
+        {TopicPartition("orders", 0): 5, TopicPartition("orders", 1): 50})
+    (tmp_path / layout.REPLICATED_MARKER_FILE).write_bytes(b"")
+    directory = LogDirectory(str(tmp_path))
+    assert log_dir.is_replicated(directory.fs, directory.root)
+    infos = directory.describe_all(directory.partitions(), last_stable=True)
+    # orders-1's checkpoint is past its end; orders-2 is not checkpointed yet: nothing committed beyond its start.
+    assert [(i.log_end_offset, i.high_watermark, i.last_stable_offset, i.latest_offset) for i in infos.values()] == [
+        (8, 5, 5, 5), (8, 8, 8, 8), (8, 2, 2, 2)]
+    uncommitted = directory.describe(TopicPartition("orders", 0))
+    assert (uncommitted.last_stable_offset, uncommitted.latest_offset) == (None, 5)
+

@@ -78,3 +78,21 @@ def test_aborted_transactions_from_the_files_are_those_a_read_committed_fetch_li
             assert [(t.producer_id, t.first_offset) for t in from_files] == \
                 [(t.producer_id, t.first_offset) for t in fetched.aborted_transactions]
         assert {t.producer_id for t in directory.aborted_transactions(TP, 0, lso)} == {2, 3}
+
+
+def test_in_a_replicated_log_dir_the_last_stable_offset_never_exceeds_the_checkpointed_high_watermark(tmp_path):
+    from format import layout
+    from format.checkpoint import OffsetCheckpointFile
+
+    with Broker(str(tmp_path), background=False) as broker:
+        broker.create_topic("t", 1)
+        writer = TransactionalWriter(broker, "t")
+        writer.plain("p0")
+        writer.send(1, "a0", "a1")  # offsets 1..2
+        writer.end(1, commit=True)  # the marker at 3
+        assert owner_lso(broker) == 4
+    OffsetCheckpointFile(str(tmp_path / layout.REPLICATION_OFFSET_CHECKPOINT_FILE)).write({TP: 3})
+    (tmp_path / layout.REPLICATED_MARKER_FILE).write_bytes(b"")
+    info = LogDirectory(str(tmp_path)).describe(TP, last_stable=True)
+    # The commit marker is above the high watermark: the transaction is still open for readers.
+    assert (info.log_end_offset, info.high_watermark, info.last_stable_offset) == (4, 3, 1)

@@ -12,7 +12,7 @@ from broker_core.config import BrokerConfig, LogConfig
 from broker_core.log.log import Log
 from broker_core.log.log_manager import LogManager
 from format.checkpoint import OffsetCheckpointFile
-from format.layout import REPLICATION_OFFSET_CHECKPOINT_FILE, TopicPartition
+from format.layout import REPLICATED_MARKER_FILE, REPLICATION_OFFSET_CHECKPOINT_FILE, TopicPartition
 from format.record import SimpleRecord
 from format.record_batch import build_batch, iter_batches
 
@@ -107,3 +107,37 @@ def test_the_log_manager_checkpoints_high_watermarks_and_hands_them_back_at_open
     single.load_logs()
     assert single.get_log(TP).high_watermark == 3
     single.shutdown()
+
+
+def test_a_log_manager_in_cluster_mode_marks_its_log_dirs_as_holding_replicas_and_a_single_broker_unmarks_them(
+        tmp_path):
+    config = BrokerConfig(log_dirs=(str(tmp_path / "a"), str(tmp_path / "b")))
+    markers = [tmp_path / d / REPLICATED_MARKER_FILE for d in ("a", "b")]
+    replicas = LogManager(config, sole_replica=False)
+    replicas.load_logs()
+    assert all(m.exists() for m in markers)
+    replicas.shutdown()
+    assert all(m.exists() for m in markers)
+    read_only = LogManager(config, read_only=True)  # a reader writes nothing
+    read_only.load_logs()
+    read_only.shutdown()
+    assert all(m.exists() for m in markers)
+    single = LogManager(config)
+    single.load_logs()
+    assert not any(m.exists() for m in markers)
+    single.shutdown()
+
+
+def test_a_transaction_whose_marker_is_above_the_high_watermark_still_holds_the_last_stable_offset(tmp_path):
+    from broker_core.log.log import IsolationLevel
+
+    log = open_log(tmp_path, sole_replica=False)
+    log.append(batch(b"plain"))
+    log.append(build_batch([SimpleRecord(b"t%d" % i, None, T0 + i) for i in range(2)], producer_id=7,
+                           producer_epoch=0, base_sequence=0, is_transactional=True))  # offsets 1..2
+    log.append_control_marker(7, 0, 0, commit=True)  # offset 3
+    log.maybe_increment_high_watermark(3)
+    assert (log.high_watermark, log.last_stable_offset) == (3, 1)  # the commit is not replicated yet
+    assert log.fetchable_offset(IsolationLevel.READ_COMMITTED) == 1
+    log.maybe_increment_high_watermark(4)
+    assert log.last_stable_offset == 4
