@@ -287,8 +287,10 @@ def groups_rows(directory: LogDirectory, group_id: str | None = None,
             if tp not in wanted:
                 continue
             c = committed[group][tp]
-            end = infos[tp].log_end_offset if tp in infos else None
-            # Kafka's lag is end minus committed, unclamped: a negative lag shows a truncated log.
+            # As kafka-consumer-groups.sh: the end is what a consumer can read (the high watermark, the log end
+            # on a single broker), and the lag is that end minus committed, unclamped (a negative lag shows a
+            # truncated log).
+            end = infos[tp].committed_end_offset if tp in infos else None
             rows.append(GroupRow(group, tp.topic, tp.partition, c.offset, end,
                                  None if end is None else end - c.offset, _timestamp(c.commit_timestamp)))
     return rows

@@ -23,7 +23,7 @@ from format.log_dir import LogDirectory
 from format.record import SimpleRecord
 from tests.broker_core.offsets_kit import commit_in_transaction, end_transaction
 from tests.broker_core.server.server_kit import committed_offsets, start_broker
-from tests.connector.conftest import T0, produce_numbered
+from tests.connector.conftest import T0, hold_high_watermarks, produce_numbered
 
 COMMIT_TIME = T0 + 60_000
 
@@ -310,3 +310,15 @@ def test_view_schema_quotes_the_sql_keywords():
     assert view_schema("groups").startswith("`group` string, `topic` string, `partition` int")
     with pytest.raises(ValueError, match="option view"):
         view_schema("lag")
+
+
+def test_groups_rows_of_a_replicated_log_dir_measure_lag_from_the_high_watermark(tmp_path):
+    # As kafka-consumer-groups.sh: a consumer can read up to the high watermark, not the log end.
+    d = str(tmp_path / "logs")
+    produce_numbered(d, "orders", 1, 20)
+    with Broker(d, background=False, clock=MockTime(current_time_ms=COMMIT_TIME)) as broker:
+        broker.commit_offsets("etl", {TopicPartition("orders", 0): 5})
+    offsets_partitions = [tp for tp in LogDirectory(d).partitions(include_internal=True) if tp.topic != "orders"]
+    hold_high_watermarks(d, {TopicPartition("orders", 0): 12,
+                             **{tp: LogDirectory(d).describe(tp).log_end_offset for tp in offsets_partitions}})
+    assert groups_rows(LogDirectory(d)) == [GroupRow("etl", "orders", 0, 5, 12, 7, COMMIT_TIME)]
