@@ -76,15 +76,16 @@ def shell_run(tmp_path_factory):
 def test_offsets_view_prints_each_partitions_offsets(shell_run):
     log_dir, _, tables, _ = shell_run
     header, rows = tables[0]
-    assert header == ("topic", "partition", "log_start_offset", "log_end_offset", "last_stable_offset",
-                      "size_bytes", "segments", "first_timestamp", "last_timestamp")
+    assert header == ("topic", "partition", "log_start_offset", "log_end_offset", "high_watermark",
+                      "last_stable_offset", "size_bytes", "segments", "first_timestamp", "last_timestamp")
     assert [row[:4] for row in rows] == [("clicks", "0", "0", "7"), ("orders", "0", "0", "25"),
                                          ("orders", "1", "0", "25")]
-    assert [row[4] for row in rows] == ["7", "25", "25"]  # no transaction: the LSO is the log end
-    assert [int(row[5]) for row in rows] == [log_bytes(log_dir, d) for d in ("clicks-0", "orders-0", "orders-1")]
+    # One broker, no transaction: the high watermark and the LSO are the log end.
+    assert [row[4:6] for row in rows] == [("7", "7"), ("25", "25"), ("25", "25")]
+    assert [int(row[6]) for row in rows] == [log_bytes(log_dir, d) for d in ("clicks-0", "orders-0", "orders-1")]
     # Timestamps print in UTC (spark-defaults.conf sets the session time zone).
-    assert rows[0][7:] == ("2026-01-01 00:00:00", "2026-01-01 00:00:06")
-    assert rows[1][7:] == ("2026-01-01 00:00:00", "2026-01-01 00:00:24")
+    assert rows[0][8:] == ("2026-01-01 00:00:00", "2026-01-01 00:00:06")
+    assert rows[1][8:] == ("2026-01-01 00:00:00", "2026-01-01 00:00:24")
 
 
 def test_groups_view_prints_lag(shell_run):
