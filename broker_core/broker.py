@@ -141,7 +141,8 @@ class Broker:
     """An in-process broker over ``log_dirs``; use as a context manager."""
 
     def __init__(self, log_dirs: str | Sequence[str], config: Mapping[str, object] | BrokerConfig | None = None,
-                 *, clock: Clock = SYSTEM_CLOCK, background: bool = True, read_only: bool = False):
+                 *, clock: Clock = SYSTEM_CLOCK, background: bool = True, read_only: bool = False,
+                 sole_replica: bool = True):
         props = dict(config) if isinstance(config, Mapping) else {}
         dirs = [log_dirs] if isinstance(log_dirs, str) else list(log_dirs)
         if isinstance(config, BrokerConfig):
@@ -154,7 +155,9 @@ class Broker:
         self.read_only = read_only
         self._lock = threading.RLock()
         self._partitioner = StickyPartitioner()
-        self.log_manager = LogManager(self.config, clock=clock, log_config_for=self.log_config, read_only=read_only)
+        # ``sole_replica=False`` in cluster mode: a log's high watermark follows its in-sync replicas.
+        self.log_manager = LogManager(self.config, clock=clock, log_config_for=self.log_config, read_only=read_only,
+                                      sole_replica=sole_replica)
         try:
             self.topics = TopicStore(self.log_manager.log_dirs)
             self.log_manager.load_logs()

@@ -62,6 +62,18 @@ class FetchParams:
     min_bytes: int
     max_bytes: int
     isolation_level: int = READ_UNCOMMITTED
+    # A follower's broker id (Fetch's ReplicaId); -1 for a consumer.
+    replica_id: int = -1
+
+    @property
+    def is_from_follower(self) -> bool:
+        return self.replica_id >= 0
+
+
+def fetch_upper_bound(lg: Log, params: FetchParams) -> int:
+    """Where a fetch stops reading: a follower reads up to the log end, a consumer up to the high watermark
+    (the last stable offset, read_committed)."""
+    return lg.fetchable_offset(None if params.is_from_follower else params.isolation_level)
 
 
 @dataclass(frozen=True)
@@ -117,7 +129,8 @@ def _next_offset(records: bytes | memoryview, fetch_offset: int) -> int:
 
 
 def _read_partition(logs: LogSource, fp: FetchPartition, max_bytes: int, min_one_message: bool,
-                    isolation_level: int) -> LogReadResult:
+                    params: FetchParams) -> LogReadResult:
+    isolation_level = params.isolation_level
     lg = logs.get_log(TopicPartition(fp.topic, fp.partition))
     if lg is None:
         return LogReadResult(fp, error=UnknownTopicOrPartitionError(
@@ -130,7 +143,7 @@ def _read_partition(logs: LogSource, fp: FetchPartition, max_bytes: int, min_one
                                  diverging_epoch=diverging)
         high_watermark = lg.high_watermark
         last_stable_offset = lg.last_stable_offset
-        upper = last_stable_offset if isolation_level == READ_COMMITTED else high_watermark
+        upper = fetch_upper_bound(lg, params)
         info = lg.read(fp.fetch_offset, max_bytes, min_one_message=min_one_message, max_offset=upper)
         aborted = None
         if isolation_level == READ_COMMITTED:
@@ -169,7 +182,7 @@ def read_from_local_log(logs: LogSource, params: FetchParams, partitions: Sequen
     min_one_message = True
     for fp in partitions:
         limit = max(0, min(fp.partition_max_bytes, remaining))
-        result = _read_partition(logs, fp, limit, min_one_message, params.isolation_level)
+        result = _read_partition(logs, fp, limit, min_one_message, params)
         if result.records:
             # KIP-74: only the first partition with data may exceed the limits.
             min_one_message = False
@@ -207,7 +220,7 @@ class DelayedFetch(DelayedOperation):
                 return self.force_complete()  # deleted: answer with the error now
             if fp.current_leader_epoch != NO_PARTITION_LEADER_EPOCH and fp.current_leader_epoch != lg.leader_epoch:
                 return self.force_complete()  # a new leader epoch: the fetcher is fenced now
-            end_offset = lg.fetchable_offset(self.params.isolation_level)
+            end_offset = fetch_upper_bound(lg, self.params)
             if end_offset == start.message_offset:
                 continue
             active = lg.active_segment
