@@ -130,9 +130,11 @@ class ReplicaManager:
                 held = states.get(tp)
                 topics[topic][p] = PartitionMetadata(tp, tuple(replicas), held.value if held else None,
                                                      held.mod_revision if held else -1)
-        self.metadata_cache.update(ClusterSnapshot(brokers, self.zk_client.get_controller_id(), topics))
+        snapshot = ClusterSnapshot(brokers, self.zk_client.get_controller_id(), topics)
         with self._lock:
             self._apply(topics)
+        # After applying: this broker's answers never name it leader of a partition it does not lead yet.
+        self.metadata_cache.update(snapshot)
 
     def _apply(self, topics: dict[str, dict[int, PartitionMetadata]]) -> None:
         for topic in sorted(self._cluster_topics - topics.keys()):

@@ -148,6 +148,14 @@ class ClusterKit:
 
     def wait_for_isr(self, topic: str, isr: tuple[int, ...], partition: int = 0, timeout_s: float = 60
                      ) -> PartitionView:
-        return self.wait_until(lambda: (lambda v: v if v and v.isr == tuple(sorted(isr)) and v.leader in isr
-                                        else None)(self.partition(topic, partition)),
-                               f"{topic}-{partition} has ISR {sorted(isr)}", timeout_s)
+        """Wait until ``isr`` is the partition's ISR as its leader itself answers (so the leader has taken in
+        its leadership)."""
+        def settled() -> PartitionView | None:
+            view = self.partition(topic, partition)
+            if view is None or view.isr != tuple(sorted(isr)) or view.leader not in isr \
+                    or view.leader not in self.brokers:
+                return None
+            at_leader = self.partition(topic, partition, node_id=view.leader)
+            return at_leader if at_leader == view else None
+
+        return self.wait_until(settled, f"{topic}-{partition} has ISR {sorted(isr)}", timeout_s)

@@ -1,0 +1,196 @@
+"""Three ``seglog broker`` processes and a real etcd on loopback: a topic replicated three times with
+``min.insync.replicas=2``, its leaders killed and restarted under an idempotent ``acks=all`` producer, its
+controller killed, and a write refused when too few replicas are left."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from confluent_kafka import Producer
+
+from broker_core.broker import Broker
+from broker_core.errors import NotEnoughReplicasError, NotLeaderOrFollowerError
+from broker_core.protocol import ApiKey
+from format.layout import TopicPartition
+from format.record import SimpleRecord
+from format.record_batch import batch_spans, build_batch, iter_batches
+from tests.broker_core.cluster.cluster_kit import ClusterKit
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture()
+def cluster(tmp_path, etcd_server):
+    kit = ClusterKit(tmp_path, etcd_server.connect("/seglog"))
+    kit.start_all()
+    try:
+        yield kit
+    finally:
+        kit.close()
+
+
+def _batch(*values: bytes) -> bytes:
+    return build_batch([SimpleRecord(value=v) for v in values], default_timestamp=int(time.time() * 1000))
+
+
+def _produce(kit: ClusterKit, node_id: int, topic: str, records: bytes, acks: int = -1,
+             timeout_ms: int = 10_000) -> dict:
+    with kit.client(node_id) as client:
+        response = client.send(ApiKey.PRODUCE, {
+            "transactional_id": None, "acks": acks, "timeout_ms": timeout_ms,
+            "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": records}]}]})
+    return response["responses"][0]["partition_responses"][0]
+
+
+def _fetch(kit: ClusterKit, node_id: int, topic: str, offset: int = 0) -> dict:
+    with kit.client(node_id) as client:
+        response = client.send(ApiKey.FETCH, {
+            "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0,
+            "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "",
+            "topics": [{"topic": topic, "partitions": [{"partition": 0, "current_leader_epoch": -1,
+                                                        "fetch_offset": offset, "last_fetched_epoch": -1,
+                                                        "log_start_offset": -1,
+                                                        "partition_max_bytes": 1 << 20}]}]}, version=12)
+    return response["responses"][0]["partitions"][0]
+
+
+def _values(records: bytes) -> list[bytes]:
+    return [r.value for b in iter_batches(bytes(records)) for r in b.records()]
+
+
+def _committed_prefix(log_dir: str, topic: str, high_watermark: int) -> bytes:
+    """The bytes of the batches below ``high_watermark`` in a (stopped) broker's log of ``topic``-0."""
+    with Broker(log_dir, read_only=True) as broker:
+        lg = broker.log_manager.log_or_raise(TopicPartition(topic, 0))
+        data = bytes(lg.read(0, 1 << 30, max_offset=lg.log_end_offset).records)
+    end = 0
+    for position, size, _, last_offset, _ in batch_spans(data):
+        if last_offset >= high_watermark:
+            break
+        end = position + size
+    return data[:end]
+
+
+def test_a_topic_created_with_replication_factor_3_is_led_by_one_broker_with_all_three_in_sync(cluster):
+    created = cluster.create_topic("orders", partitions=2, replication_factor=3)
+    assert (created["error_code"], created["num_partitions"], created["replication_factor"]) == (0, 2, 3)
+    for partition in (0, 1):
+        view = cluster.wait_for_isr("orders", (1, 2, 3), partition)
+        assert sorted(view.replicas) == [1, 2, 3]
+        assert view.leader == view.replicas[0]
+        assert (view.error_code, view.offline) == (0, ())
+    metadata = cluster.metadata(["orders"], node_id=2)
+    assert [(b["node_id"], b["port"]) for b in metadata["brokers"]] == [(n, cluster.ports[n]) for n in (1, 2, 3)]
+    assert metadata["controller_id"] in (1, 2, 3)
+
+
+def test_produce_and_fetch_at_a_follower_answer_not_leader_or_follower(cluster):
+    cluster.create_topic("t")
+    view = cluster.wait_for_isr("t", (1, 2, 3))
+    follower = next(b for b in (1, 2, 3) if b != view.leader)
+    assert _produce(cluster, follower, "t", _batch(b"x"))["error_code"] == NotLeaderOrFollowerError.code
+    assert _fetch(cluster, follower, "t")["error_code"] == NotLeaderOrFollowerError.code
+    assert _produce(cluster, view.leader, "t", _batch(b"x"))["error_code"] == 0
+
+
+def test_an_acks_all_write_is_answered_once_every_replica_has_it_and_consumers_read_up_to_the_high_watermark(cluster):
+    cluster.create_topic("t")
+    view = cluster.wait_for_isr("t", (1, 2, 3))
+    answer = _produce(cluster, view.leader, "t", _batch(b"a", b"b", b"c"))
+    assert (answer["error_code"], answer["base_offset"]) == (0, 0)
+    fetched = _fetch(cluster, view.leader, "t")
+    assert fetched["high_watermark"] == 3
+    assert _values(fetched["records"]) == [b"a", b"b", b"c"]
+
+
+def test_acks_all_with_only_one_replica_alive_answers_not_enough_replicas(cluster):
+    cluster.create_topic("t")
+    view = cluster.wait_for_isr("t", (1, 2, 3))
+    for follower in [b for b in (1, 2, 3) if b != view.leader]:
+        cluster.kill(follower)
+    cluster.wait_for_isr("t", (view.leader,))
+    answer = _produce(cluster, view.leader, "t", _batch(b"lonely"))
+    assert answer["error_code"] == NotEnoughReplicasError.code
+    assert "min.insync.replicas 2" in answer["error_message"]
+    # acks=1 does not ask for the ISR.
+    assert _produce(cluster, view.leader, "t", _batch(b"alone"), acks=1)["error_code"] == 0
+
+
+def test_the_controllers_broker_sigkilled_another_broker_takes_over_and_elects_new_leaders(cluster):
+    cluster.create_topic("t", partitions=3)
+    for partition in range(3):
+        cluster.wait_for_isr("t", (1, 2, 3), partition)
+    controller = cluster.controller_id()
+    cluster.kill(controller)
+    survivors = tuple(b for b in (1, 2, 3) if b != controller)
+    new_controller = cluster.wait_until(lambda: (lambda c: c if c in survivors else None)(cluster.controller_id()),
+                                        "another broker became the controller")
+    assert new_controller != controller
+    for partition in range(3):
+        view = cluster.wait_for_isr("t", survivors, partition)
+        assert view.leader in survivors
+        assert view.offline == (controller,)
+
+
+def test_an_idempotent_acks_all_producer_loses_and_duplicates_nothing_while_leaders_are_killed_and_restarted(
+        cluster):
+    cluster.create_topic("t")
+    cluster.wait_for_isr("t", (1, 2, 3))
+    acked: list[bytes] = []
+    failed: list[str] = []
+    stop = threading.Event()
+
+    def produce() -> None:
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True,
+                             "linger.ms": 5, "message.timeout.ms": 120_000, "log_level": 0})
+
+        def delivered(error, message) -> None:
+            if error is None:
+                acked.append(message.value())
+            else:
+                failed.append(str(error))
+
+        n = 0
+        while not stop.is_set():
+            producer.produce("t", value=b"%06d" % n, on_delivery=delivered)
+            n += 1
+            producer.poll(0.002)
+        assert producer.flush(120) == 0
+
+    writer = threading.Thread(target=produce, daemon=True)
+    writer.start()
+    kills = 6
+    for _ in range(kills):
+        cluster.wait_until(lambda: len(acked) > 50 + 0, "records acknowledged")
+        before = len(acked)
+        leader = cluster.wait_until(lambda: (lambda v: v.leader if v and v.leader > 0 else None)(
+            cluster.partition("t")), "a leader")
+        cluster.kill(leader)
+        cluster.wait_until(lambda: len(acked) > before + 50, "acknowledgements after the leader was killed")
+        cluster.start(leader)
+        cluster.wait_for_isr("t", (1, 2, 3))
+    stop.set()
+    writer.join(180)
+    assert not writer.is_alive()
+    assert failed == []
+    view = cluster.wait_for_isr("t", (1, 2, 3))
+    fetched, offset = [], 0
+    while True:
+        answer = _fetch(cluster, view.leader, "t", offset)
+        values = _values(answer["records"])
+        if not values:
+            break
+        fetched += values
+        offset += len(values)
+    high_watermark = answer["high_watermark"]
+    assert offset == high_watermark
+    print(f"acked {len(acked)}, high watermark {high_watermark}")
+    assert len(fetched) == len(set(fetched)), "a record was written twice"
+    assert set(acked) <= set(fetched), f"acknowledged records lost: {sorted(set(acked) - set(fetched))[:5]}"
+    # Every replica holds the same bytes below the high watermark.
+    cluster.close()
+    prefixes = {n: _committed_prefix(cluster.log_dir(n), "t", high_watermark) for n in (1, 2, 3)}
+    assert len(prefixes[1]) > 0
+    assert prefixes[1] == prefixes[2] == prefixes[3]
