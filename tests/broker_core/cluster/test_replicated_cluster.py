@@ -4,6 +4,7 @@ controller killed, and a write refused when too few replicas are left."""
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 
@@ -194,3 +195,34 @@ def test_an_idempotent_acks_all_producer_loses_and_duplicates_nothing_while_lead
     prefixes = {n: _committed_prefix(cluster.log_dir(n), "t", high_watermark) for n in (1, 2, 3)}
     assert len(prefixes[1]) > 0
     assert prefixes[1] == prefixes[2] == prefixes[3]
+
+
+def test_a_follower_paused_past_replica_lag_time_max_ms_leaves_the_isr_and_rejoins_once_caught_up(
+        tmp_path, etcd_server):
+    # The session outlives the pause: the leader, not the controller, takes the follower out of the ISR.
+    kit = ClusterKit(tmp_path, etcd_server.connect("/lag"), **{"replica.lag.time.max.ms": "1000",
+                                                                "broker.session.timeout.ms": "30000",
+                                                                "broker.heartbeat.interval.ms": "1000"})
+    kit.start_all()
+    try:
+        kit.create_topic("t")
+        view = kit.wait_for_isr("t", (1, 2, 3))
+        follower = next(b for b in (1, 2, 3) if b != view.leader)
+        others = tuple(b for b in (1, 2, 3) if b != follower)
+        kit.brokers[follower].proc.send_signal(signal.SIGSTOP)
+        try:
+            deadline = time.monotonic() + 30
+            while kit.partition("t", node_id=view.leader).isr != tuple(sorted(others)):
+                assert time.monotonic() < deadline, "the paused follower never left the ISR"
+                assert _produce(kit, view.leader, "t", _batch(b"while paused"), acks=1)["error_code"] == 0
+                time.sleep(0.2)
+            shrunk = kit.partition("t", node_id=view.leader)
+            assert (shrunk.leader, shrunk.leader_epoch) == (view.leader, view.leader_epoch)
+            # acks=all needs two in-sync replicas, and has them.
+            assert _produce(kit, view.leader, "t", _batch(b"acked by two"))["error_code"] == 0
+        finally:
+            kit.brokers[follower].proc.send_signal(signal.SIGCONT)
+        rejoined = kit.wait_for_isr("t", (1, 2, 3))
+        assert (rejoined.leader, rejoined.leader_epoch) == (view.leader, view.leader_epoch)
+    finally:
+        kit.close()
