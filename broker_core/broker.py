@@ -68,6 +68,9 @@ class PartitionDescription:
     # None: unknown (a remote broker tells sizes through DescribeLogDirs, and no Kafka API tells segments).
     size_bytes: int | None
     segments: int | None
+    # The assigned replicas and the in-sync ones (the broker itself, on a single broker).
+    replicas: tuple[int, ...] = ()
+    isr: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -374,7 +377,8 @@ class Broker:
         for p in range(meta.partitions):
             lg = self._readable_log(name, p)
             parts.append(PartitionDescription(p, self.node_id, lg.log_start_offset, lg.log_end_offset,
-                                              lg.high_watermark, lg.size, len(lg.segments)))
+                                              lg.high_watermark, lg.size, len(lg.segments), (self.node_id,),
+                                              (self.node_id,)))
         return TopicDescription(name, meta.topic_id, parts, dict(meta.config))
 
     def alter_topic_config(self, name: str, set_configs: Mapping[str, object] | None = None,

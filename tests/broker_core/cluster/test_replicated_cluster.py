@@ -17,6 +17,7 @@ from broker_core.protocol import ApiKey
 from format.layout import TopicPartition
 from format.record import SimpleRecord
 from format.record_batch import batch_spans, build_batch, iter_batches
+from tests.broker_core.cli_kit import run
 from tests.broker_core.cluster.cluster_kit import ClusterKit
 
 pytestmark = pytest.mark.slow
@@ -226,3 +227,20 @@ def test_a_follower_paused_past_replica_lag_time_max_ms_leaves_the_isr_and_rejoi
         assert (rejoined.leader, rejoined.leader_epoch) == (view.leader, view.leader_epoch)
     finally:
         kit.close()
+
+
+def test_seglog_topics_create_and_describe_show_leader_replicas_and_isr_of_a_cluster(cluster):
+    bootstrap = f"127.0.0.1:{cluster.ports[2]}"
+    code, out, err = run("topics", "create", "--bootstrap", bootstrap, "--topic", "events", "--partitions", "2",
+                         "--replication-factor", "3")
+    assert (code, out.strip()) == (0, "Created topic events."), err
+    views = [cluster.wait_for_isr("events", (1, 2, 3), p) for p in (0, 1)]
+    code, out, err = run("topics", "describe", "--bootstrap", bootstrap, "--topic", "events")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert "PartitionCount: 2\tReplicationFactor: 3" in lines[0]
+    for p, view in enumerate(views):
+        fields = dict(field.split(": ") for field in lines[1 + p].strip().split("\t"))
+        assert (fields["Partition"], fields["Leader"], fields["Replicas"]) == (
+            str(p), str(view.leader), ",".join(map(str, view.replicas)))
+        assert sorted(int(b) for b in fields["Isr"].split(",")) == [1, 2, 3]
