@@ -244,3 +244,18 @@ def test_seglog_topics_create_and_describe_show_leader_replicas_and_isr_of_a_clu
         assert (fields["Partition"], fields["Leader"], fields["Replicas"]) == (
             str(p), str(view.leader), ",".join(map(str, view.replicas)))
         assert sorted(int(b) for b in fields["Isr"].split(",")) == [1, 2, 3]
+
+
+def test_etcd_restarted_the_cluster_carries_on_and_still_fails_over(cluster, etcd_server):
+    cluster.create_topic("t")
+    view = cluster.wait_for_isr("t", (1, 2, 3))
+    assert _produce(cluster, view.leader, "t", _batch(b"before"))["error_code"] == 0
+    etcd_server.restart()
+    # The leaders keep serving acks=all from what they know while etcd is away, and after.
+    assert _produce(cluster, view.leader, "t", _batch(b"after"))["error_code"] == 0
+    cluster.kill(view.leader)
+    survivors = tuple(b for b in (1, 2, 3) if b != view.leader)
+    new = cluster.wait_for_isr("t", survivors)
+    assert new.leader_epoch > view.leader_epoch
+    assert _produce(cluster, new.leader, "t", _batch(b"new leader"))["error_code"] == 0
+    assert _values(_fetch(cluster, new.leader, "t")["records"]) == [b"before", b"after", b"new leader"]
