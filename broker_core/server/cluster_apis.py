@@ -67,6 +67,7 @@ class ClusterApis:
         self.apis._handlers.update({
             ApiKey.METADATA: self.handle_topic_metadata_request,
             ApiKey.DESCRIBE_CLUSTER: self.handle_describe_cluster_request,
+            ApiKey.DESCRIBE_TOPIC_PARTITIONS: self.handle_describe_topic_partitions_request,
             ApiKey.PRODUCE: self.handle_produce_request,
             ApiKey.CREATE_TOPICS: self.handle_create_topics_request,
             ApiKey.CREATE_PARTITIONS: self.handle_create_partitions_request,
@@ -130,19 +131,35 @@ class ClusterApis:
             except KafkaError as exc:
                 return error(exc.code)
             return error(LeaderNotAvailableError.code)  # as Kafka answers a topic just created
-        alive = self.metadata_cache.alive_brokers()
-        entries = []
-        for index, meta in sorted(partitions.items()):
-            leader = meta.leader if meta.leader in alive else NO_LEADER
-            entries.append({
-                "error_code": LeaderNotAvailableError.code if leader == NO_LEADER else NONE,
-                "partition_index": index, "leader_id": leader, "leader_epoch": meta.leader_epoch,
-                "replica_nodes": list(meta.replicas), "isr_nodes": list(meta.isr),
-                "offline_replicas": [b for b in meta.replicas if b not in alive]})
+        entries = [self._partition_entry(name, index) for index in sorted(partitions)]
         return {"error_code": NONE, "name": name, "topic_id": ZERO_UUID,
                 "is_internal": name in layout.INTERNAL_TOPICS, "partitions": entries,
                 "topic_authorized_operations": (TOPIC_AUTHORIZED_OPERATIONS if include_operations
                                                 else AUTHORIZED_OPERATIONS_OMITTED)}
+
+    def _partition_entry(self, topic: str, index: int) -> dict:
+        meta = self.metadata_cache.partition(TopicPartition(topic, index))
+        if meta is None:
+            return {"error_code": UnknownTopicOrPartitionError.code, "partition_index": index, "leader_id": NO_LEADER,
+                    "leader_epoch": -1, "replica_nodes": [], "isr_nodes": [], "offline_replicas": []}
+        alive = self.metadata_cache.alive_brokers()
+        leader = meta.leader if meta.leader in alive else NO_LEADER
+        return {"error_code": LeaderNotAvailableError.code if leader == NO_LEADER else NONE,
+                "partition_index": index, "leader_id": leader, "leader_epoch": meta.leader_epoch,
+                "replica_nodes": list(meta.replicas), "isr_nodes": list(meta.isr),
+                "offline_replicas": [b for b in meta.replicas if b not in alive]}
+
+    def handle_describe_topic_partitions_request(self, request: Request, parsed: KafkaRequest) -> None:
+        from .describe_topic_partitions import DescribedTopic, describe_topic_partitions
+        from .kafka_apis import TOPIC_AUTHORIZED_OPERATIONS
+
+        topics = {name: DescribedTopic(ZERO_UUID, len(self.metadata_cache.topic(name) or {}),
+                                       name in layout.INTERNAL_TOPICS)
+                  for name in self.metadata_cache.topic_names()}
+        self._send(request, parsed, describe_topic_partitions(
+            parsed.body, topics,
+            lambda topic, p: {**self._partition_entry(topic, p), "eligible_leader_replicas": [], "last_known_elr": []},
+            TOPIC_AUTHORIZED_OPERATIONS))
 
     def handle_describe_cluster_request(self, request: Request, parsed: KafkaRequest) -> None:
         from .kafka_apis import CLUSTER_AUTHORIZED_OPERATIONS, ENDPOINT_TYPE_BROKER

@@ -86,6 +86,13 @@ def test_a_topic_created_with_replication_factor_3_is_led_by_one_broker_with_all
     metadata = cluster.metadata(["orders"], node_id=2)
     assert [(b["node_id"], b["port"]) for b in metadata["brokers"]] == [(n, cluster.ports[n]) for n in (1, 2, 3)]
     assert metadata["controller_id"] in (1, 2, 3)
+    with cluster.client(3) as client:
+        described = client.send(ApiKey.DESCRIBE_TOPIC_PARTITIONS, {
+            "topics": [{"name": "orders"}], "response_partition_limit": 100, "cursor": None})
+    (topic,) = described["topics"]
+    assert [(p["partition_index"], p["leader_id"], sorted(p["replica_nodes"]), sorted(p["isr_nodes"]))
+            for p in topic["partitions"]] == [(p, cluster.partition("orders", p).leader, [1, 2, 3], [1, 2, 3])
+                                              for p in (0, 1)]
 
 
 def test_produce_and_fetch_at_a_follower_answer_not_leader_or_follower(cluster):
