@@ -195,6 +195,20 @@ class KafkaZkClient:
                 f"the write of {tp}'s state was refused")
         return revision
 
+    def request_controlled_shutdown(self, broker_id: int, lease: int, attempt: int) -> int:
+        """Ask the controller to move ``broker_id``'s leaderships away (``/admin/controlled_shutdown/N`` under the
+        broker's lease, rewritten by each attempt so the controller sees each); the write's revision."""
+        revision = self.store.commit([], [Put(zk_data.controlled_shutdown_path(broker_id), str(attempt).encode(),
+                                              lease)])
+        assert revision is not None, "an unconditional write cannot be refused"
+        return revision
+
+    def get_controlled_shutdown_requests(self) -> list[int]:
+        """The brokers asking to shut down."""
+        return sorted(int(kv.key[len(zk_data.CONTROLLED_SHUTDOWN_PATH):])
+                      for kv in self.store.get_prefix(zk_data.CONTROLLED_SHUTDOWN_PATH)
+                      if kv.key[len(zk_data.CONTROLLED_SHUTDOWN_PATH):].isdigit())
+
     def request_topic_deletion(self, topic: str) -> None:
         """Ask the controller to delete ``topic`` (``/admin/delete_topics/T``); asking twice is no error."""
         self.store.create(zk_data.delete_topic_path(topic), b"")

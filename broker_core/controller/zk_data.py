@@ -13,6 +13,7 @@ knows a Kafka 0.11–2.x ZooKeeper tree finds the same here (under the
 ``/brokers/topics/T/partitions/P/state``     ``{"controller_epoch":E,"leader":L,"version":1,
                                              "leader_epoch":LE,"isr":[...]}``
 ``/admin/delete_topics/T``                   empty: a request to delete topic T
+``/admin/controlled_shutdown/N``             the attempt number: broker N asks to shut down (lease)
 ===========================================  =========================================================
 
 ZooKeeper's tree has parent nodes (``/brokers/topics/T/partitions``) that etcd's
@@ -38,6 +39,8 @@ __all__ = [
     "BROKER_IDS_PATH",
     "TOPICS_PATH",
     "DELETE_TOPICS_PATH",
+    "CONTROLLED_SHUTDOWN_PATH",
+    "controlled_shutdown_path",
     "BrokerInfo",
     "broker_path",
     "broker_id_from_path",
@@ -66,6 +69,9 @@ CONTROLLER_EPOCH_PATH = "/controller_epoch"
 BROKER_IDS_PATH = "/brokers/ids/"
 TOPICS_PATH = "/brokers/topics/"
 DELETE_TOPICS_PATH = "/admin/delete_topics/"
+# Kafka's brokers asked with a ControlledShutdown request; here the request is a key under the broker's lease, the
+# way partition states reach the brokers (seglog's own node: ZooKeeper-era Kafka had none).
+CONTROLLED_SHUTDOWN_PATH = "/admin/controlled_shutdown/"
 _PARTITIONS = "/partitions/"
 _STATE = "/state"
 
@@ -114,6 +120,10 @@ def partition_from_state_path(path: str) -> TopicPartition | None:
 
 def delete_topic_path(topic: str) -> str:
     return f"{DELETE_TOPICS_PATH}{topic}"
+
+
+def controlled_shutdown_path(broker_id: int) -> str:
+    return f"{CONTROLLED_SHUTDOWN_PATH}{broker_id}"
 
 
 # --- content --------------------------------------------------------------------------

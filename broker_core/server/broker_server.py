@@ -129,6 +129,9 @@ class BrokerServer:
             self._shut_down.set()
         log.info("[BrokerServer id=%d] shutting down", self.config.node_id)
         try:
+            if self.cluster_mode is not None and self.socket_server is not None:
+                # While it still serves: clients find the new leaders through its answers.
+                self.cluster_mode.controlled_shutdown()
             if self.transaction_coordinator is not None:
                 self.transaction_coordinator.shutdown()
             if self.group_coordinator is not None:

@@ -6,9 +6,10 @@ and the listeners bound, the broker registers ``/brokers/ids/N`` under its
 session lease, the ``ReplicaManager`` applies the partition states that name
 it (leader or follower, the followers' fetcher threads), and a
 ``ControllerEventManager`` stands for controller (the broker that wins acts;
-the others take over when it goes). Shutdown runs the other way and revokes
-the lease, so the controller moves this broker's leaderships at once instead
-of after ``broker.session.timeout.ms``.
+the others take over when it goes). Shutdown first has the controller move
+this broker's leaderships away while it still serves (controlled shutdown,
+``controlled.shutdown.enable``, asked through etcd as partition states are
+told), then runs the other way and revokes the lease.
 
 Only this module (and what it imports) needs etcd: a broker without
 ``etcd.connect`` never loads it.
@@ -17,7 +18,7 @@ Only this module (and what it imports) needs etcd: a broker without
 from __future__ import annotations
 
 import logging
-import os
+import time
 from typing import Mapping
 
 from format.layout import TopicPartition
@@ -33,6 +34,7 @@ from ..controller.kafka_controller import KafkaController
 from ..controller.kafka_zk_client import KafkaZkClient
 from ..controller.session_lease import SessionLease
 from ..controller.zk_data import BrokerInfo
+from ..controller.metadata_store import MetadataStoreError
 from ..errors import InvalidConfigurationError
 from ..meta_properties import ensure_meta_properties, random_uuid, read_meta_properties
 from ..network.endpoint import EndPoint
@@ -92,13 +94,13 @@ class ClusterMode:
                                               on_high_watermark_moved=self._on_high_watermark_moved, clock=self.clock)
         cache_holder.append(self.replica_manager)
         admin = AdminZkClient(self.zk_client, config.num_partitions, config.default_replication_factor)
-        ClusterApis(apis, self.replica_manager, admin, self.produce_purgatory).install()
         self.lease = SessionLease(self.store, config.broker_session_timeout_ms, config.broker_heartbeat_interval_ms,
                                   on_expired=self._on_session_expired, name=f"broker-{config.node_id}")
+        self.controller = ControllerEventManager(KafkaController(config, self.zk_client, self.lease.lease, self.clock))
+        ClusterApis(apis, self.replica_manager, admin, self.produce_purgatory).install()
         self.zk_client.register_broker(BrokerInfo(config.node_id, tuple(advertised.values()), config.broker_rack),
                                        self.lease.lease)
         self.replica_manager.startup()
-        self.controller = ControllerEventManager(KafkaController(config, self.zk_client, self.lease.lease, self.clock))
         self.controller.start()
         log.info("[BrokerServer id=%d] registered in cluster %s at %s", config.node_id, config.etcd_connect,
                  ", ".join(e.connection_string for e in advertised.values()))
@@ -117,6 +119,43 @@ class ClusterMode:
         log.error("[BrokerServer id=%d] its session lease %x expired (paused or cut off from etcd for longer than "
                   "broker.session.timeout.ms): its registration is gone and other brokers took over its "
                   "leaderships; restart the broker to rejoin", self.config.node_id, lease)
+
+    def controlled_shutdown(self) -> bool:
+        """Have the controller move this broker's leaderships away before it stops (Kafka's controlledShutdown):
+        the request goes through etcd (``/admin/controlled_shutdown/N`` under the session lease), and each
+        attempt waits up to ``controlled.shutdown.retry.backoff.ms`` for the partition states to show no
+        leadership left here; up to ``controlled.shutdown.max.retries`` attempts. Whether it succeeded."""
+        config = self.config
+        if not config.controlled_shutdown_enable or self.lease is None:
+            return False
+        for attempt in range(1, config.controlled_shutdown_max_retries + 1):
+            try:
+                self.zk_client.request_controlled_shutdown(config.node_id, self.lease.lease, attempt)
+                deadline = time.monotonic() + config.controlled_shutdown_retry_backoff_ms / 1000
+                while True:
+                    remaining = self._partitions_still_led()
+                    if not remaining:
+                        log.info("[BrokerServer id=%d] controlled shutdown succeeded", config.node_id)
+                        return True
+                    if time.monotonic() >= deadline:
+                        break
+                    time.sleep(0.05)
+                reason = f"it still leads {', '.join(str(tp) for tp in remaining)}"
+            except MetadataStoreError as exc:
+                reason = str(exc)
+            log.warning("[BrokerServer id=%d] controlled shutdown attempt %d of %d failed (%s)%s", config.node_id,
+                        attempt, config.controlled_shutdown_max_retries, reason,
+                        "; retrying" if attempt < config.controlled_shutdown_max_retries else "")
+        log.warning("[BrokerServer id=%d] proceeding to shut down without a complete controlled shutdown",
+                    config.node_id)
+        return False
+
+    def _partitions_still_led(self) -> list[TopicPartition]:
+        """The partitions with other replicas that etcd still says this broker leads."""
+        assignments = {t: a.value for t, a in self.zk_client.get_all_topic_assignments().items()}
+        return [tp for tp, held in self.zk_client.get_all_partition_states().items()
+                if held.value.leader == self.config.node_id
+                and len(assignments.get(tp.topic, {}).get(tp.partition, ())) > 1]
 
     def _complete_delayed_produces(self) -> None:
         if self.produce_purgatory is not None:

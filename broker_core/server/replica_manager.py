@@ -36,10 +36,9 @@ from format.layout import TopicPartition
 from ..broker import Broker
 from ..clock import SYSTEM_CLOCK, Clock
 from ..cluster.partition import LeaderAndIsr, Partition
-from ..controller import zk_data
 from ..controller.kafka_zk_client import KafkaZkClient
 from ..controller.metadata_store import MetadataStoreError
-from ..controller.partition_state import NO_LEADER, PartitionState
+from ..controller.partition_state import NO_LEADER
 from ..errors import NotLeaderOrFollowerError, TopicAlreadyExistsError, UnknownTopicOrPartitionError
 from .metadata_cache import ClusterSnapshot, MetadataCache, PartitionMetadata
 

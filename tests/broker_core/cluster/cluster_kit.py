@@ -24,6 +24,7 @@ CLUSTER_PROPS = {
     "default.replication.factor": "3",
     "min.insync.replicas": "2",
     "num.partitions": "1",
+    "controlled.shutdown.retry.backoff.ms": "500",
 }
 
 

@@ -266,3 +266,38 @@ def test_etcd_restarted_the_cluster_carries_on_and_still_fails_over(cluster, etc
     assert new.leader_epoch > view.leader_epoch
     assert _produce(cluster, new.leader, "t", _batch(b"new leader"))["error_code"] == 0
     assert _values(_fetch(cluster, new.leader, "t")["records"]) == [b"before", b"after", b"new leader"]
+
+
+def test_a_broker_stopped_with_sigterm_moves_its_leaderships_away_while_it_is_still_registered(
+        cluster, etcd_server):
+    from broker_core.controller import zk_data
+    from broker_core.controller.etcd_connect import parse_etcd_connect
+    from broker_core.controller.etcd_metadata_store import EtcdMetadataStore
+    from broker_core.controller.metadata_store import WatchEventType
+
+    cluster.create_topic("t", partitions=3)
+    views = {p: cluster.wait_for_isr("t", (1, 2, 3), p) for p in range(3)}
+    stopping = views[0].leader
+    led = sorted(p for p, v in views.items() if v.leader == stopping)
+    store = EtcdMetadataStore(parse_etcd_connect(cluster.etcd_connect))
+    watch = store.watch_prefix("/")
+    try:
+        cluster.stop(stopping)
+        events, deadline = [], time.monotonic() + 30
+        while not any(e.type is WatchEventType.DELETE and e.key == zk_data.broker_path(stopping) for e in events):
+            assert time.monotonic() < deadline, "the broker's registration never went"
+            events += watch.poll(1.0)
+    finally:
+        watch.cancel()
+        store.close()
+    unregistered = next(e.mod_revision for e in events
+                        if e.type is WatchEventType.DELETE and e.key == zk_data.broker_path(stopping))
+    moved = {}
+    for event in events:
+        tp = zk_data.partition_from_state_path(event.key)
+        if tp is not None and event.type is WatchEventType.PUT and tp.partition in led and tp.partition not in moved:
+            moved[tp.partition] = (event.mod_revision, zk_data.decode_partition_state(tp, event.value))
+    assert sorted(moved) == led
+    for partition, (revision, state) in moved.items():
+        assert revision < unregistered, f"partition {partition} moved only after the broker was gone"
+        assert state.leader != stopping and state.leader_epoch == views[partition].leader_epoch + 1
