@@ -195,6 +195,17 @@ class KafkaZkClient:
                 f"the write of {tp}'s state was refused")
         return revision
 
+    def set_topic_config(self, topic: str, config: Mapping[str, str]) -> int:
+        """Write ``/config/topics/T``: the topic's overrides (Kafka writes them before the assignment)."""
+        revision = self.store.commit([], [Put(zk_data.topic_config_path(topic), zk_data.encode_topic_config(config))])
+        assert revision is not None, "an unconditional write cannot be refused"
+        return revision
+
+    def get_all_topic_configs(self) -> dict[str, dict[str, str]]:
+        return {kv.key[len(zk_data.TOPIC_CONFIGS_PATH):]: zk_data.decode_topic_config(
+                    kv.key[len(zk_data.TOPIC_CONFIGS_PATH):], kv.value)
+                for kv in self.store.get_prefix(zk_data.TOPIC_CONFIGS_PATH)}
+
     def request_controlled_shutdown(self, broker_id: int, lease: int, attempt: int) -> int:
         """Ask the controller to move ``broker_id``'s leaderships away (``/admin/controlled_shutdown/N`` under the
         broker's lease, rewritten by each attempt so the controller sees each); the write's revision."""
@@ -219,7 +230,8 @@ class KafkaZkClient:
     def delete_topic(self, topic: str, partitions: Sequence[int], controller: ControllerRegistration) -> int:
         """Delete a topic's assignment, partition states and deletion request in one controller write; the
         revision of the deletion. Raises ``NotControllerError`` when the controller has been replaced."""
-        operations = [Delete(zk_data.topic_path(topic)), Delete(zk_data.delete_topic_path(topic))]
+        operations = [Delete(zk_data.topic_path(topic)), Delete(zk_data.delete_topic_path(topic)),
+                      Delete(zk_data.topic_config_path(topic))]
         operations += [Delete(zk_data.partition_state_path(TopicPartition(topic, p))) for p in partitions]
         revision = self.store.commit([Compare(zk_data.CONTROLLER_EPOCH_PATH, controller.epoch_mod_revision)],
                                      operations)

@@ -12,6 +12,7 @@ knows a Kafka 0.11–2.x ZooKeeper tree finds the same here (under the
 ``/brokers/topics/T``                        ``{"version":1,"partitions":{"0":[1,2,3],...}}``
 ``/brokers/topics/T/partitions/P/state``     ``{"controller_epoch":E,"leader":L,"version":1,
                                              "leader_epoch":LE,"isr":[...]}``
+``/config/topics/T``                         ``{"version":1,"config":{"min.insync.replicas":"2",...}}``
 ``/admin/delete_topics/T``                   empty: a request to delete topic T
 ``/admin/controlled_shutdown/N``             the attempt number: broker N asks to shut down (lease)
 ===========================================  =========================================================
@@ -40,6 +41,10 @@ __all__ = [
     "TOPICS_PATH",
     "DELETE_TOPICS_PATH",
     "CONTROLLED_SHUTDOWN_PATH",
+    "TOPIC_CONFIGS_PATH",
+    "topic_config_path",
+    "encode_topic_config",
+    "decode_topic_config",
     "controlled_shutdown_path",
     "BrokerInfo",
     "broker_path",
@@ -69,6 +74,7 @@ CONTROLLER_EPOCH_PATH = "/controller_epoch"
 BROKER_IDS_PATH = "/brokers/ids/"
 TOPICS_PATH = "/brokers/topics/"
 DELETE_TOPICS_PATH = "/admin/delete_topics/"
+TOPIC_CONFIGS_PATH = "/config/topics/"
 # Kafka's brokers asked with a ControlledShutdown request; here the request is a key under the broker's lease, the
 # way partition states reach the brokers (seglog's own node: ZooKeeper-era Kafka had none).
 CONTROLLED_SHUTDOWN_PATH = "/admin/controlled_shutdown/"
@@ -120,6 +126,10 @@ def partition_from_state_path(path: str) -> TopicPartition | None:
 
 def delete_topic_path(topic: str) -> str:
     return f"{DELETE_TOPICS_PATH}{topic}"
+
+
+def topic_config_path(topic: str) -> str:
+    return f"{TOPIC_CONFIGS_PATH}{topic}"
 
 
 def controlled_shutdown_path(broker_id: int) -> str:
@@ -240,6 +250,20 @@ def decode_topic_assignment(topic: str, data: bytes) -> dict[int, tuple[int, ...
             raise ValueError(f"{path}: partition {partition!r} is not a number")
         assignment[int(partition)] = _int_list(path, f"replicas of partition {partition}", replicas)
     return dict(sorted(assignment.items()))
+
+
+def encode_topic_config(config: Mapping[str, str]) -> bytes:
+    return _dump({"version": 1, "config": {k: str(v) for k, v in sorted(config.items())}})
+
+
+def decode_topic_config(topic: str, data: bytes) -> dict[str, str]:
+    """A topic's overrides of the broker defaults."""
+    path = topic_config_path(topic)
+    config = _field(path, _json(path, data), "config", dict)
+    for key, value in config.items():
+        if not isinstance(value, str):
+            raise ValueError(f"{path}: the value of {key!r} is {value!r}, not a string")
+    return dict(config)
 
 
 def encode_partition_state(state: PartitionState) -> bytes:

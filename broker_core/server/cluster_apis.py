@@ -29,7 +29,7 @@ from format.layout import TopicPartition
 
 from ..controller.admin_zk_client import AdminZkClient
 from ..controller.partition_state import NO_LEADER
-from ..errors import (NONE, InvalidRequestError, InvalidRequiredAcksError, InvalidTopicError, KafkaError,
+from ..errors import (NONE, InvalidConfigurationError, InvalidRequestError, InvalidRequiredAcksError, InvalidTopicError, KafkaError,
                       LeaderNotAvailableError, TopicAlreadyExistsError, UnknownServerError,
                       UnknownTopicOrPartitionError)
 from ..network.request_channel import NoOpResponse, Request
@@ -265,10 +265,13 @@ class ClusterApis:
             layout.validate_topic_name(name)
         except FormatInvalidTopicError as exc:
             raise InvalidTopicError(str(exc)) from None
-        if topic.get("configs"):
-            # Topic configs are not kept in etcd yet: a replicated topic takes the brokers' defaults.
-            raise InvalidRequestError(f"Topic {name}: topic configs are not supported in cluster mode; set them on "
-                                      f"the brokers ({', '.join(c['name'] for c in topic['configs'])})")
+        overrides = {}
+        for c in topic.get("configs") or []:
+            if c["value"] is None:
+                raise InvalidConfigurationError(f"Null value not supported for topic configs: {c['name']}",
+                                                config_name=c["name"])
+            overrides[c["name"]] = str(c["value"])
+        self.apis.config.log_config_defaults().with_overrides(overrides)  # validates
         explicit = {a["partition_index"]: tuple(a["broker_ids"]) for a in topic.get("assignments") or []} or None
         if validate_only:
             if self.metadata_cache.topic(name) is not None:
@@ -276,7 +279,8 @@ class ClusterApis:
             assignment = explicit or {}
         else:
             assignment = self.admin.create_topic(name, -1 if explicit else topic["num_partitions"],
-                                                 -1 if explicit else topic["replication_factor"], explicit)
+                                                 -1 if explicit else topic["replication_factor"], explicit,
+                                                 overrides)
         factor = len(next(iter(assignment.values()))) if assignment else topic["replication_factor"]
         return {"name": name, "topic_id": ZERO_UUID, "error_code": NONE, "error_message": None,
                 "num_partitions": len(assignment) if assignment else topic["num_partitions"],

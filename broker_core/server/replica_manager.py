@@ -7,8 +7,8 @@ applies every state that names this broker: a partition it is the leader of
 becomes leader (``Partition.make_leader``: a new leader epoch starts at its log
 end), one it follows becomes follower and is handed to the replica fetcher of
 its leader, which truncates by leader epoch before fetching. A topic that
-names this broker gets its local logs first; a topic deleted from etcd loses
-them.
+names this broker gets its local logs first, with the overrides of
+``/config/topics/T``; a topic deleted from etcd loses them.
 
 As leader, it takes in each follower's fetch (``record_follower_fetch``): the
 follower's log end offset moves the high watermark, and a follower caught up
@@ -121,6 +121,7 @@ class ReplicaManager:
         brokers = {b: v.value for b, v in self.zk_client.get_all_brokers().items()}
         assignments = {t: a.value for t, a in self.zk_client.get_all_topic_assignments().items()}
         states = self.zk_client.get_all_partition_states()
+        configs = self.zk_client.get_all_topic_configs()
         topics: dict[str, dict[int, PartitionMetadata]] = {}
         for topic, assignment in assignments.items():
             topics[topic] = {}
@@ -131,32 +132,36 @@ class ReplicaManager:
                                                      held.mod_revision if held else -1)
         snapshot = ClusterSnapshot(brokers, self.zk_client.get_controller_id(), topics)
         with self._lock:
-            self._apply(topics)
+            self._apply(topics, configs)
         # After applying: this broker's answers never name it leader of a partition it does not lead yet.
         self.metadata_cache.update(snapshot)
 
-    def _apply(self, topics: dict[str, dict[int, PartitionMetadata]]) -> None:
+    def _apply(self, topics: dict[str, dict[int, PartitionMetadata]], configs: dict[str, dict[str, str]]) -> None:
         for topic in sorted(self._cluster_topics - topics.keys()):
             self._delete_local_topic(topic)
         for topic, partitions in topics.items():
             mine = [m for m in partitions.values() if self.broker_id in m.replicas]
             if not mine:
                 continue
-            self._ensure_local_topic(topic, len(partitions))
+            self._ensure_local_topic(topic, len(partitions), configs.get(topic, {}))
             for meta in mine:
                 if meta.state is not None:
                     self._apply_state(meta)
 
-    def _ensure_local_topic(self, topic: str, partitions: int) -> None:
+    def _ensure_local_topic(self, topic: str, partitions: int, config: dict[str, str]) -> None:
+        """The local logs of ``topic``: created, grown, and with the overrides of ``/config/topics/T``."""
         self._cluster_topics.add(topic)
         held = self.broker.topics.get(topic)
         try:
             if held is None:
-                self.broker.create_topic(topic, partitions)
-            elif held.partitions < partitions:
+                self.broker.create_topic(topic, partitions, config)
+                return
+            if held.partitions < partitions:
                 self.broker.create_partitions(topic, partitions)
         except TopicAlreadyExistsError:
-            pass
+            return
+        if dict(held.config) != config:
+            self.broker.alter_topic_config(topic, config, [k for k in held.config if k not in config])
 
     def _delete_local_topic(self, topic: str) -> None:
         self._cluster_topics.discard(topic)

@@ -22,7 +22,6 @@ CLUSTER_PROPS = {
     "broker.heartbeat.interval.ms": "500",
     "replica.lag.time.max.ms": "4000",
     "default.replication.factor": "3",
-    "min.insync.replicas": "2",
     "num.partitions": "1",
     "controlled.shutdown.retry.backoff.ms": "500",
 }
@@ -127,11 +126,15 @@ class ClusterKit:
                                          tuple(p["offline_replicas"]))
         return None
 
-    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 3) -> dict:
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 3,
+                     configs: dict[str, str] | None = None) -> dict:
+        """CreateTopics; the topic has ``min.insync.replicas=2`` unless ``configs`` says otherwise."""
+        configs = {"min.insync.replicas": "2", **(configs or {})}
         with self.client() as client:
             response = client.send(ApiKey.CREATE_TOPICS, {
                 "topics": [{"name": name, "num_partitions": partitions, "replication_factor": replication_factor,
-                            "assignments": [], "configs": []}], "timeout_ms": 30_000, "validate_only": False})
+                            "assignments": [], "configs": [{"name": k, "value": v} for k, v in configs.items()]}],
+                "timeout_ms": 30_000, "validate_only": False})
         return response["topics"][0]
 
     def wait_until(self, condition, what: str, timeout_s: float = 60):

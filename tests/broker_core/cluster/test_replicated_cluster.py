@@ -86,6 +86,13 @@ def test_a_topic_created_with_replication_factor_3_is_led_by_one_broker_with_all
     metadata = cluster.metadata(["orders"], node_id=2)
     assert [(b["node_id"], b["port"]) for b in metadata["brokers"]] == [(n, cluster.ports[n]) for n in (1, 2, 3)]
     assert metadata["controller_id"] in (1, 2, 3)
+    for node_id in (1, 2, 3):  # the topic's config reached every replica from /config/topics
+        with cluster.client(node_id) as client:
+            (resource,) = client.send(ApiKey.DESCRIBE_CONFIGS, {
+                "resources": [{"resource_type": 2, "resource_name": "orders",
+                               "configuration_keys": ["min.insync.replicas"]}],
+                "include_synonyms": False, "include_documentation": False})["results"]
+        assert [(c["name"], c["value"]) for c in resource["configs"]] == [("min.insync.replicas", "2")]
     with cluster.client(3) as client:
         described = client.send(ApiKey.DESCRIBE_TOPIC_PARTITIONS, {
             "topics": [{"name": "orders"}], "response_partition_limit": 100, "cursor": None})
@@ -122,7 +129,7 @@ def test_acks_all_with_only_one_replica_alive_answers_not_enough_replicas(cluste
     cluster.wait_for_isr("t", (view.leader,))
     answer = _produce(cluster, view.leader, "t", _batch(b"lonely"))
     assert answer["error_code"] == NotEnoughReplicasError.code
-    assert "min.insync.replicas 2" in answer["error_message"]
+    assert "min.insync.replicas 2" in answer["error_message"]  # the topic's, the brokers' default is 1
     # acks=1 does not ask for the ISR.
     assert _produce(cluster, view.leader, "t", _batch(b"alone"), acks=1)["error_code"] == 0
 
