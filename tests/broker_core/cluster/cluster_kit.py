@@ -71,7 +71,7 @@ class ClusterKit:
         return os.path.join(self.root, f"broker-{node_id}")
 
     def start(self, node_id: int) -> BrokerProcess:
-        extra = ["--node-id", str(node_id)]
+        extra = ["--node-id", str(node_id), "--log-level", os.environ.get("SEGLOG_CLUSTER_LOG_LEVEL", "WARNING")]
         for key, value in self.props.items():
             extra += ["--config", f"{key}={value}"]
         broker = BrokerProcess([self.log_dir(node_id)], *extra, port=self.ports[node_id])
@@ -162,4 +162,9 @@ class ClusterKit:
             at_leader = self.partition(topic, partition, node_id=view.leader)
             return at_leader if at_leader == view else None
 
-        return self.wait_until(settled, f"{topic}-{partition} has ISR {sorted(isr)}", timeout_s)
+        try:
+            return self.wait_until(settled, f"{topic}-{partition} has ISR {sorted(isr)}", timeout_s)
+        except AssertionError as exc:
+            seen = {n: self.partition(topic, partition, node_id=n) for n in sorted(self.brokers)}
+            logs = "\n".join(f"--- broker {n}:\n" + "".join(b.lines[-15:]) for n, b in sorted(self.brokers.items()))
+            raise AssertionError(f"{exc}; as each broker sees it: {seen}\n{logs}") from None

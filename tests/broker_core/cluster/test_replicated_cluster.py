@@ -4,6 +4,8 @@ controller killed, and a write refused when too few replicas are left."""
 
 from __future__ import annotations
 
+import os
+import random
 import signal
 import threading
 import time
@@ -62,10 +64,10 @@ def _values(records: bytes) -> list[bytes]:
     return [r.value for b in iter_batches(bytes(records)) for r in b.records()]
 
 
-def _committed_prefix(log_dir: str, topic: str, high_watermark: int) -> bytes:
-    """The bytes of the batches below ``high_watermark`` in a (stopped) broker's log of ``topic``-0."""
+def _committed_prefix(log_dir: str, topic: str, high_watermark: int, partition: int = 0) -> bytes:
+    """The bytes of the batches below ``high_watermark`` in a (stopped) broker's log of ``topic``-``partition``."""
     with Broker(log_dir, read_only=True) as broker:
-        lg = broker.log_manager.log_or_raise(TopicPartition(topic, 0))
+        lg = broker.log_manager.log_or_raise(TopicPartition(topic, partition))
         data = bytes(lg.read(0, 1 << 30, max_offset=lg.log_end_offset).records)
     end = 0
     for position, size, _, last_offset, _ in batch_spans(data):
@@ -150,66 +152,113 @@ def test_the_controllers_broker_sigkilled_another_broker_takes_over_and_elects_n
         assert view.offline == (controller,)
 
 
+class IdempotentWriter:
+    """confluent-kafka's idempotent producer with acks=all writing numbered values to ``topic`` on a thread until
+    ``stop``; ``acked`` are the values whose delivery was confirmed, ``failed`` the delivery errors."""
+
+    def __init__(self, cluster: ClusterKit, topic: str) -> None:
+        self.acked: list[bytes] = []
+        self.failed: list[str] = []
+        self._stop = threading.Event()
+        self._producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True,
+                                   "linger.ms": 5, "message.timeout.ms": 120_000, "log_level": 0})
+        self._topic = topic
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _delivered(self, error, message) -> None:
+        if error is None:
+            self.acked.append(message.value())
+        else:
+            self.failed.append(str(error))
+
+    def _run(self) -> None:
+        n = 0
+        while not self._stop.is_set():
+            self._producer.produce(self._topic, value=b"%07d" % n, on_delivery=self._delivered)
+            n += 1
+            self._producer.poll(0.002)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+        assert self._producer.flush(120) == 0
+        assert self.failed == []
+
+
+def _assert_nothing_lost_nor_duplicated_and_replicas_identical(cluster: ClusterKit, topic: str, partitions: int,
+                                                               acked: list[bytes]) -> None:
+    """Every acknowledged value is in the log once, no value twice, and, once the brokers are stopped, every
+    replica's committed prefix is byte for byte the leader's."""
+    fetched, high_watermarks = [], {}
+    for partition in range(partitions):
+        view = cluster.wait_for_isr(topic, (1, 2, 3), partition)
+        offset = 0
+        while True:
+            with cluster.client(view.leader) as client:
+                answer = client.send(ApiKey.FETCH, {
+                    "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20,
+                    "isolation_level": 0, "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [],
+                    "rack_id": "", "topics": [{"topic": topic, "partitions": [{
+                        "partition": partition, "current_leader_epoch": -1, "fetch_offset": offset,
+                        "last_fetched_epoch": -1, "log_start_offset": -1, "partition_max_bytes": 1 << 20}]}]},
+                    version=12)["responses"][0]["partitions"][0]
+            values = _values(answer["records"])
+            if not values:
+                break
+            fetched += values
+            offset += len(values)
+        assert offset == answer["high_watermark"]
+        high_watermarks[partition] = offset
+    assert len(fetched) == len(set(fetched)), "a record was written twice"
+    assert set(acked) <= set(fetched), f"acknowledged records lost: {sorted(set(acked) - set(fetched))[:5]}"
+    cluster.close()
+    for partition, high_watermark in high_watermarks.items():
+        prefixes = {n: _committed_prefix(cluster.log_dir(n), topic, high_watermark, partition) for n in (1, 2, 3)}
+        assert len(prefixes[1]) > 0 or high_watermark == 0
+        assert prefixes[1] == prefixes[2] == prefixes[3], f"{topic}-{partition}: replicas differ below the HW"
+
+
+def _progress(cluster: ClusterKit, writer: IdempotentWriter, what: str, records: int = 50) -> None:
+    before = len(writer.acked)
+    cluster.wait_until(lambda: len(writer.acked) >= before + records, f"acknowledgements {what}", timeout_s=90)
+
+
 def test_an_idempotent_acks_all_producer_loses_and_duplicates_nothing_while_leaders_are_killed_and_restarted(
         cluster):
     cluster.create_topic("t")
     cluster.wait_for_isr("t", (1, 2, 3))
-    acked: list[bytes] = []
-    failed: list[str] = []
-    stop = threading.Event()
-
-    def produce() -> None:
-        producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True,
-                             "linger.ms": 5, "message.timeout.ms": 120_000, "log_level": 0})
-
-        def delivered(error, message) -> None:
-            if error is None:
-                acked.append(message.value())
-            else:
-                failed.append(str(error))
-
-        n = 0
-        while not stop.is_set():
-            producer.produce("t", value=b"%06d" % n, on_delivery=delivered)
-            n += 1
-            producer.poll(0.002)
-        assert producer.flush(120) == 0
-
-    writer = threading.Thread(target=produce, daemon=True)
-    writer.start()
-    kills = 6
-    for _ in range(kills):
-        cluster.wait_until(lambda: len(acked) > 50 + 0, "records acknowledged")
-        before = len(acked)
-        leader = cluster.wait_until(lambda: (lambda v: v.leader if v and v.leader > 0 else None)(
-            cluster.partition("t")), "a leader")
+    writer = IdempotentWriter(cluster, "t")
+    for _ in range(6):
+        _progress(cluster, writer, "before the kill")
+        leader = cluster.wait_for_isr("t", (1, 2, 3)).leader
         cluster.kill(leader)
-        cluster.wait_until(lambda: len(acked) > before + 50, "acknowledgements after the leader was killed")
+        _progress(cluster, writer, f"after leader {leader} was killed")
         cluster.start(leader)
-        cluster.wait_for_isr("t", (1, 2, 3))
-    stop.set()
-    writer.join(180)
-    assert not writer.is_alive()
-    assert failed == []
-    view = cluster.wait_for_isr("t", (1, 2, 3))
-    fetched, offset = [], 0
-    while True:
-        answer = _fetch(cluster, view.leader, "t", offset)
-        values = _values(answer["records"])
-        if not values:
-            break
-        fetched += values
-        offset += len(values)
-    high_watermark = answer["high_watermark"]
-    assert offset == high_watermark
-    print(f"acked {len(acked)}, high watermark {high_watermark}")
-    assert len(fetched) == len(set(fetched)), "a record was written twice"
-    assert set(acked) <= set(fetched), f"acknowledged records lost: {sorted(set(acked) - set(fetched))[:5]}"
-    # Every replica holds the same bytes below the high watermark.
-    cluster.close()
-    prefixes = {n: _committed_prefix(cluster.log_dir(n), "t", high_watermark) for n in (1, 2, 3)}
-    assert len(prefixes[1]) > 0
-    assert prefixes[1] == prefixes[2] == prefixes[3]
+    cluster.wait_for_isr("t", (1, 2, 3))
+    writer.stop()
+    _assert_nothing_lost_nor_duplicated_and_replicas_identical(cluster, "t", 1, writer.acked)
+
+
+def test_chaos_leaders_followers_and_the_controller_sigkilled_at_random_lose_and_duplicate_nothing(cluster):
+    rng = random.Random(int(os.environ.get("SEGLOG_CHAOS_SEED", "16")))
+    cluster.create_topic("t", partitions=3)
+    for partition in range(3):
+        cluster.wait_for_isr("t", (1, 2, 3), partition)
+    writer = IdempotentWriter(cluster, "t")
+    for _ in range(14):
+        _progress(cluster, writer, "before the kill")
+        role = rng.choice(["leader", "follower", "controller"])
+        view = cluster.partition("t", rng.randrange(3))
+        victim = {"leader": view.leader, "follower": rng.choice([b for b in view.replicas if b != view.leader]),
+                  "controller": cluster.controller_id()}[role]
+        cluster.kill(victim)
+        _progress(cluster, writer, f"after broker {victim} ({role}) was killed")
+        cluster.start(victim)
+        for partition in range(3):
+            cluster.wait_for_isr("t", (1, 2, 3), partition)
+    writer.stop()
+    _assert_nothing_lost_nor_duplicated_and_replicas_identical(cluster, "t", 3, writer.acked)
 
 
 def test_a_follower_paused_past_replica_lag_time_max_ms_leaves_the_isr_and_rejoins_once_caught_up(
