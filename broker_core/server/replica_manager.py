@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Callable
 
 from format.layout import TopicPartition
@@ -48,6 +49,9 @@ log = logging.getLogger(__name__)
 
 #: How often the metadata thread wakes when nothing changes (ms).
 _POLL_INTERVAL_MS = 200
+#: The metadata is read again this often even when the watch reports nothing (ms): a watch that lost events
+#: without noticing cannot leave the broker behind for longer.
+_FULL_REFRESH_INTERVAL_MS = 5000
 
 
 class ReplicaManager:
@@ -95,13 +99,15 @@ class ReplicaManager:
 
     def _run(self) -> None:
         next_isr_check = self.clock.milliseconds() + self.config.replica_lag_time_max_ms // 2
+        next_refresh = time.monotonic() + _FULL_REFRESH_INTERVAL_MS / 1000
         stale = False
         while not self._closed.is_set():
             try:
                 events = self._watch.poll(_POLL_INTERVAL_MS / 1000)
-                if events or stale:
+                if events or stale or time.monotonic() >= next_refresh:
                     self.refresh()
                     stale = False
+                    next_refresh = time.monotonic() + _FULL_REFRESH_INTERVAL_MS / 1000
                 if self.clock.milliseconds() >= next_isr_check:
                     next_isr_check = self.clock.milliseconds() + self.config.replica_lag_time_max_ms // 2
                     self.maybe_shrink_isr()
