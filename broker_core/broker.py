@@ -456,6 +456,12 @@ class Broker:
                 self._producer_ids = ProducerIdManager(self.log_manager.log_dirs[0])
             return self._producer_ids
 
+    @producer_ids.setter
+    def producer_ids(self, manager: ProducerIdManager) -> None:
+        """Another source of producer ids (a cluster's, granted through etcd)."""
+        with self._lock:
+            self._producer_ids = manager
+
     @property
     def transaction_coordinator(self) -> TransactionCoordinator:
         """The transaction coordinator over this broker's ``__transaction_state``; an embedded broker

@@ -206,6 +206,21 @@ class KafkaZkClient:
                     kv.key[len(zk_data.TOPIC_CONFIGS_PATH):], kv.value)
                 for kv in self.store.get_prefix(zk_data.TOPIC_CONFIGS_PATH)}
 
+    def allocate_producer_id_block(self, broker_id: int, block_size: int) -> tuple[int, int]:
+        """Grant ``broker_id`` the next ``block_size`` producer ids, by compare-and-set of
+        ``/latest_producer_id_block`` (Kafka's ZkProducerIdManager): (first id, last id)."""
+        while True:
+            found = self.store.get(zk_data.PRODUCER_ID_BLOCK_PATH)
+            start = 0 if found is None else zk_data.decode_producer_id_block(found.value)[1] + 1
+            end = start + block_size - 1
+            data = zk_data.encode_producer_id_block(broker_id, start, end)
+            if found is None:
+                written = self.store.create(zk_data.PRODUCER_ID_BLOCK_PATH, data)
+            else:
+                written = self.store.compare_and_set(zk_data.PRODUCER_ID_BLOCK_PATH, data, found.mod_revision)
+            if written is not None:
+                return start, end
+
     def request_controlled_shutdown(self, broker_id: int, lease: int, attempt: int) -> int:
         """Ask the controller to move ``broker_id``'s leaderships away (``/admin/controlled_shutdown/N`` under the
         broker's lease, rewritten by each attempt so the controller sees each); the write's revision."""

@@ -14,6 +14,7 @@ knows a Kafka 0.11–2.x ZooKeeper tree finds the same here (under the
                                              "leader_epoch":LE,"isr":[...]}``
 ``/config/topics/T``                         ``{"version":1,"config":{"min.insync.replicas":"2",...}}``
 ``/admin/delete_topics/T``                   empty: a request to delete topic T
+``/latest_producer_id_block``                ``{"version":1,"broker":N,"block_start":"S","block_end":"E"}``
 ``/admin/controlled_shutdown/N``             the attempt number: broker N asks to shut down (lease)
 ===========================================  =========================================================
 
@@ -42,6 +43,9 @@ __all__ = [
     "DELETE_TOPICS_PATH",
     "CONTROLLED_SHUTDOWN_PATH",
     "TOPIC_CONFIGS_PATH",
+    "PRODUCER_ID_BLOCK_PATH",
+    "encode_producer_id_block",
+    "decode_producer_id_block",
     "topic_config_path",
     "encode_topic_config",
     "decode_topic_config",
@@ -75,6 +79,7 @@ BROKER_IDS_PATH = "/brokers/ids/"
 TOPICS_PATH = "/brokers/topics/"
 DELETE_TOPICS_PATH = "/admin/delete_topics/"
 TOPIC_CONFIGS_PATH = "/config/topics/"
+PRODUCER_ID_BLOCK_PATH = "/latest_producer_id_block"
 # Kafka's brokers asked with a ControlledShutdown request; here the request is a key under the broker's lease, the
 # way partition states reach the brokers (seglog's own node: ZooKeeper-era Kafka had none).
 CONTROLLED_SHUTDOWN_PATH = "/admin/controlled_shutdown/"
@@ -250,6 +255,24 @@ def decode_topic_assignment(topic: str, data: bytes) -> dict[int, tuple[int, ...
             raise ValueError(f"{path}: partition {partition!r} is not a number")
         assignment[int(partition)] = _int_list(path, f"replicas of partition {partition}", replicas)
     return dict(sorted(assignment.items()))
+
+
+def encode_producer_id_block(broker_id: int, block_start: int, block_end: int) -> bytes:
+    """The last block of producer ids granted (``block_end`` inclusive), as Kafka's ZkProducerIdManager writes it."""
+    return _dump({"version": 1, "broker": broker_id, "block_start": str(block_start), "block_end": str(block_end)})
+
+
+def decode_producer_id_block(data: bytes) -> tuple[int, int]:
+    """(block_start, block_end) of the last block granted."""
+    path = PRODUCER_ID_BLOCK_PATH
+    obj = _json(path, data)
+    bounds = []
+    for name in ("block_start", "block_end"):
+        value = _field(path, obj, name, str)
+        if not value.isdigit():
+            raise ValueError(f"{path}: field {name!r} is {value!r}, not a number")
+        bounds.append(int(value))
+    return bounds[0], bounds[1]
 
 
 def encode_topic_config(config: Mapping[str, str]) -> bytes:

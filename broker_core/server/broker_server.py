@@ -86,6 +86,8 @@ class BrokerServer:
                 self.cluster_id = ensure_meta_properties(log_dirs, config.node_id)
             self.broker = Broker(list(config.log_dirs), config, clock=self.clock,
                                  sole_replica=self.cluster_mode is None)
+            if self.cluster_mode is not None:
+                self.broker.producer_ids = self.cluster_mode.producer_id_manager()
             producer_ids = self.broker.producer_ids
             # The coordinators run on the broker's clock (the server's); the group coordinator's
             # timer also expires offsets every offsets.retention.check.interval.ms.

@@ -42,6 +42,7 @@ from ..purgatory import DelayedOperationPurgatory, TopicPartitionOperationKey
 from .cluster_apis import ClusterApis
 from .delayed_produce import DelayedProduce
 from .kafka_apis import KafkaApis
+from .producer_id_manager import ZkProducerIdManager
 from .replica_fetcher_manager import ReplicaFetcherManager
 from .replica_manager import ReplicaManager
 
@@ -76,6 +77,10 @@ class ClusterMode:
                 f"The Cluster ID {cluster_id} doesn't match stored clusterId {stored[0]} in meta.properties. The "
                 f"broker is trying to join the wrong cluster. Configured etcd.connect may be wrong.")
         return ensure_meta_properties(log_dirs, self.config.node_id, cluster_id)
+
+    def producer_id_manager(self) -> ZkProducerIdManager:
+        """Producer ids unique across the cluster: blocks granted through ``/latest_producer_id_block``."""
+        return ZkProducerIdManager(lambda size: self.zk_client.allocate_producer_id_block(self.config.node_id, size))
 
     def start(self, broker: Broker, apis: KafkaApis, advertised: Mapping[str, EndPoint],
               fetch_purgatory: DelayedOperationPurgatory) -> None:
