@@ -634,6 +634,8 @@ class KafkaApis:
             entry["error_code"] = UnknownTopicOrPartitionError.code
             return entry
         try:
+            if self.replica_manager is not None:
+                self.replica_manager.leader_partition(TopicPartition(topic, index))  # only the leader answers
             if lg.failure_channel is not None:
                 lg.failure_channel.check_online(os.path.dirname(lg.dir), lg)
             check_leader_epoch(lg, part["current_leader_epoch"], lg.leader_epoch)

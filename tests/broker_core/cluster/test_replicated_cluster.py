@@ -104,12 +104,16 @@ def test_a_topic_created_with_replication_factor_3_is_led_by_one_broker_with_all
                                               for p in (0, 1)]
 
 
-def test_produce_and_fetch_at_a_follower_answer_not_leader_or_follower(cluster):
+def test_produce_fetch_and_offsets_for_leader_epoch_at_a_follower_answer_not_leader_or_follower(cluster):
     cluster.create_topic("t")
     view = cluster.wait_for_isr("t", (1, 2, 3))
     follower = next(b for b in (1, 2, 3) if b != view.leader)
     assert _produce(cluster, follower, "t", _batch(b"x"))["error_code"] == NotLeaderOrFollowerError.code
     assert _fetch(cluster, follower, "t")["error_code"] == NotLeaderOrFollowerError.code
+    with cluster.client(follower) as client:
+        answer = client.send(ApiKey.OFFSET_FOR_LEADER_EPOCH, {"replica_id": -1, "topics": [{"topic": "t", "partitions": [
+            {"partition": 0, "current_leader_epoch": view.leader_epoch, "leader_epoch": 0}]}]})
+    assert answer["topics"][0]["partitions"][0]["error_code"] == NotLeaderOrFollowerError.code
     assert _produce(cluster, view.leader, "t", _batch(b"x"))["error_code"] == 0
 
 
