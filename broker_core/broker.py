@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 from format import layout
 from format.compression import CompressionType
@@ -180,6 +180,9 @@ class Broker:
         self.group_coordinator: GroupCoordinator | None = None
         self._producer_ids: ProducerIdManager | None = None
         self._transaction_coordinator: TransactionCoordinator | None = None
+        #: Cluster mode: raises NOT_LEADER_OR_FOLLOWER for a replicated partition this broker does not lead, so
+        #: a transaction marker is never written into a follower's log.
+        self.check_leadership: Callable[[TopicPartition], None] | None = None
         self._closed = False
 
     def __enter__(self) -> "Broker":
@@ -529,6 +532,8 @@ class Broker:
         """End ``producer_id``'s transaction in the partition with a COMMIT or ABORT marker
         (``Log.append_control_marker``), as the transaction coordinator does."""
         self._check_writable(f"write a transaction marker to topic {topic!r}")
+        if self.check_leadership is not None:
+            self.check_leadership(TopicPartition(topic, partition))
         lg = self.log_manager.log_or_raise(TopicPartition(topic, partition))
         return lg.append_control_marker(producer_id, producer_epoch, coordinator_epoch, commit)
 

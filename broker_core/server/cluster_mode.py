@@ -98,6 +98,7 @@ class ClusterMode:
         self.replica_manager = ReplicaManager(broker, self.zk_client, self.fetcher_manager,
                                               on_high_watermark_moved=self._on_high_watermark_moved, clock=self.clock)
         cache_holder.append(self.replica_manager)
+        broker.check_leadership = self.replica_manager.check_leadership
         admin = AdminZkClient(self.zk_client, config.num_partitions, config.default_replication_factor)
         self.lease = SessionLease(self.store, config.broker_session_timeout_ms, config.broker_heartbeat_interval_ms,
                                   on_expired=self._on_session_expired, name=f"broker-{config.node_id}")

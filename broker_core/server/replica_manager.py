@@ -230,6 +230,12 @@ class ReplicaManager:
                                            f"{partition.leader_id})")
         return partition
 
+    def check_leadership(self, tp: TopicPartition) -> None:
+        """NOT_LEADER_OR_FOLLOWER for a partition of the cluster this broker does not lead; nothing for a topic
+        the cluster does not know (the coordinators' internal topics stay local to each broker)."""
+        if self.metadata_cache.topic(tp.topic) is not None:
+            self.leader_partition(tp)
+
     def record_follower_fetch(self, tp: TopicPartition, replica_id: int, fetch_offset: int,
                               log_start_offset: int) -> None:
         """A follower fetched ``tp`` from ``fetch_offset``: its state, the high watermark, maybe the ISR."""

@@ -131,3 +131,13 @@ def test_a_topic_deleted_in_etcd_loses_its_logs_on_every_replica(cluster):
         node.replicas.refresh()
         assert node.broker.topics.get("t") is None
         assert node.replicas.partition(TP) is None
+
+
+def test_a_transaction_marker_is_written_only_where_the_partition_is_led(cluster):
+    for node in cluster.nodes.values():
+        node.broker.check_leadership = node.replicas.check_leadership
+    with pytest.raises(NotLeaderOrFollowerError, match="not the leader of t-0"):
+        cluster.nodes[1].broker.append_control_marker("t", 0, 7, 0, 0, commit=True)
+    assert cluster.nodes[1].broker.log_manager.get_log(TP).log_end_offset == 0
+    written = cluster.nodes[2].broker.append_control_marker("t", 0, 7, 0, 0, commit=True)
+    assert written.first_offset == 0
