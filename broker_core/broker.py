@@ -34,8 +34,8 @@ from . import group_offsets
 from .clock import SYSTEM_CLOCK, Clock
 from .config import BrokerConfig, LogConfig
 from .coordinator.group.offset_and_metadata import OffsetAndMetadata
-from .errors import (InvalidPartitionsError, InvalidRequestError, InvalidTopicError, KafkaStorageError,
-                     LogDirReadOnlyError, PolicyViolationError, TopicAlreadyExistsError,
+from .errors import (InvalidPartitionsError, InvalidReplicationFactorError, InvalidRequestError, InvalidTopicError,
+                     KafkaStorageError, LogDirReadOnlyError, PolicyViolationError, TopicAlreadyExistsError,
                      UnknownTopicOrPartitionError)
 from .log.compaction_leases import CompactionLeases
 from .log.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, IsolationLevel, Log, LogAppendInfo
@@ -266,11 +266,17 @@ class Broker:
         return meta
 
     def create_topic(self, name: str, partitions: int | None = None,
-                     config: Mapping[str, object] | None = None) -> TopicDescription:
+                     config: Mapping[str, object] | None = None, *,
+                     replication_factor: int | None = None) -> TopicDescription:
         """Create a topic, all its partitions or none: the creation is checked against
         ``max.partitions``, the descriptors and the log dirs' room first, and a creation
-        that fails (or is interrupted) half-way is rolled back (at the next open)."""
+        that fails (or is interrupted) half-way is rolled back (at the next open). One broker holds
+        one replica: a ``replication_factor`` above 1 is INVALID_REPLICATION_FACTOR."""
         self._check_writable(f"create topic {name!r}")
+        if replication_factor not in (None, 1):
+            raise InvalidReplicationFactorError(
+                f"Unable to replicate the partition {replication_factor} time(s): The target replication factor "
+                f"of {replication_factor} cannot be reached because only 1 broker(s) are registered.")
         try:
             layout.validate_topic_name(name)
         except FormatInvalidTopicError as exc:

@@ -86,19 +86,8 @@ def _describe_lines(description) -> list[str]:
 def _topics(args: argparse.Namespace) -> int:
     with open_broker(args, read_only=args.action in ("list", "describe")) as broker:
         if args.action == "create":
-            if args.replication_factor is not None:
-                # Only a cluster (--bootstrap) places replicas; a log dir is one broker's.
-                if not getattr(args, "bootstrap", None) and args.replication_factor != 1:
-                    raise UsageError(
-                        f"Unable to replicate the partition {args.replication_factor} time(s): a log dir is one "
-                        f"broker's; give --bootstrap to create a replicated topic in a cluster")
-                if getattr(args, "bootstrap", None):
-                    broker.create_topic(args.topic, args.partitions, parse_key_values(args.config),
-                                        replication_factor=args.replication_factor)
-                else:
-                    broker.create_topic(args.topic, args.partitions, parse_key_values(args.config))
-            else:
-                broker.create_topic(args.topic, args.partitions, parse_key_values(args.config))
+            broker.create_topic(args.topic, args.partitions, parse_key_values(args.config),
+                                replication_factor=args.replication_factor)
             print(f"Created topic {args.topic}.")
         elif args.action == "list":
             for name in broker.list_topics():

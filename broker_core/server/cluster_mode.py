@@ -93,8 +93,7 @@ class ClusterMode:
         def leader_endpoint(broker_id: int) -> EndPoint | None:
             return cache_holder[0].metadata_cache.endpoint(broker_id, inter_broker_listener) if cache_holder else None
 
-        self.fetcher_manager = ReplicaFetcherManager(config.node_id, leader_endpoint,
-                                                     on_appended=self._on_follower_append)
+        self.fetcher_manager = ReplicaFetcherManager(config.node_id, leader_endpoint)
         self.replica_manager = ReplicaManager(broker, self.zk_client, self.fetcher_manager,
                                               on_high_watermark_moved=self._on_high_watermark_moved, clock=self.clock)
         cache_holder.append(self.replica_manager)
@@ -117,9 +116,6 @@ class ClusterMode:
             self.produce_purgatory.check_and_complete(key)
         if self._fetch_purgatory is not None:
             self._fetch_purgatory.check_and_complete(key)
-
-    def _on_follower_append(self, tp: TopicPartition) -> None:
-        pass  # nothing reads a follower's partition while it follows
 
     def _on_session_expired(self, lease: int) -> None:
         log.error("[BrokerServer id=%d] its session lease %x expired (paused or cut off from etcd for longer than "
