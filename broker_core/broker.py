@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 from format import layout
 from format.compression import CompressionType
@@ -34,8 +34,8 @@ from . import group_offsets
 from .clock import SYSTEM_CLOCK, Clock
 from .config import BrokerConfig, LogConfig
 from .coordinator.group.offset_and_metadata import OffsetAndMetadata
-from .errors import (InvalidPartitionsError, InvalidRequestError, InvalidTopicError, KafkaStorageError,
-                     LogDirReadOnlyError, PolicyViolationError, TopicAlreadyExistsError,
+from .errors import (InvalidPartitionsError, InvalidReplicationFactorError, InvalidRequestError, InvalidTopicError,
+                     KafkaStorageError, LogDirReadOnlyError, PolicyViolationError, TopicAlreadyExistsError,
                      UnknownTopicOrPartitionError)
 from .log.compaction_leases import CompactionLeases
 from .log.log import (CONSUMER_REPLICA_ID, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, FetchIsolation,
@@ -69,6 +69,9 @@ class PartitionDescription:
     # None: unknown (a remote broker tells sizes through DescribeLogDirs, and no Kafka API tells segments).
     size_bytes: int | None
     segments: int | None
+    # The assigned replicas and the in-sync ones (the broker itself, on a single broker).
+    replicas: tuple[int, ...] = ()
+    isr: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -142,7 +145,8 @@ class Broker:
     """An in-process broker over ``log_dirs``; use as a context manager."""
 
     def __init__(self, log_dirs: str | Sequence[str], config: Mapping[str, object] | BrokerConfig | None = None,
-                 *, clock: Clock = SYSTEM_CLOCK, background: bool = True, read_only: bool = False):
+                 *, clock: Clock = SYSTEM_CLOCK, background: bool = True, read_only: bool = False,
+                 sole_replica: bool = True):
         props = dict(config) if isinstance(config, Mapping) else {}
         dirs = [log_dirs] if isinstance(log_dirs, str) else list(log_dirs)
         if isinstance(config, BrokerConfig):
@@ -155,7 +159,9 @@ class Broker:
         self.read_only = read_only
         self._lock = threading.RLock()
         self._partitioner = StickyPartitioner()
-        self.log_manager = LogManager(self.config, clock=clock, log_config_for=self.log_config, read_only=read_only)
+        # ``sole_replica=False`` in cluster mode: a log's high watermark follows its in-sync replicas.
+        self.log_manager = LogManager(self.config, clock=clock, log_config_for=self.log_config, read_only=read_only,
+                                      sole_replica=sole_replica)
         try:
             self.topics = TopicStore(self.log_manager.log_dirs)
             self.log_manager.load_logs()
@@ -175,6 +181,9 @@ class Broker:
         self.group_coordinator: GroupCoordinator | None = None
         self._producer_ids: ProducerIdManager | None = None
         self._transaction_coordinator: TransactionCoordinator | None = None
+        #: Cluster mode: raises NOT_LEADER_OR_FOLLOWER for a replicated partition this broker does not lead, so
+        #: a transaction marker is never written into a follower's log.
+        self.check_leadership: Callable[[TopicPartition], None] | None = None
         self._closed = False
 
     def __enter__(self) -> "Broker":
@@ -259,11 +268,17 @@ class Broker:
         return meta
 
     def create_topic(self, name: str, partitions: int | None = None,
-                     config: Mapping[str, object] | None = None) -> TopicDescription:
+                     config: Mapping[str, object] | None = None, *,
+                     replication_factor: int | None = None) -> TopicDescription:
         """Create a topic, all its partitions or none: the creation is checked against
         ``max.partitions``, the descriptors and the log dirs' room first, and a creation
-        that fails (or is interrupted) half-way is rolled back (at the next open)."""
+        that fails (or is interrupted) half-way is rolled back (at the next open). One broker holds
+        one replica: a ``replication_factor`` above 1 is INVALID_REPLICATION_FACTOR."""
         self._check_writable(f"create topic {name!r}")
+        if replication_factor not in (None, 1):
+            raise InvalidReplicationFactorError(
+                f"Unable to replicate the partition {replication_factor} time(s): The target replication factor "
+                f"of {replication_factor} cannot be reached because only 1 broker(s) are registered.")
         try:
             layout.validate_topic_name(name)
         except FormatInvalidTopicError as exc:
@@ -373,7 +388,8 @@ class Broker:
         for p in range(meta.partitions):
             lg = self._readable_log(name, p)
             parts.append(PartitionDescription(p, self.node_id, lg.log_start_offset, lg.log_end_offset,
-                                              lg.high_watermark, lg.size, len(lg.segments)))
+                                              lg.high_watermark, lg.size, len(lg.segments), (self.node_id,),
+                                              (self.node_id,)))
         return TopicDescription(name, meta.topic_id, parts, dict(meta.config))
 
     def alter_topic_config(self, name: str, set_configs: Mapping[str, object] | None = None,
@@ -451,6 +467,12 @@ class Broker:
                 self._producer_ids = ProducerIdManager(self.log_manager.log_dirs[0])
             return self._producer_ids
 
+    @producer_ids.setter
+    def producer_ids(self, manager: ProducerIdManager) -> None:
+        """Another source of producer ids (a cluster's, granted through etcd)."""
+        with self._lock:
+            self._producer_ids = manager
+
     @property
     def transaction_coordinator(self) -> TransactionCoordinator:
         """The transaction coordinator over this broker's ``__transaction_state``; an embedded broker
@@ -518,6 +540,8 @@ class Broker:
         """End ``producer_id``'s transaction in the partition with a COMMIT or ABORT marker
         (``Log.append_control_marker``), as the transaction coordinator does."""
         self._check_writable(f"write a transaction marker to topic {topic!r}")
+        if self.check_leadership is not None:
+            self.check_leadership(TopicPartition(topic, partition))
         lg = self.log_manager.log_or_raise(TopicPartition(topic, partition))
         return lg.append_control_marker(producer_id, producer_epoch, coordinator_epoch, commit)
 

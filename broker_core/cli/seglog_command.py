@@ -65,11 +65,14 @@ def _failure_text(args: argparse.Namespace, exc: BaseException) -> str:
 
 def _describe_lines(description) -> list[str]:
     overrides = ",".join(f"{k}={v}" for k, v in sorted(description.config.items()))
+    factor = len(description.partitions[0].replicas or (0,)) if description.partitions else 1
     lines = [f"Topic: {description.name}\tTopicId: {description.topic_id}\t"
-             f"PartitionCount: {description.partition_count}\tReplicationFactor: 1\tConfigs: {overrides}"]
+             f"PartitionCount: {description.partition_count}\tReplicationFactor: {factor}\tConfigs: {overrides}"]
     for p in description.partitions:
+        replicas = ",".join(str(b) for b in p.replicas or (p.leader,))
+        isr = ",".join(str(b) for b in p.isr or (p.leader,))
         line = (f"\tTopic: {description.name}\tPartition: {p.partition}\tLeader: {p.leader}\t"
-                f"Replicas: {p.leader}\tIsr: {p.leader}\tLogStartOffset: {p.log_start_offset}\t"
+                f"Replicas: {replicas}\tIsr: {isr}\tLogStartOffset: {p.log_start_offset}\t"
                 f"LogEndOffset: {p.log_end_offset}")
         # What is not known (the segments of a partition on a remote broker) is left out, not made up.
         if p.size_bytes is not None:
@@ -83,7 +86,8 @@ def _describe_lines(description) -> list[str]:
 def _topics(args: argparse.Namespace) -> int:
     with open_broker(args, read_only=args.action in ("list", "describe")) as broker:
         if args.action == "create":
-            broker.create_topic(args.topic, args.partitions, parse_key_values(args.config))
+            broker.create_topic(args.topic, args.partitions, parse_key_values(args.config),
+                                replication_factor=args.replication_factor)
             print(f"Created topic {args.topic}.")
         elif args.action == "list":
             for name in broker.list_topics():
@@ -391,6 +395,8 @@ def build_parser() -> argparse.ArgumentParser:
     with_log_dir(topics)
     topics.add_argument("--topic")
     topics.add_argument("--partitions", type=int)
+    topics.add_argument("--replication-factor", type=int, help="replicas of each partition (a cluster, with "
+                                                                "--bootstrap; default default.replication.factor)")
     topics.add_argument("--config", action="append", metavar="KEY=VALUE", help="a topic setting (repeatable)")
     topics.add_argument("--delete-config", action="append", metavar="KEY", help="remove a topic override")
     topics.set_defaults(run=_topics)

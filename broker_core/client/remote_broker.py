@@ -38,7 +38,7 @@ from ..broker import (DEFAULT_FETCH_MAX_BYTES, FetchResult, OffsetAndTimestamp, 
                       RecordMetadata, TopicDescription, isolation_level_of)
 from ..coordinator.group.offset_and_metadata import OffsetAndMetadata
 from ..coordinator.transaction.requests import ListTransactionsRequest, TransactionDescription, TransactionListing
-from ..errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, GroupIdNotFoundError,
+from ..errors import (CoordinatorLoadInProgressError, KafkaError, CoordinatorNotAvailableError, GroupIdNotFoundError,
                       NonEmptyGroupError, UnknownTopicOrPartitionError, UnstableOffsetCommitError, error_for_code)
 from ..group_offsets import GroupDescription, GroupMember, PartitionLag
 from ..log.producer_state_manager import ActiveProducer
@@ -72,6 +72,8 @@ class RemoteBroker:
     def __init__(self, bootstrap: str) -> None:
         self.client = ProtocolClient(bootstrap, client_id="seglog-cli")
         self._partitioner = StickyPartitioner()
+        # Connections to the other brokers of a cluster, by node id (offsets are asked of partition leaders).
+        self._node_clients: dict[int, ProtocolClient] = {}
 
     def __enter__(self) -> RemoteBroker:
         return self
@@ -81,6 +83,21 @@ class RemoteBroker:
 
     def close(self) -> None:
         self.client.close()
+        for client in self._node_clients.values():
+            client.close()
+        self._node_clients.clear()
+
+    def _client_for(self, node_id: int, brokers: list[dict]) -> ProtocolClient:
+        """The connection to broker ``node_id`` of the Metadata answer's ``brokers`` (the bootstrap one when it
+        is that broker or is not listed)."""
+        if node_id in self._node_clients:
+            return self._node_clients[node_id]
+        broker = next((b for b in brokers if b["node_id"] == node_id), None)
+        if broker is None or (broker["host"], broker["port"]) == self.client.address:
+            return self.client
+        client = ProtocolClient(f"{broker['host']}:{broker['port']}", client_id="seglog-cli")
+        self._node_clients[node_id] = client
+        return client
 
     # --- topics -----------------------------------------------------------
 
@@ -98,14 +115,28 @@ class RemoteBroker:
         return len(meta["partitions"])
 
     def create_topic(self, name: str, partitions: int | None = None,
-                     config: Mapping[str, object] | None = None) -> TopicDescription:
+                     config: Mapping[str, object] | None = None, *,
+                     replication_factor: int | None = None) -> TopicDescription:
         response = self.client.send(ApiKey.CREATE_TOPICS, {"topics": [{
-            "name": name, "num_partitions": -1 if partitions is None else partitions, "replication_factor": -1,
+            "name": name, "num_partitions": -1 if partitions is None else partitions,
+            "replication_factor": -1 if replication_factor is None else replication_factor,
             "assignments": [], "configs": [{"name": k, "value": str(v)} for k, v in (config or {}).items()]}],
             "timeout_ms": _TIMEOUT_MS})
         (result,) = response["topics"]
         _raise_for(result["error_code"], result["error_message"], name)
-        return self.describe_topic(name)
+        return self._describe_once_led(name)
+
+    def _describe_once_led(self, name: str, timeout_s: float = 15.0) -> TopicDescription:
+        """``describe_topic`` of a topic just created or grown: in a cluster its new partitions have no leader
+        until the controller elects one, which is retried for (LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                return self.describe_topic(name)
+            except KafkaError as exc:
+                if not exc.retriable or time.monotonic() > deadline:
+                    raise
+            time.sleep(0.1)
 
     def create_partitions(self, name: str, total: int) -> TopicDescription:
         response = self.client.send(ApiKey.CREATE_PARTITIONS, {
@@ -113,7 +144,7 @@ class RemoteBroker:
             "validate_only": False})
         (result,) = response["results"]
         _raise_for(result["error_code"], result["error_message"], name)
-        return self.describe_topic(name)
+        return self._describe_once_led(name)
 
     def delete_topic(self, name: str) -> None:
         response = self.client.send(ApiKey.DELETE_TOPICS, {"topic_names": [name], "topics": [{"name": name}],
@@ -143,17 +174,19 @@ class RemoteBroker:
         return self._overrides(name)
 
     def describe_topic(self, name: str) -> TopicDescription:
-        (meta,) = self._metadata([name])
+        response = self.client.send(ApiKey.METADATA, {"topics": [{"name": name}], "allow_auto_topic_creation": False})
+        (meta,) = response["topics"]
         _raise_for(meta["error_code"], f"topic {name!r} does not exist", name)
         sizes = self._partition_sizes(name, [p["partition_index"] for p in meta["partitions"]])
         partitions = []
         for p in sorted(meta["partitions"], key=lambda p: p["partition_index"]):
             index = p["partition_index"]
-            start = self._offset(name, index, _SPECS["earliest"])
-            end = self._offset(name, index, _SPECS["latest"])
+            leader = self._client_for(p["leader_id"], response["brokers"])
+            start = self._offset(name, index, _SPECS["earliest"], client=leader)
+            end = self._offset(name, index, _SPECS["latest"], client=leader)
             size = None if sizes is None else sizes.get(index)
             partitions.append(PartitionDescription(index, p["leader_id"], start.offset, end.offset, end.offset,
-                                                   size, None))
+                                                   size, None, tuple(p["replica_nodes"]), tuple(p["isr_nodes"])))
         return TopicDescription(name, topic_id_text(meta["topic_id"]), partitions, self._overrides(name))
 
     def _partition_sizes(self, name: str, partitions: list[int]) -> dict[int, int] | None:
@@ -256,8 +289,9 @@ class RemoteBroker:
         found = self._offset(topic, partition, spec, int(isolation_level_of(isolation_level)))
         return None if found.offset < 0 else found
 
-    def _offset(self, topic: str, partition: int, timestamp: int, isolation_level: int = 0) -> OffsetAndTimestamp:
-        response = self.client.send(ApiKey.LIST_OFFSETS, {"replica_id": -1, "isolation_level": isolation_level,
+    def _offset(self, topic: str, partition: int, timestamp: int, isolation_level: int = 0,
+                client: ProtocolClient | None = None) -> OffsetAndTimestamp:
+        response = (client or self.client).send(ApiKey.LIST_OFFSETS, {"replica_id": -1, "isolation_level": isolation_level,
                                                           "topics": [
             {"name": topic, "partitions": [{"partition_index": partition, "timestamp": timestamp}]}]})
         (result,) = response["topics"][0]["partitions"]

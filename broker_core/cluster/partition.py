@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from format.layout import TopicPartition
 
 from ..clock import Clock
+from ..controller.partition_state import PartitionState
 from ..errors import (FencedLeaderEpochError, KafkaError, NotEnoughReplicasAfterAppendError, NotEnoughReplicasError,
                       NotLeaderOrFollowerError, UnknownLeaderEpochError)
 from ..log.leader_epoch_file_cache import EpochEndOffset
@@ -57,6 +58,16 @@ class LeaderAndIsr:
 
     def with_isr(self, isr: set[int] | frozenset[int]) -> "LeaderAndIsr":
         return LeaderAndIsr(self.leader, self.leader_epoch, tuple(sorted(isr)), self.partition_epoch)
+
+    @classmethod
+    def from_partition_state(cls, state: PartitionState, partition_epoch: int) -> "LeaderAndIsr":
+        """The controller's record of the partition (``/brokers/topics/T/partitions/P/state``) with the
+        key's ``mod_revision`` as partition epoch."""
+        return cls(state.leader, state.leader_epoch, state.isr, partition_epoch)
+
+    def to_partition_state(self, controller_epoch: int) -> PartitionState:
+        """The record a leader writes back for an ISR change, under the controller epoch it last read."""
+        return PartitionState(self.leader, self.leader_epoch, self.isr, controller_epoch)
 
 
 @dataclass(frozen=True)

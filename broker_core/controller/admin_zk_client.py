@@ -13,7 +13,8 @@ from __future__ import annotations
 import random
 from typing import Mapping, Sequence
 
-from ..errors import InvalidPartitionsError, InvalidReplicaAssignmentError, UnknownTopicOrPartitionError
+from ..errors import (InvalidPartitionsError, InvalidReplicaAssignmentError, TopicAlreadyExistsError,
+                      UnknownTopicOrPartitionError)
 from .kafka_zk_client import KafkaZkClient
 from .replica_assignment import (BrokerMetadata, assign_new_partitions, assign_replicas_to_brokers,
                                  validate_replica_assignment)
@@ -36,8 +37,11 @@ class AdminZkClient:
                 for broker_id, registration in self.zk_client.get_all_brokers().items()]
 
     def create_topic(self, topic: str, num_partitions: int = -1, replication_factor: int = -1,
-                     replica_assignment: Mapping[int, Sequence[int]] | None = None) -> dict[int, tuple[int, ...]]:
+                     replica_assignment: Mapping[int, Sequence[int]] | None = None,
+                     config: Mapping[str, str] | None = None) -> dict[int, tuple[int, ...]]:
         """Place and write a new topic's replicas; the assignment written. ``-1`` means the broker default.
+        ``config`` (the topic's overrides, already validated) goes to ``/config/topics/T`` first, as Kafka
+        writes it, so every broker creating its replicas finds it.
 
         Raises TopicAlreadyExistsError, InvalidPartitionsError, InvalidReplicationFactorError or
         InvalidReplicaAssignmentError as Kafka answers CreateTopics.
@@ -54,6 +58,9 @@ class AdminZkClient:
             partitions = self.num_partitions if num_partitions == -1 else num_partitions
             factor = self.default_replication_factor if replication_factor == -1 else replication_factor
             assignment = assign_replicas_to_brokers(brokers, partitions, factor, rng=self._rng)
+        if self.zk_client.get_topic_assignment(topic) is not None:
+            raise TopicAlreadyExistsError(f"Topic '{topic}' already exists.")
+        self.zk_client.set_topic_config(topic, dict(config or {}))
         self.zk_client.create_topic_assignment(topic, assignment)
         return assignment
 

@@ -25,7 +25,8 @@ Kafka's ``KafkaController`` of the ZooKeeper era, in its decisions:
   ``auto.leader.rebalance.enable``, a broker leading less than
   ``100 - leader.imbalance.per.broker.percentage`` percent of the partitions it
   is preferred for gets them back where it is in sync.
-* **controlled shutdown**: a stopping broker asks; its leaderships move to
+* **controlled shutdown**: a stopping broker asks (``controlled_shutdown``, or
+  ``/admin/controlled_shutdown/N`` under its lease); its leaderships move to
   other in-sync replicas, it leaves the ISRs it follows in, and the answer
   lists the partitions it still leads (none in sync elsewhere).
 
@@ -150,9 +151,13 @@ class KafkaController:
         assert self._watch is not None, "KafkaController.startup() first"
         events = self._watch.poll(timeout_s)
         controller_changed = brokers_changed = topics_changed = deletions_requested = resync = False
+        shutdowns_requested = False
         for event in events:
             if event.type is WatchEventType.RESYNC:
                 controller_changed = brokers_changed = topics_changed = deletions_requested = resync = True
+                shutdowns_requested = True
+            elif event.key.startswith(zk_data.CONTROLLED_SHUTDOWN_PATH):
+                shutdowns_requested = shutdowns_requested or event.type is WatchEventType.PUT
             elif event.key.startswith(zk_data.DELETE_TOPICS_PATH):
                 deletions_requested = deletions_requested or event.type is WatchEventType.PUT
             elif event.key == zk_data.CONTROLLER_PATH:
@@ -179,6 +184,8 @@ class KafkaController:
                 changes += self._on_topic_change()
             if deletions_requested:
                 changes += self._on_topic_deletion()
+            if shutdowns_requested:
+                changes += self._on_controlled_shutdown_requests()
             if self.config.auto_leader_rebalance_enable and self._clock.milliseconds() >= self._next_rebalance_check_ms:
                 self._schedule_rebalance_check()
                 changes += self._check_and_trigger_auto_leader_rebalance()
@@ -251,6 +258,7 @@ class KafkaController:
         changes += self._initialize_new_partitions()
         changes += self._elect_offline_partitions()
         changes += self._remove_offline_replicas_from_isr()
+        changes += self._on_controlled_shutdown_requests()
         return changes
 
     def _schedule_rebalance_check(self) -> None:
@@ -468,6 +476,19 @@ class KafkaController:
         remaining = tuple(tp for tp in sorted(self._states)
                           if self._states[tp].value.leader == broker_id and len(self._replicas(tp)) > 1)
         return ControlledShutdownResult(remaining, tuple(changes))
+
+    def _on_controlled_shutdown_requests(self) -> list[PartitionStateChange]:
+        """Brokers that asked through ``/admin/controlled_shutdown/N``: each one's leaderships move away (a broker
+        whose request is still there after its partitions remained asks again by rewriting it)."""
+        changes: list[PartitionStateChange] = []
+        for broker_id in self.zk_client.get_controlled_shutdown_requests():
+            if broker_id not in self._live_brokers:
+                continue
+            result = self.controlled_shutdown(broker_id)
+            log.info("controller %d: controlled shutdown of broker %d moved %d partitions; %d remain", self.broker_id,
+                     broker_id, len(result.changes), len(result.remaining_partitions))
+            changes += result.changes
+        return changes
 
     def _shutdown_election(self, tp: TopicPartition, state: PartitionState, broker_id: int, online: set[int]
                            ) -> ElectionResult | None:

@@ -195,6 +195,46 @@ class KafkaZkClient:
                 f"the write of {tp}'s state was refused")
         return revision
 
+    def set_topic_config(self, topic: str, config: Mapping[str, str]) -> int:
+        """Write ``/config/topics/T``: the topic's overrides (Kafka writes them before the assignment)."""
+        revision = self.store.commit([], [Put(zk_data.topic_config_path(topic), zk_data.encode_topic_config(config))])
+        assert revision is not None, "an unconditional write cannot be refused"
+        return revision
+
+    def get_all_topic_configs(self) -> dict[str, dict[str, str]]:
+        return {kv.key[len(zk_data.TOPIC_CONFIGS_PATH):]: zk_data.decode_topic_config(
+                    kv.key[len(zk_data.TOPIC_CONFIGS_PATH):], kv.value)
+                for kv in self.store.get_prefix(zk_data.TOPIC_CONFIGS_PATH)}
+
+    def allocate_producer_id_block(self, broker_id: int, block_size: int) -> tuple[int, int]:
+        """Grant ``broker_id`` the next ``block_size`` producer ids, by compare-and-set of
+        ``/latest_producer_id_block`` (Kafka's ZkProducerIdManager): (first id, last id)."""
+        while True:
+            found = self.store.get(zk_data.PRODUCER_ID_BLOCK_PATH)
+            start = 0 if found is None else zk_data.decode_producer_id_block(found.value)[1] + 1
+            end = start + block_size - 1
+            data = zk_data.encode_producer_id_block(broker_id, start, end)
+            if found is None:
+                written = self.store.create(zk_data.PRODUCER_ID_BLOCK_PATH, data)
+            else:
+                written = self.store.compare_and_set(zk_data.PRODUCER_ID_BLOCK_PATH, data, found.mod_revision)
+            if written is not None:
+                return start, end
+
+    def request_controlled_shutdown(self, broker_id: int, lease: int, attempt: int) -> int:
+        """Ask the controller to move ``broker_id``'s leaderships away (``/admin/controlled_shutdown/N`` under the
+        broker's lease, rewritten by each attempt so the controller sees each); the write's revision."""
+        revision = self.store.commit([], [Put(zk_data.controlled_shutdown_path(broker_id), str(attempt).encode(),
+                                              lease)])
+        assert revision is not None, "an unconditional write cannot be refused"
+        return revision
+
+    def get_controlled_shutdown_requests(self) -> list[int]:
+        """The brokers asking to shut down."""
+        return sorted(int(kv.key[len(zk_data.CONTROLLED_SHUTDOWN_PATH):])
+                      for kv in self.store.get_prefix(zk_data.CONTROLLED_SHUTDOWN_PATH)
+                      if kv.key[len(zk_data.CONTROLLED_SHUTDOWN_PATH):].isdigit())
+
     def request_topic_deletion(self, topic: str) -> None:
         """Ask the controller to delete ``topic`` (``/admin/delete_topics/T``); asking twice is no error."""
         self.store.create(zk_data.delete_topic_path(topic), b"")
@@ -205,7 +245,8 @@ class KafkaZkClient:
     def delete_topic(self, topic: str, partitions: Sequence[int], controller: ControllerRegistration) -> int:
         """Delete a topic's assignment, partition states and deletion request in one controller write; the
         revision of the deletion. Raises ``NotControllerError`` when the controller has been replaced."""
-        operations = [Delete(zk_data.topic_path(topic)), Delete(zk_data.delete_topic_path(topic))]
+        operations = [Delete(zk_data.topic_path(topic)), Delete(zk_data.delete_topic_path(topic)),
+                      Delete(zk_data.topic_config_path(topic))]
         operations += [Delete(zk_data.partition_state_path(TopicPartition(topic, p))) for p in partitions]
         revision = self.store.commit([Compare(zk_data.CONTROLLER_EPOCH_PATH, controller.epoch_mod_revision)],
                                      operations)

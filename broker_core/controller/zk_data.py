@@ -12,7 +12,10 @@ knows a Kafka 0.11–2.x ZooKeeper tree finds the same here (under the
 ``/brokers/topics/T``                        ``{"version":1,"partitions":{"0":[1,2,3],...}}``
 ``/brokers/topics/T/partitions/P/state``     ``{"controller_epoch":E,"leader":L,"version":1,
                                              "leader_epoch":LE,"isr":[...]}``
+``/config/topics/T``                         ``{"version":1,"config":{"min.insync.replicas":"2",...}}``
 ``/admin/delete_topics/T``                   empty: a request to delete topic T
+``/latest_producer_id_block``                ``{"version":1,"broker":N,"block_start":"S","block_end":"E"}``
+``/admin/controlled_shutdown/N``             the attempt number: broker N asks to shut down (lease)
 ===========================================  =========================================================
 
 ZooKeeper's tree has parent nodes (``/brokers/topics/T/partitions``) that etcd's
@@ -38,6 +41,15 @@ __all__ = [
     "BROKER_IDS_PATH",
     "TOPICS_PATH",
     "DELETE_TOPICS_PATH",
+    "CONTROLLED_SHUTDOWN_PATH",
+    "TOPIC_CONFIGS_PATH",
+    "PRODUCER_ID_BLOCK_PATH",
+    "encode_producer_id_block",
+    "decode_producer_id_block",
+    "topic_config_path",
+    "encode_topic_config",
+    "decode_topic_config",
+    "controlled_shutdown_path",
     "BrokerInfo",
     "broker_path",
     "broker_id_from_path",
@@ -66,6 +78,11 @@ CONTROLLER_EPOCH_PATH = "/controller_epoch"
 BROKER_IDS_PATH = "/brokers/ids/"
 TOPICS_PATH = "/brokers/topics/"
 DELETE_TOPICS_PATH = "/admin/delete_topics/"
+TOPIC_CONFIGS_PATH = "/config/topics/"
+PRODUCER_ID_BLOCK_PATH = "/latest_producer_id_block"
+# Kafka's brokers asked with a ControlledShutdown request; here the request is a key under the broker's lease, the
+# way partition states reach the brokers (seglog's own node: ZooKeeper-era Kafka had none).
+CONTROLLED_SHUTDOWN_PATH = "/admin/controlled_shutdown/"
 _PARTITIONS = "/partitions/"
 _STATE = "/state"
 
@@ -114,6 +131,14 @@ def partition_from_state_path(path: str) -> TopicPartition | None:
 
 def delete_topic_path(topic: str) -> str:
     return f"{DELETE_TOPICS_PATH}{topic}"
+
+
+def topic_config_path(topic: str) -> str:
+    return f"{TOPIC_CONFIGS_PATH}{topic}"
+
+
+def controlled_shutdown_path(broker_id: int) -> str:
+    return f"{CONTROLLED_SHUTDOWN_PATH}{broker_id}"
 
 
 # --- content --------------------------------------------------------------------------
@@ -230,6 +255,38 @@ def decode_topic_assignment(topic: str, data: bytes) -> dict[int, tuple[int, ...
             raise ValueError(f"{path}: partition {partition!r} is not a number")
         assignment[int(partition)] = _int_list(path, f"replicas of partition {partition}", replicas)
     return dict(sorted(assignment.items()))
+
+
+def encode_producer_id_block(broker_id: int, block_start: int, block_end: int) -> bytes:
+    """The last block of producer ids granted (``block_end`` inclusive), as Kafka's ZkProducerIdManager writes it."""
+    return _dump({"version": 1, "broker": broker_id, "block_start": str(block_start), "block_end": str(block_end)})
+
+
+def decode_producer_id_block(data: bytes) -> tuple[int, int]:
+    """(block_start, block_end) of the last block granted."""
+    path = PRODUCER_ID_BLOCK_PATH
+    obj = _json(path, data)
+    bounds = []
+    for name in ("block_start", "block_end"):
+        value = _field(path, obj, name, str)
+        if not value.isdigit():
+            raise ValueError(f"{path}: field {name!r} is {value!r}, not a number")
+        bounds.append(int(value))
+    return bounds[0], bounds[1]
+
+
+def encode_topic_config(config: Mapping[str, str]) -> bytes:
+    return _dump({"version": 1, "config": {k: str(v) for k, v in sorted(config.items())}})
+
+
+def decode_topic_config(topic: str, data: bytes) -> dict[str, str]:
+    """A topic's overrides of the broker defaults."""
+    path = topic_config_path(topic)
+    config = _field(path, _json(path, data), "config", dict)
+    for key, value in config.items():
+        if not isinstance(value, str):
+            raise ValueError(f"{path}: the value of {key!r} is {value!r}, not a string")
+    return dict(config)
 
 
 def encode_partition_state(state: PartitionState) -> bytes:

@@ -64,6 +64,8 @@ class BrokerServer:
         self.group_coordinator: GroupCoordinator | None = None
         self.transaction_coordinator: TransactionCoordinator | None = None
         self._coordinator_loader: threading.Thread | None = None
+        #: Cluster mode (``etcd.connect``): registration, replicas, fetchers, the controller.
+        self.cluster_mode = None
         self._lock = threading.Lock()
         self._shut_down = threading.Event()
 
@@ -74,9 +76,18 @@ class BrokerServer:
         try:
             # As Kafka does, meta.properties is checked before any log is loaded: a start refused for
             # a foreign cluster or node id leaves the logs untouched.
-            self.cluster_id = ensure_meta_properties([os.path.abspath(d) for d in config.log_dirs],
-                                                     config.node_id)
-            self.broker = Broker(list(config.log_dirs), config, clock=self.clock)
+            log_dirs = [os.path.abspath(d) for d in config.log_dirs]
+            if config.etcd_connect:
+                from .cluster_mode import ClusterMode  # only cluster mode needs etcd
+
+                self.cluster_mode = ClusterMode(config, self.clock)
+                self.cluster_id = self.cluster_mode.cluster_id(log_dirs)
+            else:
+                self.cluster_id = ensure_meta_properties(log_dirs, config.node_id)
+            self.broker = Broker(list(config.log_dirs), config, clock=self.clock,
+                                 sole_replica=self.cluster_mode is None)
+            if self.cluster_mode is not None:
+                self.broker.producer_ids = self.cluster_mode.producer_id_manager()
             producer_ids = self.broker.producer_ids
             # The coordinators run on the broker's clock (the server's); the group coordinator's
             # timer also expires offsets every offsets.retention.check.interval.ms.
@@ -100,6 +111,8 @@ class BrokerServer:
                                   advertised=advertised, fetch_purgatory=self._fetch_purgatory,
                                   producer_id_manager=producer_ids, group_coordinator=self.group_coordinator,
                                   transaction_coordinator=self.transaction_coordinator)
+            if self.cluster_mode is not None:
+                self.cluster_mode.start(self.broker, self.apis, advertised, self._fetch_purgatory)
             self._handler_pool = KafkaRequestHandlerPool(self._request_channel, self.apis, config.num_io_threads)
             self._handler_pool.start()
             self.socket_server.startup()
@@ -118,6 +131,9 @@ class BrokerServer:
             self._shut_down.set()
         log.info("[BrokerServer id=%d] shutting down", self.config.node_id)
         try:
+            if self.cluster_mode is not None and self.socket_server is not None:
+                # While it still serves: clients find the new leaders through its answers.
+                self.cluster_mode.controlled_shutdown()
             if self.transaction_coordinator is not None:
                 self.transaction_coordinator.shutdown()
             if self.group_coordinator is not None:
@@ -126,6 +142,8 @@ class BrokerServer:
                 self.socket_server.stop_processing_requests()
             if self.apis is not None:
                 self.apis.complete_delayed_fetches()
+            if self.cluster_mode is not None:
+                self.cluster_mode.shutdown()  # answers the produces waiting for acks=all
             if self._request_channel is not None and not self._request_channel.wait_until_idle(timeout_ms / 1000):
                 log.warning("[BrokerServer id=%d] %d requests still unanswered after %d ms; closing anyway",
                             self.config.node_id, self._request_channel.in_flight, timeout_ms)

@@ -69,6 +69,10 @@ class FetchParams:
     replica_id: int = CONSUMER_REPLICA_ID
 
     @property
+    def is_from_follower(self) -> bool:
+        return self.replica_id >= 0
+
+    @property
     def isolation(self) -> FetchIsolation:
         """How far this fetch reads: a follower to the log end, a consumer to the high watermark (the
         last stable offset at read_committed)."""

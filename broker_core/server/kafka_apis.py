@@ -192,6 +192,8 @@ class KafkaApis:
                 ApiKey.DESCRIBE_TRANSACTIONS: self.handle_describe_transactions_request,
                 ApiKey.LIST_TRANSACTIONS: self.handle_list_transactions_request,
             })
+        #: Cluster mode (``ClusterApis.install``): the partitions as replicas; None on a single broker.
+        self.replica_manager = None
         self.api_versions = self._advertised_versions()
         self._pending_fetches: set[DelayedFetch] = set()
         self._pending_lock = threading.Lock()
@@ -453,7 +455,8 @@ class KafkaApis:
             name = topic["topic"]
             for part in topic["partitions"]:
                 index = part["partition"]
-                fenced = self._check_leader_epoch(name, index, part["current_leader_epoch"])
+                fenced = (self._check_leader(name, index) if self.replica_manager is not None else None) \
+                    or self._check_leader_epoch(name, index, part["current_leader_epoch"])
                 if fenced is not None:
                     slots.append((name, index, fenced, None))
                 else:
@@ -462,6 +465,8 @@ class KafkaApis:
                     slots.append((name, index, None, fp))
         partitions = [slot[3] for slot in slots if slot[3] is not None]
         results = read_from_local_log(self.broker.log_manager, params, partitions)
+        if params.is_from_follower:
+            self._record_follower_fetches(params.replica_id, results)
 
         def respond(final: list[LogReadResult]) -> None:
             self._send(request, parsed, self._fetch_response(slots, final, params, self._fetch_current_leader))
@@ -491,6 +496,27 @@ class KafkaApis:
             self._pending_fetches.add(operation)
         keys = {TopicPartitionOperationKey(s.partition.topic, s.partition.partition) for s in statuses}
         self.fetch_purgatory.try_complete_else_watch(operation, keys)
+
+    def _check_leader(self, topic: str, partition: int) -> int | None:
+        """Cluster mode: the error code for a partition this broker does not lead (only leaders serve fetches)."""
+        try:
+            self.replica_manager.leader_partition(TopicPartition(topic, partition))
+        except KafkaError as exc:
+            return exc.code
+        return None
+
+    def _record_follower_fetches(self, replica_id: int, results: list[LogReadResult]) -> None:
+        """The leader takes in where each follower fetched from (only reads that found the follower's history
+        consistent with the log: no error, no diverging epoch)."""
+        for result in results:
+            if result.error is None and result.diverging_epoch is None:
+                fp = result.partition
+                try:
+                    self.replica_manager.record_follower_fetch(TopicPartition(fp.topic, fp.partition), replica_id,
+                                                               fp.fetch_offset, -1)
+                except KafkaError as exc:
+                    log.debug("fetch of %s-%d by broker %d not recorded: %s", fp.topic, fp.partition, replica_id,
+                              exc)
 
     def _check_leader_epoch(self, topic: str, partition: int, current_leader_epoch: int) -> int | None:
         """The error code fencing a request that names another leader epoch than the partition's, or None."""
@@ -568,7 +594,8 @@ class KafkaApis:
         if lg is None:
             entry["error_code"] = UnknownTopicOrPartitionError.code
             return entry
-        fenced = self._check_leader_epoch(topic, index, part.get("current_leader_epoch", -1))
+        fenced = ((self._check_leader(topic, index) if self.replica_manager is not None else None)
+                  or self._check_leader_epoch(topic, index, part.get("current_leader_epoch", -1)))
         if fenced is not None:
             entry["error_code"] = fenced
             return entry
@@ -611,6 +638,8 @@ class KafkaApis:
             entry["error_code"] = UnknownTopicOrPartitionError.code
             return entry
         try:
+            if self.replica_manager is not None:
+                self.replica_manager.leader_partition(TopicPartition(topic, index))  # only the leader answers
             if lg.failure_channel is not None:
                 lg.failure_channel.check_online(os.path.dirname(lg.dir), lg)
             check_leader_epoch(lg, part["current_leader_epoch"], lg.leader_epoch)

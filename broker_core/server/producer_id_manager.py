@@ -6,12 +6,17 @@ the controller: the end of the current block is written (atomically, fsynced)
 to ``producer-id-block`` before an id from the block is given out, so a
 restart — clean or not — continues after the last block, at worst skipping
 the unused rest of it. One fsync per thousand producers, none per id.
+
+In cluster mode the blocks come from etcd instead (``ZkProducerIdManager``,
+Kafka's ZooKeeper-era name): ``/latest_producer_id_block`` is raised by
+compare-and-set, so no two brokers hand out the same id.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+from typing import Callable
 
 from format.checkpoint import fsync_dir
 
@@ -61,6 +66,30 @@ class ProducerIdManager:
         with self._lock:
             if self._next >= self._block_end:
                 self._grant_block()
+            producer_id = self._next
+            self._next += 1
+            return producer_id
+
+
+class ZkProducerIdManager:
+    """Producer ids from blocks granted by ``allocate_block(block_size) -> (first, last)`` (the cluster's
+    ``/latest_producer_id_block``)."""
+
+    def __init__(self, allocate_block: Callable[[int], tuple[int, int]],
+                 block_size: int = PRODUCER_ID_BLOCK_SIZE) -> None:
+        if block_size < 1:
+            raise ValueError(f"ZkProducerIdManager: block_size must be >= 1, got {block_size}")
+        self.block_size = block_size
+        self._allocate_block = allocate_block
+        self._lock = threading.Lock()
+        self._next = 0
+        self._last = -1  # inclusive: no block yet
+
+    def generate_producer_id(self) -> int:
+        """The next producer id; a new block is granted first when the current one is used up."""
+        with self._lock:
+            if self._next > self._last:
+                self._next, self._last = self._allocate_block(self.block_size)
             producer_id = self._next
             self._next += 1
             return producer_id

@@ -62,6 +62,8 @@ def test_consume_from_a_partition_and_offset_with_a_limit(tmp_path):
     (["topics", "create", "--topic", "bad/name"], "INVALID_TOPIC_EXCEPTION"),
     (["consume", "--topic", "events", "--partition", "0", "--offset", "99"], "OFFSET_OUT_OF_RANGE"),
     (["topics", "create", "--topic", "x", "--config", "segment.bytes=1"], "segment.bytes"),
+    (["topics", "create", "--topic", "x", "--replication-factor", "3"],
+     "INVALID_REPLICATION_FACTOR: Unable to replicate the partition 3 time(s)"),
 ])
 def test_errors_print_one_line_and_exit_non_zero(tmp_path, args, message):
     d = str(tmp_path / "logs")

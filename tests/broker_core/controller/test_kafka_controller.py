@@ -468,3 +468,18 @@ def test_after_its_watch_lost_events_the_controller_reads_the_partition_states_a
     changes = cluster.poll()
     # Knowing broker 2 is in sync again, the imbalance check gives it back its preferred partition.
     assert [c.state for c in changes] == [PartitionState(2, 2, (1, 2), 1)]
+
+
+def test_a_broker_asking_through_etcd_for_a_controlled_shutdown_has_its_leaderships_moved_to_in_sync_replicas():
+    cluster = FakeCluster([1, 2, 3])
+    cluster.start_controller(1)
+    cluster.admin.create_topic("t", replica_assignment={0: (2, 1, 3), 1: (1, 2, 3)})
+    cluster.poll()
+    cluster.zk.request_controlled_shutdown(2, cluster.leases[2], attempt=1)
+    changes = cluster.poll()
+    moved = cluster.state("t", 0)
+    assert (moved.leader, moved.leader_epoch) == (1, 1)
+    assert 2 not in moved.isr and 2 not in cluster.state("t", 1).isr
+    assert cluster.state("t", 1).leader == 1
+    assert sorted((c.topic_partition.partition, c.reason) for c in changes) == [
+        (0, "controlled shutdown"), (1, "controlled shutdown")]

@@ -1,0 +1,325 @@
+"""The requests a broker answers differently in cluster mode: the cluster's metadata from etcd, writes to
+partition leaders only, ``acks=all`` waiting for the ISR, topics created and deleted through etcd.
+
+``ClusterApis.install`` replaces these handlers of ``KafkaApis``:
+
+* **Metadata / DescribeCluster**: every live broker (its endpoint on the
+  listener asked), the controller, and for each partition its leader and
+  leader epoch, replicas, ISR and offline replicas (assigned to brokers that
+  are not registered); a partition with no leader answers LEADER_NOT_AVAILABLE.
+* **Produce**: only the leader appends (NOT_LEADER_OR_FOLLOWER elsewhere),
+  stamped with its leader epoch; ``acks=all`` is refused with
+  NOT_ENOUGH_REPLICAS while the ISR is below ``min.insync.replicas`` and
+  otherwise waits as a ``DelayedProduce`` until the ISR has the records or
+  the request's ``timeout.ms``.
+* **CreateTopics / CreatePartitions / DeleteTopics**: through ``AdminZkClient``
+  (replica placement with ``replication.factor``, ``default.replication.factor``
+  or an explicit ``replica.assignment``); the controller then elects leaders,
+  and every broker holding a replica creates (or deletes) its logs.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from format import layout
+from format.errors import InvalidTopicError as FormatInvalidTopicError
+from format.layout import TopicPartition
+
+from ..controller.admin_zk_client import AdminZkClient
+from ..controller.partition_state import NO_LEADER
+from ..errors import (NONE, InvalidConfigurationError, InvalidRequestError, InvalidRequiredAcksError, InvalidTopicError, KafkaError,
+                      LeaderNotAvailableError, TopicAlreadyExistsError, UnknownServerError,
+                      UnknownTopicOrPartitionError)
+from ..network.request_channel import NoOpResponse, Request
+from ..protocol import ApiKey
+from ..protocol import Request as KafkaRequest
+from ..purgatory import DelayedOperationPurgatory, TopicPartitionOperationKey
+from .delayed_produce import DelayedProduce, ProducePartitionStatus
+from .replica_manager import ReplicaManager
+
+if TYPE_CHECKING:
+    from .kafka_apis import KafkaApis
+
+__all__ = ["ClusterApis"]
+
+log = logging.getLogger(__name__)
+
+ZERO_UUID = bytes(16)
+AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+ACKS_ALL = -1
+
+
+class ClusterApis:
+    """Cluster-mode handlers over ``apis`` (which keeps answering everything else)."""
+
+    def __init__(self, apis: KafkaApis, replica_manager: ReplicaManager, admin: AdminZkClient,
+                 produce_purgatory: DelayedOperationPurgatory[DelayedProduce]) -> None:
+        self.apis = apis
+        self.replica_manager = replica_manager
+        self.metadata_cache = replica_manager.metadata_cache
+        self.admin = admin
+        self.produce_purgatory = produce_purgatory
+
+    def install(self) -> None:
+        self.apis.replica_manager = self.replica_manager
+        self.apis._handlers.update({
+            ApiKey.METADATA: self.handle_topic_metadata_request,
+            ApiKey.DESCRIBE_CLUSTER: self.handle_describe_cluster_request,
+            ApiKey.DESCRIBE_TOPIC_PARTITIONS: self.handle_describe_topic_partitions_request,
+            ApiKey.PRODUCE: self.handle_produce_request,
+            ApiKey.CREATE_TOPICS: self.handle_create_topics_request,
+            ApiKey.CREATE_PARTITIONS: self.handle_create_partitions_request,
+            ApiKey.DELETE_TOPICS: self.handle_delete_topics_request,
+        })
+
+    def _send(self, request: Request, parsed: KafkaRequest, body: dict) -> None:
+        self.apis._send(request, parsed, body)
+
+    # --- Metadata --------------------------------------------------------------------
+
+    def _brokers(self, request: Request) -> list[dict]:
+        listener = self.apis._endpoint_for(request).listener_name
+        brokers = []
+        for broker_id, info in sorted(self.metadata_cache.alive_brokers().items()):
+            endpoint = self.metadata_cache.endpoint(broker_id, listener)
+            if endpoint is not None:
+                brokers.append({"node_id": broker_id, "host": endpoint.host or "127.0.0.1", "port": endpoint.port,
+                                "rack": info.rack})
+        return brokers
+
+    def handle_topic_metadata_request(self, request: Request, parsed: KafkaRequest) -> None:
+        body = parsed.body
+        wanted = body.get("topics")
+        if parsed.header.api_version == 0 and not wanted:
+            wanted = None
+        allow_auto_create = (bool(body.get("allow_auto_topic_creation", True))
+                             and self.apis.config.auto_create_topics_enable)
+        include_operations = bool(body.get("include_topic_authorized_operations", False))
+        names = self.metadata_cache.topic_names() if wanted is None else [e.get("name") for e in wanted]
+        topics = [self._topic_metadata(name, allow_auto_create and wanted is not None, include_operations)
+                  for name in names]
+        controller = self.metadata_cache.controller_id()
+        self._send(request, parsed, {
+            "throttle_time_ms": 0, "brokers": self._brokers(request), "cluster_id": self.apis.cluster_id,
+            "controller_id": -1 if controller is None else controller, "topics": topics,
+            "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED})
+
+    def _topic_metadata(self, name: str | None, allow_auto_create: bool, include_operations: bool) -> dict:
+        from .kafka_apis import TOPIC_AUTHORIZED_OPERATIONS
+
+        def error(code: int) -> dict:
+            return {"error_code": code, "name": name, "topic_id": ZERO_UUID, "is_internal": False,
+                    "partitions": [], "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
+
+        if name is None:
+            return error(UnknownTopicOrPartitionError.code)
+        partitions = self.metadata_cache.topic(name)
+        if partitions is None:
+            try:
+                layout.validate_topic_name(name)
+            except FormatInvalidTopicError:
+                return error(InvalidTopicError.code)
+            if not allow_auto_create:
+                return error(UnknownTopicOrPartitionError.code)
+            try:
+                self.admin.create_topic(name)
+                log.info("auto-created topic %s", name)
+            except TopicAlreadyExistsError:
+                pass
+            except KafkaError as exc:
+                return error(exc.code)
+            return error(LeaderNotAvailableError.code)  # as Kafka answers a topic just created
+        entries = [self._partition_entry(name, index) for index in sorted(partitions)]
+        return {"error_code": NONE, "name": name, "topic_id": ZERO_UUID,
+                "is_internal": name in layout.INTERNAL_TOPICS, "partitions": entries,
+                "topic_authorized_operations": (TOPIC_AUTHORIZED_OPERATIONS if include_operations
+                                                else AUTHORIZED_OPERATIONS_OMITTED)}
+
+    def _partition_entry(self, topic: str, index: int) -> dict:
+        meta = self.metadata_cache.partition(TopicPartition(topic, index))
+        if meta is None:
+            return {"error_code": UnknownTopicOrPartitionError.code, "partition_index": index, "leader_id": NO_LEADER,
+                    "leader_epoch": -1, "replica_nodes": [], "isr_nodes": [], "offline_replicas": []}
+        alive = self.metadata_cache.alive_brokers()
+        leader = meta.leader if meta.leader in alive else NO_LEADER
+        return {"error_code": LeaderNotAvailableError.code if leader == NO_LEADER else NONE,
+                "partition_index": index, "leader_id": leader, "leader_epoch": meta.leader_epoch,
+                "replica_nodes": list(meta.replicas), "isr_nodes": list(meta.isr),
+                "offline_replicas": [b for b in meta.replicas if b not in alive]}
+
+    def handle_describe_topic_partitions_request(self, request: Request, parsed: KafkaRequest) -> None:
+        from .describe_topic_partitions import DescribedTopic, describe_topic_partitions
+        from .kafka_apis import TOPIC_AUTHORIZED_OPERATIONS
+
+        topics = {name: DescribedTopic(ZERO_UUID, len(self.metadata_cache.topic(name) or {}),
+                                       name in layout.INTERNAL_TOPICS)
+                  for name in self.metadata_cache.topic_names()}
+        self._send(request, parsed, describe_topic_partitions(
+            parsed.body, topics,
+            lambda topic, p: {**self._partition_entry(topic, p), "eligible_leader_replicas": [], "last_known_elr": []},
+            TOPIC_AUTHORIZED_OPERATIONS))
+
+    def handle_describe_cluster_request(self, request: Request, parsed: KafkaRequest) -> None:
+        from .kafka_apis import CLUSTER_AUTHORIZED_OPERATIONS, ENDPOINT_TYPE_BROKER
+
+        body = parsed.body
+        if body["endpoint_type"] != ENDPOINT_TYPE_BROKER:
+            self.apis.handle_describe_cluster_request(request, parsed)  # answered with its error
+            return
+        controller = self.metadata_cache.controller_id()
+        self._send(request, parsed, {
+            "throttle_time_ms": 0, "error_code": NONE, "error_message": None,
+            "endpoint_type": ENDPOINT_TYPE_BROKER, "cluster_id": self.apis.cluster_id,
+            "controller_id": -1 if controller is None else controller,
+            "brokers": [{"broker_id": b["node_id"], "host": b["host"], "port": b["port"], "rack": b["rack"],
+                         "is_fenced": False} for b in self._brokers(request)],
+            "cluster_authorized_operations": (CLUSTER_AUTHORIZED_OPERATIONS
+                                              if body["include_cluster_authorized_operations"]
+                                              else AUTHORIZED_OPERATIONS_OMITTED)})
+
+    # --- Produce ---------------------------------------------------------------------
+
+    def handle_produce_request(self, request: Request, parsed: KafkaRequest) -> None:
+        body = parsed.body
+        acks = body["acks"]
+        responses = []
+        waiting: list[tuple[dict, ProducePartitionStatus]] = []
+        for topic in body["topic_data"]:
+            name = topic["name"]
+            partitions = []
+            for data in topic["partition_data"]:
+                tp = TopicPartition(name, data["index"])
+                if acks not in (-1, 0, 1):
+                    entry = _produce_error(tp.partition, InvalidRequiredAcksError(
+                        f"acks must be -1, 0 or 1, not {acks}"))
+                else:
+                    entry, required_offset = self._append(tp, data["records"], acks)
+                    if acks == ACKS_ALL and required_offset is not None:
+                        waiting.append((entry, ProducePartitionStatus(tp, required_offset)))
+                partitions.append(entry)
+            responses.append({"name": name, "partition_responses": partitions})
+        if acks == 0:
+            if any(p["error_code"] != NONE for r in responses for p in r["partition_responses"]):
+                self.apis._close(request, "a produce request with acks=0 failed")
+            else:
+                self.apis.request_channel.send_response(NoOpResponse(request))
+            return
+
+        def respond(_statuses=None) -> None:
+            for entry, status in waiting:
+                if status.error is not None:
+                    entry.update(error_code=status.error.code, error_message=str(status.error))
+            self._send(request, parsed, {"responses": responses, "throttle_time_ms": 0})
+
+        if not waiting:
+            respond()
+            return
+        operation = DelayedProduce(body["timeout_ms"], [status for _, status in waiting],
+                                   self.replica_manager.partition, respond)
+        keys = [TopicPartitionOperationKey(s.topic_partition.topic, s.topic_partition.partition)
+                for _, s in waiting]
+        self.produce_purgatory.try_complete_else_watch(operation, keys)
+
+    def _append(self, tp: TopicPartition, records, acks: int) -> tuple[dict, int | None]:
+        """Append to the partition this broker leads; the response entry and, when it landed, the offset the
+        ISR must reach."""
+        try:
+            partition = self.replica_manager.leader_partition(tp)
+            info = partition.append_records_to_leader(bytes(records or b""), acks)
+        except KafkaError as exc:
+            return _produce_error(tp.partition, exc), None
+        except Exception as exc:
+            log.exception("appending to %s failed", tp)
+            return _produce_error(tp.partition, UnknownServerError(f"{tp}: {exc}")), None
+        # Followers (and consumers, if the high watermark moved) waiting on the partition may answer now.
+        self.apis.fetch_purgatory.check_and_complete(TopicPartitionOperationKey(tp.topic, tp.partition))
+        return ({"index": tp.partition, "error_code": NONE, "base_offset": info.first_offset,
+                 "log_append_time_ms": info.log_append_time, "log_start_offset": info.log_start_offset,
+                 "record_errors": [], "error_message": None}, info.last_offset + 1)
+
+    # --- topics ----------------------------------------------------------------------
+
+    def handle_create_topics_request(self, request: Request, parsed: KafkaRequest) -> None:
+        body = parsed.body
+        validate_only = bool(body.get("validate_only", False))
+        names = [t["name"] for t in body["topics"]]
+        results = []
+        for topic in body["topics"]:
+            name = topic["name"]
+            try:
+                if names.count(name) > 1:
+                    raise InvalidRequestError(f"Create topics request from client contains multiple entries for "
+                                              f"topic {name}")
+                results.append(self._create_topic(topic, validate_only))
+            except KafkaError as exc:
+                results.append({"name": name, "topic_id": ZERO_UUID, "error_code": exc.code,
+                                "error_message": str(exc), "num_partitions": -1, "replication_factor": -1,
+                                "configs": None})
+        self._send(request, parsed, {"throttle_time_ms": 0, "topics": results})
+
+    def _create_topic(self, topic: dict, validate_only: bool) -> dict:
+        name = topic["name"]
+        try:
+            layout.validate_topic_name(name)
+        except FormatInvalidTopicError as exc:
+            raise InvalidTopicError(str(exc)) from None
+        overrides = {}
+        for c in topic.get("configs") or []:
+            if c["value"] is None:
+                raise InvalidConfigurationError(f"Null value not supported for topic configs: {c['name']}",
+                                                config_name=c["name"])
+            overrides[c["name"]] = str(c["value"])
+        self.apis.config.log_config_defaults().with_overrides(overrides)  # validates
+        explicit = {a["partition_index"]: tuple(a["broker_ids"]) for a in topic.get("assignments") or []} or None
+        if validate_only:
+            if self.metadata_cache.topic(name) is not None:
+                raise TopicAlreadyExistsError(f"Topic '{name}' already exists.")
+            assignment = explicit or {}
+        else:
+            assignment = self.admin.create_topic(name, -1 if explicit else topic["num_partitions"],
+                                                 -1 if explicit else topic["replication_factor"], explicit,
+                                                 overrides)
+        factor = len(next(iter(assignment.values()))) if assignment else topic["replication_factor"]
+        return {"name": name, "topic_id": ZERO_UUID, "error_code": NONE, "error_message": None,
+                "num_partitions": len(assignment) if assignment else topic["num_partitions"],
+                "replication_factor": factor, "configs": []}
+
+    def handle_create_partitions_request(self, request: Request, parsed: KafkaRequest) -> None:
+        body = parsed.body
+        validate_only = bool(body.get("validate_only", False))
+        results = []
+        for topic in body["topics"]:
+            name = topic["name"]
+            try:
+                assignments = topic.get("assignments")
+                if not validate_only:
+                    first = len(self.metadata_cache.topic(name) or {})
+                    explicit = ({first + n: tuple(a["broker_ids"]) for n, a in enumerate(assignments)}
+                                if assignments else None)
+                    self.admin.add_partitions(name, topic["count"], explicit)
+                results.append({"name": name, "error_code": NONE, "error_message": None})
+            except KafkaError as exc:
+                results.append({"name": name, "error_code": exc.code, "error_message": str(exc)})
+        self._send(request, parsed, {"throttle_time_ms": 0, "results": results})
+
+    def handle_delete_topics_request(self, request: Request, parsed: KafkaRequest) -> None:
+        body = parsed.body
+        names = list(body.get("topic_names") or []) + [t.get("name") for t in body.get("topics") or []]
+        responses = []
+        for name in names:
+            entry = {"name": name, "topic_id": ZERO_UUID, "error_code": NONE, "error_message": None}
+            try:
+                if name is None:
+                    raise UnknownTopicOrPartitionError("topics are deleted by name in cluster mode")
+                self.admin.delete_topic(name)
+            except KafkaError as exc:
+                entry.update(error_code=exc.code, error_message=str(exc))
+            responses.append(entry)
+        self._send(request, parsed, {"throttle_time_ms": 0, "responses": responses})
+
+
+def _produce_error(partition: int, error: KafkaError) -> dict:
+    return {"index": partition, "error_code": error.code, "base_offset": -1, "log_append_time_ms": -1,
+            "log_start_offset": -1, "record_errors": [], "error_message": str(error)}
