@@ -12,6 +12,7 @@ from broker_core.log.log_manager import LogManager
 from format import layout
 from format.layout import TopicPartition
 from tests.connector.conftest import hold_high_watermarks, produce_numbered
+from tests.connector.test_read_batch import rows
 from tests.connector.test_read_stream import expected, run_available_now, stream
 
 pytestmark = pytest.mark.slow
@@ -24,10 +25,6 @@ def read(spark, **options):
     for k, v in options.items():
         reader = reader.option(k, v if isinstance(v, str) else json.dumps(v))
     return reader.load()
-
-
-def rows(df):
-    return sorted((r.topic, r.partition, r.offset, bytes(r.value).split(b".")[0].decode()) for r in df.collect())
 
 
 def test_a_batch_read_of_a_replicated_log_dir_returns_exactly_the_records_below_the_high_watermark(spark, tmp_path):

@@ -75,6 +75,11 @@ class FakeCluster:
         self.controllers[broker_id] = controller
         return controller, controller.startup()
 
+    def write_state(self, tp: TopicPartition, state: PartitionState) -> None:
+        """Replace ``tp``'s state as its leader does when it changes the ISR (compare-and-set, no controller)."""
+        held = self.zk.get_partition_state(tp)
+        self.zk.update_partition_state(tp, state, held.mod_revision)
+
     def kill(self, broker_id: int) -> None:
         """The broker's process is gone: its session is not renewed from now on."""
         self.leases.pop(broker_id)

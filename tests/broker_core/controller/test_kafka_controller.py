@@ -193,8 +193,7 @@ def test_with_unclean_election_disabled_a_partition_whose_isr_is_gone_stays_with
     cluster.admin.create_topic("t", replica_assignment={0: [2, 3]})
     cluster.start_controller(1)
     # Broker 3 fell out of the ISR (its leader shrank it), then the leader died.
-    held = cluster.zk.get_partition_state(T0)
-    cluster.zk.update_partition_state(T0, PartitionState(2, 0, (2,), 1), held.mod_revision)
+    cluster.write_state(T0, PartitionState(2, 0, (2,), 1))
     cluster.kill(2)
     cluster.expire_dead_sessions()
     cluster.poll()
@@ -206,8 +205,7 @@ def test_unclean_leader_election_elects_an_out_of_sync_replica_and_logs_it(caplo
     cluster = FakeCluster([1, 2, 3], unclean_leader_election_enable=True)
     cluster.admin.create_topic("t", replica_assignment={0: [2, 3]})
     cluster.start_controller(1)
-    held = cluster.zk.get_partition_state(T0)
-    cluster.zk.update_partition_state(T0, PartitionState(2, 0, (2,), 1), held.mod_revision)
+    cluster.write_state(T0, PartitionState(2, 0, (2,), 1))
     cluster.kill(2)
     with caplog.at_level(logging.WARNING, logger="broker_core.controller.kafka_controller"):
         cluster.expire_dead_sessions()
@@ -221,8 +219,7 @@ def test_a_partition_without_leader_gets_one_back_when_its_last_in_sync_replica_
     cluster = FakeCluster([1, 2, 3])
     cluster.admin.create_topic("t", replica_assignment={0: [2, 3]})
     cluster.start_controller(1)
-    held = cluster.zk.get_partition_state(T0)
-    cluster.zk.update_partition_state(T0, PartitionState(2, 0, (2,), 1), held.mod_revision)
+    cluster.write_state(T0, PartitionState(2, 0, (2,), 1))
     cluster.kill(2)
     cluster.expire_dead_sessions()
     cluster.poll()
@@ -267,8 +264,7 @@ def test_a_leaders_isr_change_between_decision_and_write_is_decided_again():
     cluster.expire_dead_sessions()
 
     def leader_shrinks_isr():
-        held = cluster.zk.get_partition_state(T0)
-        cluster.zk.update_partition_state(T0, PartitionState(2, 0, (2, 1), 1), held.mod_revision)
+        cluster.write_state(T0, PartitionState(2, 0, (2, 1), 1))
 
     # The leader's last ISR shrink lands between the controller's decision (broker 3 leads) and its write.
     cluster.store.before_next_commit(leader_shrinks_isr)
@@ -334,8 +330,7 @@ def test_a_preferred_replica_out_of_the_isr_is_not_made_leader():
     cluster = FakeCluster([1, 2])
     cluster.admin.create_topic("t", replica_assignment={0: [2, 1]})
     controller, _ = cluster.start_controller(1)
-    held = cluster.zk.get_partition_state(T0)
-    cluster.zk.update_partition_state(T0, PartitionState(1, 3, (1,), 1), held.mod_revision)
+    cluster.write_state(T0, PartitionState(1, 3, (1,), 1))
     cluster.poll()
     assert controller.elect_preferred_leaders() == []
     assert cluster.state("t", 0).leader == 1
@@ -362,8 +357,7 @@ def test_controlled_shutdown_answers_the_partitions_no_other_in_sync_replica_can
     cluster.admin.create_topic("t", replica_assignment={0: [3, 1], 1: [3, 2]})
     cluster.admin.create_topic("single", replica_assignment={0: [3]})
     controller, _ = cluster.start_controller(1)
-    held = cluster.zk.get_partition_state(T0)
-    cluster.zk.update_partition_state(T0, PartitionState(3, 0, (3,), 1), held.mod_revision)
+    cluster.write_state(T0, PartitionState(3, 0, (3,), 1))
     cluster.poll()
     result = controller.controlled_shutdown(3)
     # t-1 moves to broker 2; a partition with a single replica is not waited for, as in Kafka.
@@ -455,13 +449,11 @@ def test_after_its_watch_lost_events_the_controller_reads_the_partition_states_a
     cluster = FakeCluster([1, 2])
     cluster.admin.create_topic("t", replica_assignment={0: [2, 1]})
     controller, _ = cluster.start_controller(1)
-    held = cluster.zk.get_partition_state(T0)
-    cluster.zk.update_partition_state(T0, PartitionState(1, 1, (1,), 1), held.mod_revision)
+    cluster.write_state(T0, PartitionState(1, 1, (1,), 1))
     cluster.poll()
     # Broker 2 catches up and leader 1 puts it back in the ISR, but the controller's watch loses that event
     # (its history was compacted): all it gets is a RESYNC.
-    held = cluster.zk.get_partition_state(T0)
-    cluster.zk.update_partition_state(T0, PartitionState(1, 1, (1, 2), 1), held.mod_revision)
+    cluster.write_state(T0, PartitionState(1, 1, (1, 2), 1))
     controller._watch.poll()
     controller._watch.events.append(WatchEvent(WatchEventType.RESYNC, "/"))
     cluster.advance(300_000)
