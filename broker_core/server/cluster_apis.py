@@ -29,7 +29,7 @@ from format.layout import TopicPartition
 
 from ..controller.admin_zk_client import AdminZkClient
 from ..controller.partition_state import NO_LEADER
-from ..errors import (NONE, InvalidConfigurationError, InvalidRequestError, InvalidRequiredAcksError, InvalidTopicError, KafkaError,
+from ..errors import (NONE, InvalidConfigurationError, InvalidRequiredAcksError, InvalidTopicError, KafkaError,
                       LeaderNotAvailableError, TopicAlreadyExistsError, UnknownServerError,
                       UnknownTopicOrPartitionError)
 from ..network.request_channel import NoOpResponse, Request
@@ -242,22 +242,7 @@ class ClusterApis:
     # --- topics ----------------------------------------------------------------------
 
     def handle_create_topics_request(self, request: Request, parsed: KafkaRequest) -> None:
-        body = parsed.body
-        validate_only = bool(body.get("validate_only", False))
-        names = [t["name"] for t in body["topics"]]
-        results = []
-        for topic in body["topics"]:
-            name = topic["name"]
-            try:
-                if names.count(name) > 1:
-                    raise InvalidRequestError(f"Create topics request from client contains multiple entries for "
-                                              f"topic {name}")
-                results.append(self._create_topic(topic, validate_only))
-            except KafkaError as exc:
-                results.append({"name": name, "topic_id": ZERO_UUID, "error_code": exc.code,
-                                "error_message": str(exc), "num_partitions": -1, "replication_factor": -1,
-                                "configs": None})
-        self._send(request, parsed, {"throttle_time_ms": 0, "topics": results})
+        self.apis.answer_create_topics(request, parsed, self._create_topic)
 
     def _create_topic(self, topic: dict, validate_only: bool) -> dict:
         name = topic["name"]

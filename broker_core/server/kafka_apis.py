@@ -654,6 +654,13 @@ class KafkaApis:
     # --- CreateTopics -----------------------------------------------------------------
 
     def handle_create_topics_request(self, request: Request, parsed: KafkaRequest) -> None:
+        self.answer_create_topics(request, parsed, self._create_topic)
+
+    def answer_create_topics(self, request: Request, parsed: KafkaRequest,
+                             create: Callable[[dict, bool], dict]) -> None:
+        """CreateTopics: each topic of the request made by ``create(topic, validate_only)`` (in this broker's
+        log dirs, or through etcd in cluster mode), a name given twice refused, each error in its topic's
+        result."""
         body = parsed.body
         validate_only = bool(body.get("validate_only", False))
         names = [t["name"] for t in body["topics"]]
@@ -666,7 +673,7 @@ class KafkaApis:
                     f"Create topics request from client contains multiple entries for topic {name}")))
                 continue
             try:
-                results.append(self._create_topic(topic, validate_only))
+                results.append(create(topic, validate_only))
             except KafkaError as exc:
                 results.append(self._create_topic_error(name, exc))
         self._send(request, parsed, {"throttle_time_ms": 0, "topics": results})
