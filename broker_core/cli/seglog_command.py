@@ -35,6 +35,7 @@ from ..key_values import parse_key_values
 from .arguments import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, CommandError, UsageError, non_negative
 from .broker_access import open_broker
 from .progress import DEFAULT_REPORTING_INTERVAL_MS, ProgressLine, rate_text
+from .tables import aligned
 
 DEBUG_ENV = "SEGLOG_DEBUG"
 
@@ -249,13 +250,6 @@ def _dump(args: argparse.Namespace) -> int:
     return 1 if corrupt else 0
 
 
-def _table(rows: Sequence[Sequence[object]]) -> list[str]:
-    """Columns padded to their widest cell, as kafka-consumer-groups.sh aligns them."""
-    cells = [["-" if c is None else str(c) for c in row] for row in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
-    return [" ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
-
-
 def _reset_plan(args: argparse.Namespace, broker) -> dict:
     """The new offset of each partition asked for, clamped to its log as Kafka's tool clamps it."""
     from format.layout import TopicPartition
@@ -306,13 +300,13 @@ def _print_group(description, args: argparse.Namespace) -> None:
 
     d = description
     if args.state:
-        print("\n" + "\n".join(_table([("GROUP", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"),
+        print("\n" + "\n".join(aligned([("GROUP", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"),
                                         (d.group, d.protocol or None, d.state, len(d.members))])))
         return
     if not d.members:
         print(f"\nConsumer group '{d.group}' has no active members.")
     if args.members:
-        print("\n" + "\n".join(_table([("GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT")]
+        print("\n" + "\n".join(aligned([("GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT")]
                                         + [(d.group, m.member_id, m.client_host, m.client_id, len(m.assignment),
                                             _assignment_text(m.assignment)) for m in d.members])))
         return
@@ -325,7 +319,7 @@ def _print_group(description, args: argparse.Namespace) -> None:
     # A member that owns nothing still shows, as in Kafka's tool.
     rows.extend((d.group, None, None, None, None, None, m.member_id, m.client_host, m.client_id)
                 for m in d.members if not m.assignment)
-    print("\n" + "\n".join(_table(rows)))
+    print("\n" + "\n".join(aligned(rows)))
 
 
 def _groups(args: argparse.Namespace) -> int:
@@ -359,7 +353,7 @@ def _groups(args: argparse.Namespace) -> int:
                 broker.reset_offsets(args.group, plan)  # a running broker refuses while the group has members
             elif not args.dry_run:
                 print("WARN: No action will be performed as the --execute option is missing.", file=sys.stderr)
-        print("\n".join(_table([("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")]
+        print("\n".join(aligned([("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")]
                                 + [(args.group, tp.topic, tp.partition, offset) for tp, offset in plan.items()])))
     elif args.action == "delete":
         with open_broker(args) as broker:
@@ -469,6 +463,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .transactions_command import add_parser as add_transactions_parser
     add_transactions_parser(commands, with_log_dir)
+
+    from .cluster_command import add_parser as add_cluster_parser
+    add_cluster_parser(commands)
     return parser
 
 

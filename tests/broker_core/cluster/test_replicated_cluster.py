@@ -313,6 +313,17 @@ def test_seglog_topics_create_and_describe_show_leader_replicas_and_isr_of_a_clu
         assert sorted(int(b) for b in fields["Isr"].split(",")) == [1, 2, 3]
 
 
+def test_seglog_cluster_lists_the_live_brokers_and_the_controller(cluster):
+    code, out, err = run("cluster", "--bootstrap", f"127.0.0.1:{cluster.ports[3]}")
+    assert code == 0, err
+    lines = out.splitlines()
+    controller = cluster.controller_id()
+    assert lines[0] == f"Cluster id: {cluster.metadata([])['cluster_id']}"
+    assert lines[1] == f"Controller: {controller}"
+    assert [line.split() for line in lines[3:]] == [["BROKER", "HOST", "PORT", "RACK", "CONTROLLER"]] + [
+        [str(n), "127.0.0.1", str(cluster.ports[n]), "-"] + (["yes"] if n == controller else []) for n in (1, 2, 3)]
+
+
 def test_etcd_restarted_the_cluster_carries_on_and_still_fails_over(cluster, etcd_server):
     cluster.create_topic("t")
     view = cluster.wait_for_isr("t", (1, 2, 3))

@@ -84,3 +84,14 @@ def test_describe_topic_partitions_answers_unknown_topics_and_refuses_a_cursor_o
     refused = _page(client, ["orders"], 100, ("payments", 0))
     assert [(t["name"], t["error_code"], t["partitions"]) for t in refused["topics"]] == [
         ("orders", INVALID_REQUEST, [])]
+
+
+def test_seglog_cluster_names_a_single_broker_its_own_controller(broker_server, tmp_path):
+    from tests.broker_core.cli_kit import run
+
+    code, out, err = run("cluster", "--bootstrap", f"127.0.0.1:{broker_server.bound_port()}")
+    assert code == 0, err
+    assert out.splitlines() == [
+        f"Cluster id: {read_meta_properties(tmp_path / 'logs').cluster_id}", "Controller: 0", "",
+        "BROKER HOST      PORT" + " " * max(0, len(str(broker_server.bound_port())) - 4) + " RACK CONTROLLER",
+        f"0      127.0.0.1 {broker_server.bound_port()} -    yes"]
