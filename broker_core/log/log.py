@@ -281,6 +281,7 @@ class Log:
         a follower takes the leader's, a log restores its checkpoint); returns the value set."""
         with self._lock:
             self._high_watermark = min(max(high_watermark, self.log_start_offset), self._log_end_offset)
+            self._forget_replicated_transactions()
             return self._high_watermark
 
     def maybe_increment_high_watermark(self, high_watermark: int) -> int | None:
@@ -294,6 +295,7 @@ class Log:
             if high_watermark <= old:
                 return None
             self._high_watermark = high_watermark
+            self._forget_replicated_transactions()
             return old
 
     # --- leader epochs ----------------------------------------------------------------
@@ -356,9 +358,13 @@ class Log:
             return self._last_stable_offset_from_files()
         with self._lock:
             high_watermark = self.high_watermark
-            self.producer_state.on_high_watermark_updated(high_watermark)
             first_unstable = self.producer_state.first_unstable_offset
         return high_watermark if first_unstable is None else min(first_unstable, high_watermark)
+
+    def _forget_replicated_transactions(self) -> None:
+        """The high watermark moved, or transactions ended: those whose marker is now below it no longer hold
+        the last stable offset (Kafka calls onHighWatermarkUpdated where the high watermark changes)."""
+        self.producer_state.on_high_watermark_updated(self._high_watermark)
 
     def _last_stable_offset_from_files(self) -> int:
         """A read-only view's LSO, read again when the view or the ``.txnindex`` files changed."""
@@ -435,6 +441,7 @@ class Log:
                                                             state.last_stable_offset(txn)))
                     state.complete_txn(txn)
         state.update_map_end_offset(self._log_end_offset)
+        self._forget_replicated_transactions()
         if replayed:
             log.info("%s: producer state rebuilt from offset %d to %d (%d producer batches replayed)", self,
                      start, self._log_end_offset, replayed)
@@ -693,6 +700,7 @@ class Log:
                     raise self._storage_error(f"cannot append to {segment.txn_index.path}", exc) from exc
             state.complete_txn(txn)
         state.update_map_end_offset(next_offset)
+        self._forget_replicated_transactions()
 
     def _segment_for(self, offset: int) -> LogSegment:
         return self._segments[max(bisect.bisect_right(self._bases, offset) - 1, 0)]
@@ -1038,6 +1046,7 @@ class Log:
                 self._bases.remove(segment.base_offset)
             self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
             self._high_watermark = max(self._high_watermark, self.log_start_offset)
+            self._forget_replicated_transactions()
             self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
             for segment in doomed:
                 segment.change_file_suffixes("", layout.DELETED_FILE_SUFFIX)

@@ -299,6 +299,8 @@ class ProducerStateManager:
 
     def on_high_watermark_updated(self, high_watermark: int) -> None:
         """Forget the ended transactions whose marker is now below ``high_watermark``: committed everywhere."""
+        if not self._unreplicated_offsets:
+            return
         for first in [f for f in self._unreplicated_offsets if self._unreplicated[f] < high_watermark]:
             del self._unreplicated[first]
             self._unreplicated_offsets.remove(first)
