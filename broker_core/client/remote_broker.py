@@ -38,7 +38,7 @@ from ..broker import (DEFAULT_FETCH_MAX_BYTES, FetchResult, OffsetAndTimestamp, 
                       RecordMetadata, TopicDescription, isolation_level_of)
 from ..coordinator.group.offset_and_metadata import OffsetAndMetadata
 from ..coordinator.transaction.requests import ListTransactionsRequest, TransactionDescription, TransactionListing
-from ..errors import (CoordinatorLoadInProgressError, KafkaError, CoordinatorNotAvailableError, GroupIdNotFoundError,
+from ..errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, GroupIdNotFoundError, KafkaError,
                       NonEmptyGroupError, UnknownTopicOrPartitionError, UnstableOffsetCommitError, error_for_code)
 from ..group_offsets import GroupDescription, GroupMember, PartitionLag
 from ..log.producer_state_manager import ActiveProducer
@@ -291,9 +291,9 @@ class RemoteBroker:
 
     def _offset(self, topic: str, partition: int, timestamp: int, isolation_level: int = 0,
                 client: ProtocolClient | None = None) -> OffsetAndTimestamp:
-        response = (client or self.client).send(ApiKey.LIST_OFFSETS, {"replica_id": -1, "isolation_level": isolation_level,
-                                                          "topics": [
-            {"name": topic, "partitions": [{"partition_index": partition, "timestamp": timestamp}]}]})
+        response = (client or self.client).send(ApiKey.LIST_OFFSETS, {
+            "replica_id": -1, "isolation_level": isolation_level,
+            "topics": [{"name": topic, "partitions": [{"partition_index": partition, "timestamp": timestamp}]}]})
         (result,) = response["topics"][0]["partitions"]
         _raise_for(result["error_code"], f"{topic}-{partition}", f"{topic}-{partition}")
         return OffsetAndTimestamp(result["offset"], result["timestamp"])
