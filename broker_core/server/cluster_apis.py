@@ -21,7 +21,7 @@ partition leaders only, ``acks=all`` waiting for the ISR, topics created and del
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from format import layout
 from format.errors import InvalidTopicError as FormatInvalidTopicError
@@ -29,10 +29,10 @@ from format.layout import TopicPartition
 
 from ..controller.admin_zk_client import AdminZkClient
 from ..controller.partition_state import NO_LEADER
-from ..errors import (NONE, InvalidConfigurationError, InvalidRequiredAcksError, InvalidTopicError, KafkaError,
+from ..errors import (NONE, InvalidConfigurationError, InvalidTopicError, KafkaError,
                       LeaderNotAvailableError, TopicAlreadyExistsError, UnknownServerError,
                       UnknownTopicOrPartitionError)
-from ..network.request_channel import NoOpResponse, Request
+from ..network.request_channel import Request
 from ..protocol import ApiKey
 from ..protocol import Request as KafkaRequest
 from ..purgatory import DelayedOperationPurgatory, TopicPartitionOperationKey
@@ -48,7 +48,6 @@ log = logging.getLogger(__name__)
 
 ZERO_UUID = bytes(16)
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
-ACKS_ALL = -1
 
 
 class ClusterApis:
@@ -182,44 +181,23 @@ class ClusterApis:
     # --- Produce ---------------------------------------------------------------------
 
     def handle_produce_request(self, request: Request, parsed: KafkaRequest) -> None:
-        body = parsed.body
-        acks = body["acks"]
-        responses = []
-        waiting: list[tuple[dict, ProducePartitionStatus]] = []
-        for topic in body["topic_data"]:
-            name = topic["name"]
-            partitions = []
-            for data in topic["partition_data"]:
-                tp = TopicPartition(name, data["index"])
-                if acks not in (-1, 0, 1):
-                    entry = _produce_error(tp.partition, InvalidRequiredAcksError(
-                        f"acks must be -1, 0 or 1, not {acks}"))
-                else:
-                    entry, required_offset = self._append(tp, data["records"], acks)
-                    if acks == ACKS_ALL and required_offset is not None:
-                        waiting.append((entry, ProducePartitionStatus(tp, required_offset)))
-                partitions.append(entry)
-            responses.append({"name": name, "partition_responses": partitions})
-        if acks == 0:
-            if any(p["error_code"] != NONE for r in responses for p in r["partition_responses"]):
-                self.apis._close(request, "a produce request with acks=0 failed")
-            else:
-                self.apis.request_channel.send_response(NoOpResponse(request))
-            return
+        self.apis.answer_produce(request, parsed, self._append, self._await_replicas)
 
-        def respond(_statuses=None) -> None:
-            for entry, status in waiting:
+    def _await_replicas(self, timeout_ms: int, waiting: list[tuple[dict, TopicPartition, int]],
+                        respond: Callable[[], None]) -> None:
+        """``acks=all``: a ``DelayedProduce`` in the purgatory until every partition's ISR has its records (or
+        the request's time is up); each partition's error goes into its response entry first."""
+        statuses = [(entry, ProducePartitionStatus(tp, offset)) for entry, tp, offset in waiting]
+
+        def complete(_statuses=None) -> None:
+            for entry, status in statuses:
                 if status.error is not None:
                     entry.update(error_code=status.error.code, error_message=str(status.error))
-            self._send(request, parsed, {"responses": responses, "throttle_time_ms": 0})
-
-        if not waiting:
             respond()
-            return
-        operation = DelayedProduce(body["timeout_ms"], [status for _, status in waiting],
-                                   self.replica_manager.partition, respond)
-        keys = [TopicPartitionOperationKey(s.topic_partition.topic, s.topic_partition.partition)
-                for _, s in waiting]
+
+        operation = DelayedProduce(timeout_ms, [status for _, status in statuses], self.replica_manager.partition,
+                                   complete)
+        keys = [TopicPartitionOperationKey(s.topic_partition.topic, s.topic_partition.partition) for _, s in statuses]
         self.produce_purgatory.try_complete_else_watch(operation, keys)
 
     def _append(self, tp: TopicPartition, records, acks: int) -> tuple[dict, int | None]:
@@ -229,15 +207,13 @@ class ClusterApis:
             partition = self.replica_manager.leader_partition(tp)
             info = partition.append_records_to_leader(bytes(records or b""), acks)
         except KafkaError as exc:
-            return _produce_error(tp.partition, exc), None
+            return self.apis.produce_error(tp.partition, exc), None
         except Exception as exc:
             log.exception("appending to %s failed", tp)
-            return _produce_error(tp.partition, UnknownServerError(f"{tp}: {exc}")), None
+            return self.apis.produce_error(tp.partition, UnknownServerError(f"{tp}: {exc}")), None
         # Followers (and consumers, if the high watermark moved) waiting on the partition may answer now.
         self.apis.fetch_purgatory.check_and_complete(TopicPartitionOperationKey(tp.topic, tp.partition))
-        return ({"index": tp.partition, "error_code": NONE, "base_offset": info.first_offset,
-                 "log_append_time_ms": info.log_append_time, "log_start_offset": info.log_start_offset,
-                 "record_errors": [], "error_message": None}, info.last_offset + 1)
+        return self.apis.produce_answer(tp, info), info.last_offset + 1
 
     # --- topics ----------------------------------------------------------------------
 
@@ -303,8 +279,3 @@ class ClusterApis:
                 entry.update(error_code=exc.code, error_message=str(exc))
             responses.append(entry)
         self._send(request, parsed, {"throttle_time_ms": 0, "responses": responses})
-
-
-def _produce_error(partition: int, error: KafkaError) -> dict:
-    return {"index": partition, "error_code": error.code, "base_offset": -1, "log_append_time_ms": -1,
-            "log_start_offset": -1, "record_errors": [], "error_message": str(error)}

@@ -388,48 +388,73 @@ class KafkaApis:
     # --- Produce --------------------------------------------------------------------
 
     def handle_produce_request(self, request: Request, parsed: KafkaRequest) -> None:
+        self.answer_produce(request, parsed, self._append)
+
+    def answer_produce(self, request: Request, parsed: KafkaRequest,
+                       append: Callable[[TopicPartition, Any, int], tuple[dict, int | None]],
+                       await_replicas: Callable[[int, list[tuple[dict, TopicPartition, int]], Callable[[], None]],
+                                                None] | None = None) -> None:
+        """Produce: each partition's records appended by ``append(tp, records, acks)``, which gives the
+        partition's response entry and the offset its in-sync replicas must reach before an ``acks=all``
+        answer (None: answer as it is). Those are handed to ``await_replicas(timeout_ms, waiting, respond)``
+        (cluster mode), which calls ``respond`` once they are there or the request's time is up."""
         body = parsed.body
         acks = body["acks"]
         responses = []
-        has_error = False
+        waiting: list[tuple[dict, TopicPartition, int]] = []
         for topic in body["topic_data"]:
             name = topic["name"]
             partitions = []
             for data in topic["partition_data"]:
+                tp = TopicPartition(name, data["index"])
                 if acks not in (-1, 0, 1):
-                    result = self._produce_error(data["index"], InvalidRequiredAcksError(
+                    entry = self.produce_error(tp.partition, InvalidRequiredAcksError(
                         f"acks must be -1, 0 or 1, not {acks}"))
                 else:
-                    result = self._append(name, data["index"], data["records"])
-                has_error |= result["error_code"] != NONE
-                partitions.append(result)
+                    entry, required_offset = append(tp, data["records"], acks)
+                    if acks == -1 and required_offset is not None:
+                        waiting.append((entry, tp, required_offset))
+                partitions.append(entry)
             responses.append({"name": name, "partition_responses": partitions})
         if acks == 0:
             # No answer is expected; an error can only be signalled by closing
             # the connection, which makes the client refresh its metadata.
-            if has_error:
+            if any(p["error_code"] != NONE for r in responses for p in r["partition_responses"]):
                 self._close(request, "a produce request with acks=0 failed")
             else:
                 self.request_channel.send_response(NoOpResponse(request))
             return
-        self._send(request, parsed, {"responses": responses, "throttle_time_ms": 0})
 
-    def _append(self, topic: str, partition: int, records: Any) -> dict:
+        def respond() -> None:
+            self._send(request, parsed, {"responses": responses, "throttle_time_ms": 0})
+
+        if waiting and await_replicas is not None:
+            await_replicas(body["timeout_ms"], waiting, respond)
+        else:
+            respond()
+
+    def _append(self, tp: TopicPartition, records: Any, acks: int) -> tuple[dict, None]:
+        """Append to this broker's log: every record it holds is committed, nothing to wait for."""
         try:
-            info = self.broker.produce_batches(topic, partition, bytes(records or b""))
+            info = self.broker.produce_batches(tp.topic, tp.partition, bytes(records or b""))
         except KafkaError as exc:
-            return self._produce_error(partition, exc)
+            return self.produce_error(tp.partition, exc), None
         except Exception as exc:
-            log.exception("appending to %s-%d failed", topic, partition)
-            return self._produce_error(partition, UnknownServerError(f"{topic}-{partition}: {exc}"))
+            log.exception("appending to %s failed", tp)
+            return self.produce_error(tp.partition, UnknownServerError(f"{tp}: {exc}")), None
         # Fetches waiting on this partition may have enough bytes now.
-        self.fetch_purgatory.check_and_complete(TopicPartitionOperationKey(topic, partition))
-        return {"index": partition, "error_code": NONE, "base_offset": info.first_offset,
+        self.fetch_purgatory.check_and_complete(TopicPartitionOperationKey(tp.topic, tp.partition))
+        return self.produce_answer(tp, info), None
+
+    @staticmethod
+    def produce_answer(tp: TopicPartition, info) -> dict:
+        """A partition's entry of a Produce response for records appended as ``info`` says."""
+        return {"index": tp.partition, "error_code": NONE, "base_offset": info.first_offset,
                 "log_append_time_ms": info.log_append_time, "log_start_offset": info.log_start_offset,
                 "record_errors": [], "error_message": None}
 
     @staticmethod
-    def _produce_error(partition: int, error: KafkaError) -> dict:
+    def produce_error(partition: int, error: KafkaError) -> dict:
         return {"index": partition, "error_code": error.code, "base_offset": -1, "log_append_time_ms": -1,
                 "log_start_offset": -1, "record_errors": [], "error_message": str(error)}
 
