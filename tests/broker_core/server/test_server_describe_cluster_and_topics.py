@@ -19,12 +19,6 @@ MISMATCHED_ENDPOINT_TYPE = 114
 UNSUPPORTED_ENDPOINT_TYPE = 115
 
 
-@pytest.fixture()
-def client(bootstrap):
-    with ProtocolClient(bootstrap) as c:
-        yield c
-
-
 @pytest.mark.parametrize("version", [0, 1, 2])
 def test_describe_cluster_names_this_broker_the_only_broker_and_the_controller(client, broker_server, tmp_path,
                                                                               version):

@@ -5,8 +5,6 @@ from __future__ import annotations
 import threading
 import time
 
-import pytest
-
 from broker_core.client.protocol_client import ProtocolClient
 from broker_core.coordinator.group import GroupCoordinator
 from broker_core.offsets_topic import OFFSETS_TOPIC
@@ -41,12 +39,6 @@ def fetch_offsets(client: ProtocolClient, group: str) -> tuple[int, dict[tuple[s
     (answer,) = response["groups"]
     return answer["error_code"], {(t["name"], p["partition_index"]): p["committed_offset"]
                                   for t in answer["topics"] for p in t["partitions"]}
-
-
-@pytest.fixture()
-def client(bootstrap):
-    with ProtocolClient(bootstrap) as c:
-        yield c
 
 
 def test_find_coordinator_names_this_broker_as_clients_reach_it(tmp_path):

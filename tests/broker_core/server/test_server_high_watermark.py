@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import time
 
-import pytest
-
 from broker_core.client.protocol_client import ProtocolClient
 from broker_core.log.log import FetchIsolation, Log
 from broker_core.server.delayed_fetch import FetchParams, FetchPartition, read_from_local_log
@@ -18,12 +16,6 @@ from server_kit import create_topic, produce
 from test_server_kafka_apis import batch, fetch, list_offset, values_of
 
 LATEST = -1
-
-
-@pytest.fixture()
-def client(bootstrap):
-    with ProtocolClient(bootstrap) as c:
-        yield c
 
 
 def replicated_log(broker_server, topic: str, high_watermark: int) -> Log:

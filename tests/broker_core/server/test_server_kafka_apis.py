@@ -66,12 +66,6 @@ def values_of(records: bytes, from_offset: int = 0) -> list[bytes]:
     return [r.value for b in iter_batches(bytes(records)) for r in b.records() if r.offset >= from_offset]
 
 
-@pytest.fixture()
-def client(bootstrap):
-    with ProtocolClient(bootstrap) as c:
-        yield c
-
-
 # --- ApiVersions and unsupported requests ---------------------------------------------
 
 

@@ -22,12 +22,6 @@ UNKNOWN_LEADER_EPOCH = 76
 UNKNOWN_TOPIC_OR_PARTITION = 3
 
 
-@pytest.fixture()
-def client(bootstrap):
-    with ProtocolClient(bootstrap) as c:
-        yield c
-
-
 def lead_in_epoch(broker_server, topic: str, epoch: int, truncate_to: int | None = None) -> Log:
     """What a failover leaves on the partition's leader: its log cut back to what the new leader had
     (``truncate_to``) and a new leader epoch beginning at its end."""
