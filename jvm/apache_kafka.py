@@ -2,7 +2,8 @@
 
 ``KafkaBroker`` formats a fresh log dir and starts one combined broker and controller
 (``process.roles=broker,controller``) bound to 127.0.0.1, the reference broker seglog's
-tests and benchmarks compare against. ``run_tool`` runs the class behind one of Kafka's
+tests and benchmarks compare against; ``KafkaCluster`` starts three brokers and a KRaft
+controller of their own, the reference for seglog's cluster mode. ``run_tool`` runs the class behind one of Kafka's
 ``bin/*.sh`` scripts (``TOOLS`` maps the script names) with the same classpath, against
 either broker.
 """
@@ -72,15 +73,20 @@ def random_cluster_id() -> str:
 
 
 class KafkaBroker:
-    """One Apache Kafka broker and controller in KRaft mode, on 127.0.0.1, with its own log dir.
+    """One Apache Kafka node in KRaft mode, on 127.0.0.1, with its own log dir: by default a broker and
+    the controller of its own one-voter quorum.
 
-    ``overrides`` are extra ``server.properties`` lines (Kafka's config names);
+    ``roles`` (``process.roles``), ``node_id``, ``controller_quorum`` (``controller.quorum.voters``, this
+    node's own controller listener by default) and ``cluster_id`` make it one node of a larger cluster
+    (``KafkaCluster``). ``overrides`` are extra ``server.properties`` lines (Kafka's config names);
     ``cpu`` pins the JVM to one core (``taskset``) for benchmarks.
     """
 
     def __init__(self, root: str | os.PathLike, *, port: int | None = None,
                  overrides: Mapping[str, object] | None = None, heap: str = "-Xmx768m",
-                 cpu: int | None = None, start_timeout_s: float = 90.0):
+                 cpu: int | None = None, start_timeout_s: float = 90.0, node_id: int = 1,
+                 roles: str = "broker,controller", controller_quorum: str | None = None,
+                 cluster_id: str | None = None):
         self.root = Path(root)
         self.port = port or free_port()
         self.controller_port = free_port()
@@ -89,22 +95,35 @@ class KafkaBroker:
         self.heap = heap
         self.cpu = cpu
         self.start_timeout_s = start_timeout_s
+        self.node_id = node_id
+        self.roles = roles
+        self.controller_quorum = controller_quorum or f"{node_id}@127.0.0.1:{self.controller_port}"
+        self.cluster_id = cluster_id
         self.process: subprocess.Popen | None = None
 
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    @property
+    def is_broker(self) -> bool:
+        return "broker" in self.roles.split(",")
+
+    @property
+    def is_controller(self) -> bool:
+        return "controller" in self.roles.split(",")
+
     def properties(self) -> dict[str, object]:
+        listeners = [f"PLAINTEXT://127.0.0.1:{self.port}"] if self.is_broker else []
+        if self.is_controller:
+            listeners.append(f"CONTROLLER://127.0.0.1:{self.controller_port}")
         props: dict[str, object] = {
-            "process.roles": "broker,controller",
-            "node.id": 1,
-            "controller.quorum.voters": f"1@127.0.0.1:{self.controller_port}",
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "process.roles": self.roles,
+            "node.id": self.node_id,
+            "controller.quorum.voters": self.controller_quorum,
+            "listeners": ",".join(listeners),
             "controller.listener.names": "CONTROLLER",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "inter.broker.listener.name": "PLAINTEXT",
             "log.dirs": str(self.log_dir),
             "num.partitions": 1,
             "offsets.topic.replication.factor": 1,
@@ -115,6 +134,9 @@ class KafkaBroker:
             "share.coordinator.state.topic.min.isr": 1,
             "group.initial.rebalance.delay.ms": 0,
         }
+        if self.is_broker:
+            props["advertised.listeners"] = f"PLAINTEXT://127.0.0.1:{self.port}"
+            props["inter.broker.listener.name"] = "PLAINTEXT"
         props.update(self.overrides)
         return props
 
@@ -125,32 +147,42 @@ class KafkaBroker:
         return path
 
     def start(self) -> "KafkaBroker":
-        config = self._write_properties()
-        cluster_id = random_cluster_id()
-        fmt = subprocess.run(java_command(TOOLS["kafka-storage.sh"], ["format", "-t", cluster_id, "-c", str(config)]),
-                             capture_output=True, text=True, timeout=120)
-        if fmt.returncode != 0:
-            raise RuntimeError(f"formatting {self.log_dir} failed: {fmt.stdout}{fmt.stderr}")
-        command = java_command("kafka.Kafka", [str(config)], heap=self.heap)
-        if self.cpu is not None:
-            command = ["taskset", "-c", str(self.cpu), *command]
-        self._out = open(self.root / "kafka.out", "wb")
-        self.process = subprocess.Popen(command, stdout=self._out, stderr=subprocess.STDOUT,
-                                        start_new_session=True)
+        """Start the node and return once it says it has started; its log dir is formatted the first time,
+        and kept on a later start (a restart after ``stop`` or ``kill``)."""
+        self.launch()
         try:
-            self._await_ready()
+            self.await_ready()
         except BaseException:
             self.stop()
             raise
         return self
 
-    def _await_ready(self) -> None:
+    def launch(self) -> None:
+        """Start the node's process without waiting for it (``await_ready`` waits)."""
+        config = self._write_properties()
+        if not (self.log_dir / "meta.properties").exists():
+            self.cluster_id = self.cluster_id or random_cluster_id()
+            fmt = subprocess.run(java_command(TOOLS["kafka-storage.sh"],
+                                              ["format", "-t", self.cluster_id, "-c", str(config)]),
+                                 capture_output=True, text=True, timeout=120)
+            if fmt.returncode != 0:
+                raise RuntimeError(f"formatting {self.log_dir} failed: {fmt.stdout}{fmt.stderr}")
+        command = java_command("kafka.Kafka", [str(config)], heap=self.heap)
+        if self.cpu is not None:
+            command = ["taskset", "-c", str(self.cpu), *command]
+        out_path = self.root / "kafka.out"
+        self._output_from = out_path.stat().st_size if out_path.exists() else 0
+        self._out = open(out_path, "ab")
+        self.process = subprocess.Popen(command, stdout=self._out, stderr=subprocess.STDOUT,
+                                        start_new_session=True)
+
+    def await_ready(self) -> None:
         deadline = time.monotonic() + self.start_timeout_s
         marker = "Kafka Server started"
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"Apache Kafka exited with {self.process.returncode}: {self.output()[-4000:]}")
-            if marker in self.output():
+            if marker in self.output()[self._output_from:]:
                 return
             time.sleep(0.2)
         raise TimeoutError(f"Apache Kafka did not start within {self.start_timeout_s} s: {self.output()[-4000:]}")
@@ -175,9 +207,83 @@ class KafkaBroker:
         self._out.close()
         self.process = None
 
+    def kill(self) -> None:
+        """SIGKILL: the node dies where it is, as in a crash."""
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(30)
+        self._out.close()
+        self.process = None
+
     def __enter__(self) -> "KafkaBroker":
         return self.start()
 
     def __exit__(self, *exc) -> None:
         self.stop()
 
+
+
+class KafkaCluster:
+    """Apache Kafka brokers ``1..size`` and one KRaft controller (node ``CONTROLLER_ID``), each a JVM of its
+    own on 127.0.0.1 under ``root``, sharing one cluster id: the topology of seglog brokers beside one etcd
+    (the metadata quorum apart from the brokers, one of the brokers the controller over it in seglog).
+
+    The internal topics keep Kafka's default replication (3, ``min.insync.replicas`` 2); ``overrides`` add to
+    every broker's properties. ``kill``/``start`` a broker by node id; it keeps its port and log dir.
+    """
+
+    CONTROLLER_ID = 100
+
+    def __init__(self, root: str | os.PathLike, *, size: int = 3, overrides: Mapping[str, object] | None = None,
+                 heap: str = "-Xmx512m", controller_heap: str = "-Xmx256m", cpu: int | None = None):
+        root = Path(root)
+        cluster_id = random_cluster_id()
+        self.controller = KafkaBroker(root / "controller", node_id=self.CONTROLLER_ID, roles="controller",
+                                      cluster_id=cluster_id, heap=controller_heap, cpu=cpu)
+        internal_topics = {"offsets.topic.replication.factor": 3, "transaction.state.log.replication.factor": 3,
+                           "transaction.state.log.min.isr": 2,
+                           "share.coordinator.state.topic.replication.factor": 3,
+                           "share.coordinator.state.topic.min.isr": 2}
+        self.brokers = {
+            node_id: KafkaBroker(root / f"broker-{node_id}", node_id=node_id, roles="broker",
+                                 controller_quorum=self.controller.controller_quorum, cluster_id=cluster_id,
+                                 overrides={**internal_topics, **(overrides or {})}, heap=heap, cpu=cpu)
+            for node_id in range(1, size + 1)}
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(b.bootstrap for _, b in sorted(self.brokers.items()))
+
+    def nodes(self) -> list[KafkaBroker]:
+        return [self.controller, *(b for _, b in sorted(self.brokers.items()))]
+
+    def start_all(self) -> "KafkaCluster":
+        """Start the controller and the brokers side by side; return once every one has started."""
+        try:
+            for node in self.nodes():
+                node.launch()
+            for node in self.nodes():
+                node.await_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def start(self, node_id: int) -> None:
+        self.brokers[node_id].start()
+
+    def kill(self, node_id: int) -> None:
+        self.brokers[node_id].kill()
+
+    def stop(self) -> None:
+        """Stop the brokers, then the controller (a broker's controlled shutdown needs it)."""
+        for node in reversed(self.nodes()):
+            node.stop()
+
+    def __enter__(self) -> "KafkaCluster":
+        return self.start_all()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

