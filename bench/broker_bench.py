@@ -66,7 +66,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 import confluent_kafka
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -203,19 +203,25 @@ def brokers_running(root: str, cpu: int | None) -> Iterator[dict[str, RunningBro
 # --- topics and records ---------------------------------------------------------------
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int = PARTITIONS,
-                 timeout_s: float = CLIENT_TIMEOUT_S) -> None:
+def create_topic(bootstrap: str, topic: str, partitions: int = PARTITIONS, timeout_s: float = CLIENT_TIMEOUT_S,
+                 replication_factor: int = 1, config: Mapping[str, str] | None = None) -> None:
+    """Create ``topic`` (with topic ``config``) and wait until metadata shows a leader for every partition, and
+    every replica in its ISR."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
+    new = NewTopic(topic, partitions, replication_factor, config=dict(config or {}))
+    for future in admin.create_topics([new]).values():
         future.result(timeout_s)
     # Both brokers answer CreateTopics once the topic exists; wait until metadata shows every leader too.
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         found = admin.list_topics(topic, timeout=10).topics[topic].partitions
-        if len(found) == partitions and all(p.leader >= 0 for p in found.values()):
+        # Tansu answers no ISR at all; a single replica needs no look at it.
+        if len(found) == partitions and all(p.leader >= 0 and (replication_factor == 1 or
+                                                               len(p.isrs) == replication_factor)
+                                            for p in found.values()):
             return
         time.sleep(0.1)
-    raise RuntimeError(f"{bootstrap}: topic {topic} has no leaders after {timeout_s} s")
+    raise RuntimeError(f"{bootstrap}: topic {topic} has no leaders or no full ISR after {timeout_s} s")
 
 
 def delete_topic(bootstrap: str, topic: str) -> None:
@@ -359,9 +365,11 @@ class Latency:
         return max(self.seconds) * 1000
 
 
-def produce_at_rate(bootstrap: str, topic: str, work: Workload, per_s: int, duration_s: float) -> Latency:
-    """Send ``per_s`` records a second for ``duration_s``; latency of each from produce() to its report."""
-    p = producer(bootstrap)
+def produce_at_rate(bootstrap: str, topic: str, work: Workload, per_s: int, duration_s: float,
+                    **settings) -> Latency:
+    """Send ``per_s`` records a second for ``duration_s``; latency of each from produce() to its report.
+    ``settings`` add to the producer's."""
+    p = producer(bootstrap, **settings)
     latencies: list[float] = []
     failures: list[str] = []
     clock = time.perf_counter

@@ -11,6 +11,7 @@ either broker.
 from __future__ import annotations
 
 import base64
+import concurrent.futures
 import os
 import shutil
 import socket
@@ -231,7 +232,8 @@ class KafkaCluster:
     (the metadata quorum apart from the brokers, one of the brokers the controller over it in seglog).
 
     The internal topics keep Kafka's default replication (3, ``min.insync.replicas`` 2); ``overrides`` add to
-    every broker's properties. ``kill``/``start`` a broker by node id; it keeps its port and log dir.
+    every node's properties (the controller's too: ``broker.session.timeout.ms`` is the controller's).
+    ``kill``/``start`` a broker by node id; it keeps its port and log dir.
     """
 
     CONTROLLER_ID = 100
@@ -241,7 +243,7 @@ class KafkaCluster:
         root = Path(root)
         cluster_id = random_cluster_id()
         self.controller = KafkaBroker(root / "controller", node_id=self.CONTROLLER_ID, roles="controller",
-                                      cluster_id=cluster_id, heap=controller_heap, cpu=cpu)
+                                      cluster_id=cluster_id, overrides=overrides, heap=controller_heap, cpu=cpu)
         internal_topics = {"offsets.topic.replication.factor": 3, "transaction.state.log.replication.factor": 3,
                            "transaction.state.log.min.isr": 2,
                            "share.coordinator.state.topic.replication.factor": 3,
@@ -262,8 +264,8 @@ class KafkaCluster:
     def start_all(self) -> "KafkaCluster":
         """Start the controller and the brokers side by side; return once every one has started."""
         try:
-            for node in self.nodes():
-                node.launch()
+            with concurrent.futures.ThreadPoolExecutor(len(self.nodes())) as pool:
+                list(pool.map(KafkaBroker.launch, self.nodes()))  # formatting is a JVM each: side by side too
             for node in self.nodes():
                 node.await_ready()
         except BaseException:
