@@ -15,7 +15,7 @@ acks=1 and acks=all (topics of RF 3 with ``min.insync.replicas`` 2):
   etcd, or brokers and the KRaft controller) as a share of one core, and the
   rate over the same cluster's RF 1, acks=1 rate: what replication costs it;
 * produce latency: the same producer sends 5,000 records a second for 10 s
-  to a new topic; a record's latency is its delivery report's time minus its
+  (after 3 s untimed) to a new topic; a record's latency is its delivery report's time minus its
   ``produce()`` time, taken in the delivery callback (``linger.ms`` included);
   p50, p99 and the maximum. Taken at a fixed rate, not during the throughput
   runs, where it would measure the client's own queue;
@@ -87,6 +87,8 @@ FAILOVER_INTERVAL_S = 0.005
 FAILOVER_RUN_UP_S = 2.0
 FAILOVER_TIMEOUT_S = 120.0
 SETTLE_TIMEOUT_S = 120.0
+# Seconds at the latency figures' rate before the timed ones (a cold Kafka broker answers in seconds at first).
+LATENCY_WARM_UP_S = 3.0
 
 
 @dataclass(frozen=True)
@@ -171,6 +173,21 @@ def wait_for_brokers(cluster: RunningCluster) -> None:
         time.sleep(0.2)
 
 
+def new_topic(cluster: RunningCluster, topic: str, partitions: int, case: Case) -> float:
+    """Create ``topic`` for ``case`` and write one record to each partition with acks=all, so that the figure
+    starts with the followers fetching; returns the seconds that first write took (a topic's first acks=all write
+    waits for its followers' first fetch)."""
+    create_topic(cluster.bootstrap, topic, partitions, replication_factor=case.replication_factor,
+                 config=case.topic_config)
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    start = time.perf_counter()
+    for partition in range(partitions):
+        p.produce(topic, b"", partition=partition)
+    if p.flush(CLIENT_TIMEOUT_S):
+        raise RuntimeError(f"{cluster.name}: the first records to {topic} were not acknowledged")
+    return time.perf_counter() - start
+
+
 def leaders(bootstrap: str, topic: str) -> dict[int, int]:
     """Partition -> leader of ``topic``."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -213,14 +230,13 @@ def throughput_rows(clusters: dict[str, RunningCluster], work: Workload, runs: i
             for name in order:
                 cluster = clusters[name]
                 topic = f"bench-rf{case.replication_factor}-acks{case.acks}-{i}"
-                create_topic(cluster.bootstrap, topic, PARTITIONS, replication_factor=case.replication_factor,
-                             config=case.topic_config)
+                first_s = new_topic(cluster, topic, PARTITIONS, case)
                 s, share = with_cluster_cpu(cluster, lambda: produce_all(cluster.bootstrap, topic, work,
                                                                           acks=case.acks))
                 spread = sorted(leaders(cluster.bootstrap, topic).values())
                 delete_topic(cluster.bootstrap, topic)
                 log(f"    {name}: {work.bytes / s / 1e6:,.1f} MB/s, {rate(work.count / s)} records/s "
-                    f"(cluster CPU {share:.0%}; leaders {spread})")
+                    f"(cluster CPU {share:.0%}; leaders {spread}; first acks=all write {first_s * 1000:.0f} ms)")
                 if i:
                     seconds[name].append(s)
                     shares[name].append(share)
@@ -228,22 +244,34 @@ def throughput_rows(clusters: dict[str, RunningCluster], work: Workload, runs: i
     return rows
 
 
+@dataclass(frozen=True)
+class LatencyFigure:
+    """Latencies at ``LATENCY_RATE`` records a second, and the share of one core the cluster used meanwhile (near
+    100%, the cluster's core is saturated and the latencies grow with the run's length)."""
+
+    latency: Latency
+    cpu: float
+
+
 def latency_figures(clusters: dict[str, RunningCluster], work: Workload, duration_s: float
-                    ) -> dict[tuple[str, str], Latency]:
+                    ) -> dict[tuple[str, str], LatencyFigure]:
     """(case name, cluster name) -> latencies at ``LATENCY_RATE`` records a second."""
     out = {}
     for case in CASES:
         for name in CLUSTERS:
-            bootstrap = clusters[name].bootstrap
+            cluster = clusters[name]
+            bootstrap = cluster.bootstrap
             topic = f"bench-latency-rf{case.replication_factor}-acks{case.acks}"
-            create_topic(bootstrap, topic, PARTITIONS, replication_factor=case.replication_factor,
-                         config=case.topic_config)
-            produce_at_rate(bootstrap, topic, work, LATENCY_RATE, 1.0, acks=case.acks)  # connections, metadata
-            out[case.name, name] = lat = produce_at_rate(bootstrap, topic, work, LATENCY_RATE, duration_s,
-                                                         acks=case.acks)
+            new_topic(cluster, topic, PARTITIONS, case)
+            # Untimed first: connections, metadata, and the JVM's compiled code for this path.
+            produce_at_rate(bootstrap, topic, work, LATENCY_RATE, min(duration_s, LATENCY_WARM_UP_S), acks=case.acks)
+            before, start = cluster.cpu_seconds(), time.perf_counter()
+            lat = produce_at_rate(bootstrap, topic, work, LATENCY_RATE, duration_s, acks=case.acks)
+            share = (cluster.cpu_seconds() - before) / (time.perf_counter() - start)
+            out[case.name, name] = LatencyFigure(lat, share)
             delete_topic(bootstrap, topic)
             log(f"  latency, {case.name}, {name}: p50 {lat.p50_ms:.2f} ms, p99 {lat.p99_ms:.2f} ms, "
-                f"max {lat.max_ms:.2f} ms")
+                f"max {lat.max_ms:.2f} ms (cluster CPU {share:.0%})")
     return out
 
 
@@ -379,7 +407,7 @@ def failover_cells(f: Failover) -> tuple[str, str, str, str]:
             f"{controller} of {len(f.kills)}")
 
 
-def print_table(env: Environment, rows: Sequence[Row], latency: dict[tuple[str, str], Latency],
+def print_table(env: Environment, rows: Sequence[Row], latency: dict[tuple[str, str], LatencyFigure],
                 failover: dict[str, Failover], runs: int) -> None:
     print_environment(env)
     if rows:
@@ -391,11 +419,12 @@ def print_table(env: Environment, rows: Sequence[Row], latency: dict[tuple[str, 
             text = " ".join(f"{a:>16} {b:>10} {c:>5} {d:>7}" for a, b, c, d in (cells(rows, row, n) for n in CLUSTERS))
             print(f"{row.case.name:<16} {text} {ratio_text(row.ratio):>7}")
     if latency:
-        print(f"\nproduce latency, produce() to delivery report, {LATENCY_RATE:,} records/s")
-        print_header(f"{'case':<16} {'cluster':<8} {'sent/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}")
-        for (case, name), lat in latency.items():
+        print(f"\nproduce latency, produce() to delivery report, {LATENCY_RATE:,} records/s; CPU of the whole cluster")
+        print_header(f"{'case':<16} {'cluster':<8} {'sent/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'CPU':>5}")
+        for (case, name), figure in latency.items():
+            lat = figure.latency
             print(f"{case:<16} {name:<8} {lat.sent_per_s:>8,.0f} {lat.p50_ms:>8.2f} {lat.p99_ms:>8.2f} "
-                  f"{lat.max_ms:>8.2f}")
+                  f"{lat.max_ms:>8.2f} {figure.cpu:>5.0%}")
     if failover:
         print("\nfailover: leader SIGKILLed to the first acks=all write acknowledged after it, seconds")
         print_header(f"{'cluster':<8} {'median':>7} {'max':>7}  {'runs':<40} {'killed the controller'}")
@@ -404,7 +433,7 @@ def print_table(env: Environment, rows: Sequence[Row], latency: dict[tuple[str, 
             print(f"{name:<8} {median:>7} {worst:>7}  {each:<40} {controller}")
 
 
-def print_markdown(env: Environment, rows: Sequence[Row], latency: dict[tuple[str, str], Latency],
+def print_markdown(env: Environment, rows: Sequence[Row], latency: dict[tuple[str, str], LatencyFigure],
                    failover: dict[str, Failover], runs: int, count: int) -> None:
     date, command = date_and_command(env)
     if rows:
@@ -417,14 +446,18 @@ def print_markdown(env: Environment, rows: Sequence[Row], latency: dict[tuple[st
             print_markdown_row((row.case.name, f"{count:,}", *(c for n in CLUSTERS for c in cells(rows, row, n)),
                                 ratio_text(row.ratio), f"`{command}`", date))
     if latency:
-        print_markdown_header(("case", f"{SEGLOG} p50 ms", f"{SEGLOG} p99 ms", f"{SEGLOG} max ms", f"{KAFKA} p50 ms",
-                               f"{KAFKA} p99 ms", f"{KAFKA} max ms", "p99 seglog / Kafka", "command", "date"))
+        header = ["case"]
+        for name in CLUSTERS:
+            header += [f"{name} p50 ms", f"{name} p99 ms", f"{name} max ms", f"{name} CPU"]
+        print_markdown_header((*header, "p99 seglog / Kafka", "command", "date"))
         for case in CASES:
-            s, k = latency[case.name, SEGLOG], latency[case.name, KAFKA]
+            figures = [latency[case.name, name] for name in CLUSTERS]
+            figure_cells = [c for f in figures for c in (f"{f.latency.p50_ms:.2f}", f"{f.latency.p99_ms:.2f}",
+                                                         f"{f.latency.max_ms:.2f}", f"{f.cpu:.0%}")]
+            s, k = (latency[case.name, name].latency for name in (SEGLOG, KAFKA))
             print_markdown_row((f"{case.name}, {LATENCY_RATE:,}/s for {len(s.seconds) / LATENCY_RATE:.0f} s",
-                                f"{s.p50_ms:.2f}", f"{s.p99_ms:.2f}", f"{s.max_ms:.2f}", f"{k.p50_ms:.2f}",
-                                f"{k.p99_ms:.2f}", f"{k.max_ms:.2f}", ratio_text(s.p99_ms / k.p99_ms),
-                                f"`{command}`", date))
+                                *figure_cells,
+                                ratio_text(s.p99_ms / k.p99_ms), f"`{command}`", date))
     if failover:
         print_markdown_header(("failover, leader SIGKILL to first acks=all write", "cluster", "median s", "max s",
                                "each run, s", "the killed leader was the controller", "command", "date"))
@@ -482,7 +515,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     broker_cpu = args.broker_cpu if args.pin else None
     work = Workload("100-byte values", 100, make_pool(100), count)
     rows: list[Row] = []
-    latency: dict[tuple[str, str], Latency] = {}
+    latency: dict[tuple[str, str], LatencyFigure] = {}
     failover: dict[str, Failover] = {}
     with scratch_directory("seglog-replication-bench-", args.dir) as root:
         clusters: dict[str, RunningCluster] = {}
