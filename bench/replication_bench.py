@@ -147,12 +147,9 @@ def start_seglog(root: str, cpu: int | None, props: dict[str, str]) -> RunningCl
         cluster.close()
         etcd.stop()
 
-    def restart(node_id: int) -> None:
-        cluster.start(node_id)
-
     return RunningCluster(SEGLOG, cluster.bootstrap,
                           lambda: [etcd.proc.pid, *(b.proc.pid for b in cluster.brokers.values())],
-                          cluster.kill, restart, stop, cluster.controller_id)
+                          cluster.kill, cluster.start, stop, cluster.controller_id)
 
 
 def start_kafka(root: str, cpu: int | None, props: dict[str, str]) -> RunningCluster:
