@@ -7,8 +7,9 @@ one they hold; errors come back as the same ``KafkaError`` classes, built
 from the response's error code. Records are partitioned exactly as the
 embedded broker (and the Java producer) partitions them.
 
-Consumer groups go to the broker's group coordinator (ListGroups,
-DescribeGroups, OffsetFetch, OffsetCommit, DeleteGroups), with the answers
+Consumer groups go to the group's coordinator, found with FindCoordinator and
+found again when it moves (DescribeGroups, OffsetFetch, OffsetCommit,
+DeleteGroups; ListGroups and ListTransactions to every broker), with the answers
 ``seglog groups`` prints for a log dir: ``GroupDescription`` and
 ``OffsetAndMetadata`` records. A coordinator still loading
 ``__consumer_offsets`` is waited for, as clients retry it, and so is an
@@ -39,7 +40,8 @@ from ..broker import (DEFAULT_FETCH_MAX_BYTES, FetchResult, OffsetAndTimestamp, 
 from ..coordinator.group.offset_and_metadata import OffsetAndMetadata
 from ..coordinator.transaction.requests import ListTransactionsRequest, TransactionDescription, TransactionListing
 from ..errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, GroupIdNotFoundError, KafkaError,
-                      NonEmptyGroupError, UnknownTopicOrPartitionError, UnstableOffsetCommitError, error_for_code)
+                      NonEmptyGroupError, NotCoordinatorError, UnknownTopicOrPartitionError,
+                      UnstableOffsetCommitError, error_for_code)
 from ..group_offsets import GroupDescription, GroupMember, PartitionLag
 from ..log.producer_state_manager import ActiveProducer
 from ..partitioner import StickyPartitioner, assign_partitions
@@ -56,7 +58,8 @@ _DYNAMIC_TOPIC_CONFIG = 1
 _TIMEOUT_MS = 30_000
 # How long a group request waits for a coordinator that is loading or starting.
 _COORDINATOR_WAIT_S = 30.0
-# FindCoordinator's key type of a transactional id (0 is a group).
+# FindCoordinator's key types.
+_GROUP_KEY_TYPE = 0
 _TRANSACTION_KEY_TYPE = 1
 _RETRIABLE_GROUP_ERRORS = frozenset({CoordinatorLoadInProgressError.code, CoordinatorNotAvailableError.code})
 
@@ -83,21 +86,31 @@ class RemoteBroker:
 
     def close(self) -> None:
         self.client.close()
-        for client in self._node_clients.values():
-            client.close()
-        self._node_clients.clear()
+        self._forget_clients()
 
     def _client_for(self, node_id: int, brokers: list[dict]) -> ProtocolClient:
         """The connection to broker ``node_id`` of the Metadata answer's ``brokers`` (the bootstrap one when it
         is that broker or is not listed)."""
-        if node_id in self._node_clients:
-            return self._node_clients[node_id]
         broker = next((b for b in brokers if b["node_id"] == node_id), None)
-        if broker is None or (broker["host"], broker["port"]) == self.client.address:
+        if broker is None:
+            return self._node_clients.get(node_id, self.client)
+        return self._client_at(node_id, broker["host"], broker["port"])
+
+    def _client_at(self, node_id: int, host: str, port: int) -> ProtocolClient:
+        """The connection to broker ``node_id`` at ``host:port`` (the bootstrap one when it is there)."""
+        if (host, port) == self.client.address:
             return self.client
-        client = ProtocolClient(f"{broker['host']}:{broker['port']}", client_id="seglog-cli")
-        self._node_clients[node_id] = client
+        client = self._node_clients.get(node_id)
+        if client is None or client.address != (host, port):
+            if client is not None:
+                client.close()
+            client = self._node_clients[node_id] = ProtocolClient(f"{host}:{port}", client_id="seglog-cli")
         return client
+
+    def _forget_clients(self) -> None:
+        for client in self._node_clients.values():
+            client.close()
+        self._node_clients.clear()
 
     # --- topics -----------------------------------------------------------
 
@@ -301,21 +314,52 @@ class RemoteBroker:
     # --- consumer groups (the group coordinator) ---------------------------------
 
     def _group_request(self, api_key: ApiKey, body: Mapping[str, Any], error_of: Callable[[dict], int],
-                       retriable: frozenset[int] = _RETRIABLE_GROUP_ERRORS) -> dict:
-        """Send a group request, again while the coordinator loads the offsets topic or is not up yet
-        (or while ``error_of`` says another of the ``retriable`` errors)."""
+                       retriable: frozenset[int] = _RETRIABLE_GROUP_ERRORS, *, key: str | None = None,
+                       key_type: int = _GROUP_KEY_TYPE, client: ProtocolClient | None = None) -> dict:
+        """Send a request to the coordinator of ``key`` (found with FindCoordinator; without a key, to
+        ``client`` or the bootstrap broker), again while the coordinator loads its topic, is not up yet or
+        moved to another broker (or while ``error_of`` says another of the ``retriable`` errors)."""
         deadline = time.monotonic() + _COORDINATOR_WAIT_S
         while True:
-            response = self.client.send(api_key, body)
-            if error_of(response) not in retriable or time.monotonic() >= deadline:
+            try:
+                target = client or (self.client if key is None else self._coordinator(key, key_type))
+                response = target.send(api_key, body)
+                error = error_of(response)
+            except KafkaError as exc:  # no coordinator found yet
+                if exc.code not in retriable or time.monotonic() >= deadline:
+                    raise
+                error, response = exc.code, None
+            except OSError:  # the coordinator went away: find it again
+                if key is None or time.monotonic() >= deadline:
+                    raise
+                self._forget_clients()
+                error, response = CoordinatorNotAvailableError.code, None
+            if response is not None and (error not in retriable | {NotCoordinatorError.code}
+                                         or time.monotonic() >= deadline):
                 return response
             time.sleep(0.1)
 
+    def _coordinator(self, key: str, key_type: int) -> ProtocolClient:
+        """The connection to the coordinator of ``key``; raises the error FindCoordinator answers."""
+        response = self.client.send(ApiKey.FIND_COORDINATOR, {"key": key, "key_type": key_type,
+                                                              "coordinator_keys": [key]})
+        answer = response["coordinators"][0] if response.get("coordinators") else response
+        _raise_for(answer["error_code"], answer.get("error_message"), f"the coordinator of {key!r}")
+        return self._client_at(answer["node_id"], answer["host"], answer["port"])
+
+    def _brokers(self) -> list[dict]:
+        return self.client.send(ApiKey.METADATA, {"topics": [], "allow_auto_topic_creation": False})["brokers"]
+
     def list_groups(self) -> list[str]:
-        response = self._group_request(ApiKey.LIST_GROUPS, {"states_filter": [], "types_filter": []},
-                                       lambda r: r["error_code"])
-        _raise_for(response["error_code"], None, "ListGroups")
-        return sorted(g["group_id"] for g in response["groups"])
+        """ListGroups of every broker (each lists the groups it coordinates), as Kafka's admin client asks."""
+        groups: set[str] = set()
+        for broker in self._brokers():
+            response = self._group_request(ApiKey.LIST_GROUPS, {"states_filter": [], "types_filter": []},
+                                           lambda r: r["error_code"], client=self._client_at(
+                                               broker["node_id"], broker["host"], broker["port"]))
+            _raise_for(response["error_code"], None, "ListGroups")
+            groups.update(g["group_id"] for g in response["groups"])
+        return sorted(groups)
 
     def committed_offsets(self, group_id: str) -> dict[TopicPartition, OffsetAndMetadata]:
         """Every offset the group committed (OffsetFetch for all partitions, ``require_stable``): an
@@ -334,7 +378,8 @@ class RemoteBroker:
 
         response = self._group_request(ApiKey.OFFSET_FETCH, {
             "group_id": group_id, "topics": None, "groups": [{"group_id": group_id, "topics": None}],
-            "require_stable": require_stable}, error_of, _RETRIABLE_GROUP_ERRORS | {UnstableOffsetCommitError.code})
+            "require_stable": require_stable}, error_of, _RETRIABLE_GROUP_ERRORS | {UnstableOffsetCommitError.code},
+            key=group_id)
         topics = response["groups"][0]["topics"] if response.get("groups") else response["topics"]
         _raise_for(group_error(response), None, f"group {group_id!r}")
         out = {}
@@ -363,7 +408,8 @@ class RemoteBroker:
         response = self._group_request(ApiKey.OFFSET_COMMIT, {
             "group_id": group_id, "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
             "retention_time_ms": -1,
-            "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()]}, first_error)
+            "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()]}, first_error,
+            key=group_id)
         for topic in response["topics"]:
             for p in topic["partitions"]:
                 _raise_for(p["error_code"], None, f"group {group_id!r}: committing {topic['name']}-"
@@ -379,14 +425,14 @@ class RemoteBroker:
 
     def delete_group(self, group_id: str) -> None:
         response = self._group_request(ApiKey.DELETE_GROUPS, {"groups_names": [group_id]},
-                                       lambda r: r["results"][0]["error_code"])
+                                       lambda r: r["results"][0]["error_code"], key=group_id)
         (result,) = response["results"]
         _raise_for(result["error_code"], None, f"group {group_id!r}")
 
     def _describe(self, group_id: str) -> dict:
         response = self._group_request(ApiKey.DESCRIBE_GROUPS, {"groups": [group_id],
                                                                 "include_authorized_operations": False},
-                                       lambda r: r["groups"][0]["error_code"])
+                                       lambda r: r["groups"][0]["error_code"], key=group_id)
         (group,) = response["groups"]
         _raise_for(group["error_code"], None, f"group {group_id!r}")
         return group
@@ -421,7 +467,7 @@ class RemoteBroker:
     @property
     def node_id(self) -> int:
         """The node id of the broker at the bootstrap address (Metadata's broker list)."""
-        brokers = self.client.send(ApiKey.METADATA, {"topics": [], "allow_auto_topic_creation": False})["brokers"]
+        brokers = self._brokers()
         host, port = self.client.address
         chosen = next((b for b in brokers if b["port"] == port and b["host"] == host), brokers[0])
         return chosen["node_id"]
@@ -438,7 +484,8 @@ class RemoteBroker:
     def describe_transaction(self, transactional_id: str) -> TransactionDescription:
         """DescribeTransactions of one id, as ``Broker.describe_transaction`` answers it."""
         response = self._group_request(ApiKey.DESCRIBE_TRANSACTIONS, {"transactional_ids": [transactional_id]},
-                                       lambda r: r["transaction_states"][0]["error_code"])
+                                       lambda r: r["transaction_states"][0]["error_code"], key=transactional_id,
+                                       key_type=_TRANSACTION_KEY_TYPE)
         (s,) = response["transaction_states"]
         return TransactionDescription(
             s["error_code"], s["transactional_id"], s["transaction_state"], s["transaction_timeout_ms"],
@@ -446,14 +493,20 @@ class RemoteBroker:
             tuple(sorted(TopicPartition(t["topic"], p) for t in s["topics"] for p in t["partitions"]))).checked()
 
     def list_transactions(self, request: ListTransactionsRequest | None = None) -> list[TransactionListing]:
-        """ListTransactions with ``request``'s filters (the duration filter needs version 1)."""
+        """ListTransactions of every broker with ``request``'s filters (the duration filter needs version 1)."""
         request = request or ListTransactionsRequest()
-        response = self._group_request(ApiKey.LIST_TRANSACTIONS, {
-            "state_filters": list(request.state_filters), "producer_id_filters": list(request.producer_id_filters),
-            "duration_filter": request.duration_filter_ms}, lambda r: r["error_code"])
-        _raise_for(response["error_code"], None, "ListTransactions")
-        return sorted((TransactionListing(t["transactional_id"], t["producer_id"], t["transaction_state"])
-                       for t in response["transaction_states"]), key=lambda t: t.transactional_id)
+        listings: dict[str, TransactionListing] = {}
+        for broker in self._brokers():
+            response = self._group_request(ApiKey.LIST_TRANSACTIONS, {
+                "state_filters": list(request.state_filters),
+                "producer_id_filters": list(request.producer_id_filters),
+                "duration_filter": request.duration_filter_ms}, lambda r: r["error_code"],
+                client=self._client_at(broker["node_id"], broker["host"], broker["port"]))
+            _raise_for(response["error_code"], None, "ListTransactions")
+            listings.update((t["transactional_id"], TransactionListing(t["transactional_id"], t["producer_id"],
+                                                                       t["transaction_state"]))
+                            for t in response["transaction_states"])
+        return [listings[t] for t in sorted(listings)]
 
     def describe_producers(self, topic: str, partition: int) -> list[ActiveProducer]:
         """DescribeProducers of one partition, as ``Broker.describe_producers`` answers it."""

@@ -12,6 +12,9 @@ partition leaders only, ``acks=all`` waiting for the ISR, topics created and del
   NOT_ENOUGH_REPLICAS while the ISR is below ``min.insync.replicas`` and
   otherwise waits as a ``DelayedProduce`` until the ISR has the records or
   the request's ``timeout.ms``.
+* **FindCoordinator**: the leader of the key's partition of
+  ``__consumer_offsets`` or ``__transaction_state`` (``InternalTopics``
+  creates the topic on first use).
 * **CreateTopics / CreatePartitions / DeleteTopics**: through ``AdminZkClient``
   (replica placement with ``replication.factor``, ``default.replication.factor``
   or an explicit ``replica.assignment``); the controller then elects leaders,
@@ -29,14 +32,19 @@ from format.layout import TopicPartition
 
 from ..controller.admin_zk_client import AdminZkClient
 from ..controller.partition_state import NO_LEADER
-from ..errors import (NONE, InvalidConfigurationError, InvalidTopicError, KafkaError,
-                      LeaderNotAvailableError, TopicAlreadyExistsError, UnknownServerError,
-                      UnknownTopicOrPartitionError)
+from ..coordinator.group import wire as group_wire
+from ..coordinator.group.requests import COORDINATOR_TYPE_GROUP, COORDINATOR_TYPE_TRANSACTION
+from ..coordinator.transaction.transaction_log import TRANSACTION_STATE_TOPIC, partition_for_transactional_id
+from ..errors import (NONE, CoordinatorNotAvailableError, InvalidConfigurationError, InvalidRequestError,
+                      InvalidTopicError, KafkaError, LeaderNotAvailableError, TopicAlreadyExistsError,
+                      UnknownServerError, UnknownTopicOrPartitionError)
+from ..offsets_topic import OFFSETS_TOPIC, partition_for_group
 from ..network.request_channel import Request
 from ..protocol import ApiKey
 from ..protocol import Request as KafkaRequest
 from ..purgatory import DelayedOperationPurgatory, TopicPartitionOperationKey
 from .delayed_produce import DelayedProduce, ProducePartitionStatus
+from .internal_topics import InternalTopics
 from .replica_manager import ReplicaManager
 
 if TYPE_CHECKING:
@@ -60,6 +68,7 @@ class ClusterApis:
         self.metadata_cache = replica_manager.metadata_cache
         self.admin = admin
         self.produce_purgatory = produce_purgatory
+        self.internal_topics = InternalTopics(apis.config, admin, lambda: len(self.metadata_cache.alive_brokers()))
 
     def install(self) -> None:
         self.apis.replica_manager = self.replica_manager
@@ -71,6 +80,7 @@ class ClusterApis:
             ApiKey.CREATE_TOPICS: self.handle_create_topics_request,
             ApiKey.CREATE_PARTITIONS: self.handle_create_partitions_request,
             ApiKey.DELETE_TOPICS: self.handle_delete_topics_request,
+            ApiKey.FIND_COORDINATOR: self.handle_find_coordinator_request,
         })
 
     def _send(self, request: Request, parsed: KafkaRequest, body: dict) -> None:
@@ -177,6 +187,40 @@ class ClusterApis:
             "cluster_authorized_operations": (CLUSTER_AUTHORIZED_OPERATIONS
                                               if body["include_cluster_authorized_operations"]
                                               else AUTHORIZED_OPERATIONS_OMITTED)})
+
+    # --- FindCoordinator ---------------------------------------------------------------
+
+    def handle_find_coordinator_request(self, request: Request, parsed: KafkaRequest) -> None:
+        """Each key's coordinator: the leader of its partition of ``__consumer_offsets`` (a group) or
+        ``__transaction_state`` (a transactional id), created on first use; COORDINATOR_NOT_AVAILABLE while
+        the topic or the partition has no leader."""
+        version = parsed.header.api_version
+        find = group_wire.parse_find_coordinator(parsed.body, version)
+        listener = self.apis._endpoint_for(request).listener_name
+        answers = []
+        for key in find.keys:
+            try:
+                answers.append((key, NONE, self._coordinator_node(find.key_type, key, listener)))
+            except KafkaError as exc:
+                answers.append((key, exc.code, None))
+        self._send(request, parsed, group_wire.find_coordinators_response(version, answers))
+
+    def _coordinator_node(self, key_type: int, key: str, listener: str) -> tuple[int, str, int]:
+        if key_type == COORDINATOR_TYPE_GROUP:
+            topic, partition_for = OFFSETS_TOPIC, partition_for_group
+        elif key_type == COORDINATOR_TYPE_TRANSACTION and key:
+            topic, partition_for = TRANSACTION_STATE_TOPIC, partition_for_transactional_id
+        else:
+            raise InvalidRequestError(f"no coordinator for key type {key_type} and key {key!r}")
+        partitions = self.metadata_cache.topic(topic)
+        if not partitions:
+            self.internal_topics.create(topic)  # raises COORDINATOR_NOT_AVAILABLE: asked again later
+        meta = partitions[partition_for(key, len(partitions))]
+        endpoint = (self.metadata_cache.endpoint(meta.leader, listener)
+                    if meta.leader in self.metadata_cache.alive_brokers() else None)
+        if endpoint is None:
+            raise CoordinatorNotAvailableError(f"{meta.topic_partition} has no leader now")
+        return meta.leader, endpoint.host or "127.0.0.1", endpoint.port
 
     # --- Produce ---------------------------------------------------------------------
 

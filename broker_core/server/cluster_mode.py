@@ -36,10 +36,13 @@ from ..controller.session_lease import SessionLease
 from ..controller.zk_data import BrokerInfo
 from ..controller.metadata_store import MetadataStoreError
 from ..errors import InvalidConfigurationError
+from ..log.log import LogAppendInfo
+from ..offsets_topic import OFFSETS_TOPIC
 from ..meta_properties import ensure_meta_properties, random_uuid, read_meta_properties
 from ..network.endpoint import EndPoint
 from ..purgatory import DelayedOperationPurgatory, TopicPartitionOperationKey
 from .cluster_apis import ClusterApis
+from .coordinator_elections import CoordinatorElections
 from .delayed_produce import DelayedProduce
 from .kafka_apis import KafkaApis
 from .producer_id_manager import ZkProducerIdManager
@@ -65,6 +68,7 @@ class ClusterMode:
         self.fetcher_manager: ReplicaFetcherManager | None = None
         self.replica_manager: ReplicaManager | None = None
         self.controller: ControllerEventManager | None = None
+        self.coordinator_elections: CoordinatorElections | None = None
         self._fetch_purgatory: DelayedOperationPurgatory | None = None
 
     def cluster_id(self, log_dirs: list[str]) -> str:
@@ -94,10 +98,14 @@ class ClusterMode:
             return cache_holder[0].metadata_cache.endpoint(broker_id, inter_broker_listener) if cache_holder else None
 
         self.fetcher_manager = ReplicaFetcherManager(config.node_id, leader_endpoint)
+        self.coordinator_elections = CoordinatorElections(config.node_id, apis.group_coordinator,
+                                                          apis.transaction_coordinator)
         self.replica_manager = ReplicaManager(broker, self.zk_client, self.fetcher_manager,
-                                              on_high_watermark_moved=self._on_high_watermark_moved, clock=self.clock)
+                                              on_high_watermark_moved=self._on_high_watermark_moved,
+                                              on_leadership_change=self.coordinator_elections.on_leadership_change,
+                                              on_appended=self._wake_fetches, clock=self.clock)
         cache_holder.append(self.replica_manager)
-        broker.check_leadership = self.replica_manager.check_leadership
+        broker.leader_append = self._leader_append
         admin = AdminZkClient(self.zk_client, config.num_partitions, config.default_replication_factor)
         self.lease = SessionLease(self.store, config.broker_session_timeout_ms, config.broker_heartbeat_interval_ms,
                                   on_expired=self._on_session_expired, name=f"broker-{config.node_id}")
@@ -109,6 +117,17 @@ class ClusterMode:
         self.controller.start()
         log.info("[BrokerServer id=%d] registered in cluster %s at %s", config.node_id, config.etcd_connect,
                  ", ".join(e.connection_string for e in advertised.values()))
+
+    def _leader_append(self, tp: TopicPartition, append) -> LogAppendInfo:
+        """A coordinator's write, as the partition's leader with acks=all: within ``offsets.commit.timeout.ms``
+        for ``__consumer_offsets``, ``request.timeout.ms`` otherwise (as Kafka's coordinators wait)."""
+        timeout_ms = (self.config.offsets_commit_timeout_ms if tp.topic == OFFSETS_TOPIC
+                      else self.config.request_timeout_ms)
+        return self.replica_manager.append_as_leader(tp, append, timeout_ms)
+
+    def _wake_fetches(self, tp: TopicPartition) -> None:
+        if self._fetch_purgatory is not None:
+            self._fetch_purgatory.check_and_complete(TopicPartitionOperationKey(tp.topic, tp.partition))
 
     def _on_high_watermark_moved(self, tp: TopicPartition) -> None:
         key = TopicPartitionOperationKey(tp.topic, tp.partition)
@@ -168,6 +187,7 @@ class ClusterMode:
     def shutdown(self) -> None:
         """Stop standing for controller, stop fetching and applying states, then end the session."""
         for step in (self._complete_delayed_produces,
+                     lambda: self.coordinator_elections and self.coordinator_elections.shutdown(),
                      lambda: self.controller and self.controller.close(),
                      lambda: self.replica_manager and self.replica_manager.shutdown(),
                      lambda: self.fetcher_manager and self.fetcher_manager.shutdown(),

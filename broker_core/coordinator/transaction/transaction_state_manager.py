@@ -31,7 +31,8 @@ from .transaction_state import TransactionState
 if TYPE_CHECKING:
     from ...broker import Broker
 
-__all__ = ["TransactionStateManager", "ensure_transaction_state_topic", "append_error"]
+__all__ = ["TransactionStateManager", "ensure_transaction_state_topic", "transaction_state_topic_config",
+           "append_error"]
 
 log = logging.getLogger(__name__)
 
@@ -43,16 +44,23 @@ def append_error(exc: BaseException) -> KafkaError:
     return exc if isinstance(exc, error) else error(str(exc))
 
 
+def transaction_state_topic_config(config: TransactionConfig) -> dict[str, object]:
+    """The settings ``__transaction_state`` is created with (Kafka's ``transactionTopicConfigs``; a cluster
+    adds ``min.insync.replicas``)."""
+    return {
+        "cleanup.policy": "compact",
+        "segment.bytes": config.transaction_state_log_segment_bytes,
+        "compression.type": "uncompressed",  # Kafka's TransactionLog.ENFORCED_COMPRESSION
+        "unclean.leader.election.enable": False,
+    }
+
+
 def ensure_transaction_state_topic(broker: Broker, config: TransactionConfig) -> int:
     """Create ``__transaction_state`` with Kafka's settings unless it exists; returns its partition count."""
     if broker.topics.get(TRANSACTION_STATE_TOPIC) is None:
         try:
-            broker.create_topic(TRANSACTION_STATE_TOPIC, config.transaction_state_log_num_partitions, {
-                "cleanup.policy": "compact",
-                "segment.bytes": config.transaction_state_log_segment_bytes,
-                "compression.type": "uncompressed",  # Kafka's TransactionLog.ENFORCED_COMPRESSION
-                "unclean.leader.election.enable": False,
-            })
+            broker.create_topic(TRANSACTION_STATE_TOPIC, config.transaction_state_log_num_partitions,
+                                transaction_state_topic_config(config))
         except TopicAlreadyExistsError:
             pass  # created by a concurrent request
     # An existing topic keeps its partition count whatever the configuration says now.
