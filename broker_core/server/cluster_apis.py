@@ -15,6 +15,8 @@ partition leaders only, ``acks=all`` waiting for the ISR, topics created and del
 * **FindCoordinator**: the leader of the key's partition of
   ``__consumer_offsets`` or ``__transaction_state`` (``InternalTopics``
   creates the topic on first use).
+* **AlterConfigs / IncrementalAlterConfigs** of a topic: its overrides in
+  ``/config/topics/T``, applied by every broker holding it.
 * **CreateTopics / CreatePartitions / DeleteTopics**: through ``AdminZkClient``
   (replica placement with ``replication.factor``, ``default.replication.factor``
   or an explicit ``replica.assignment``); the controller then elects leaders,
@@ -72,6 +74,8 @@ class ClusterApis:
 
     def install(self) -> None:
         self.apis.replica_manager = self.replica_manager
+        self.apis.config_admin.topic_overrides = self._topic_overrides
+        self.apis.config_admin.store_topic_overrides = self._store_topic_overrides
         self.apis._handlers.update({
             ApiKey.METADATA: self.handle_topic_metadata_request,
             ApiKey.DESCRIBE_CLUSTER: self.handle_describe_cluster_request,
@@ -187,6 +191,20 @@ class ClusterApis:
             "cluster_authorized_operations": (CLUSTER_AUTHORIZED_OPERATIONS
                                               if body["include_cluster_authorized_operations"]
                                               else AUTHORIZED_OPERATIONS_OMITTED)})
+
+    # --- topic configs (AlterConfigs, IncrementalAlterConfigs) ----------------------
+
+    def _topic_overrides(self, name: str) -> dict[str, str] | None:
+        if self.metadata_cache.topic(name) is None:
+            return None
+        return self.admin.zk_client.get_topic_config(name)
+
+    def _store_topic_overrides(self, name: str, overrides: dict[str, str], removed: list[str]) -> None:
+        """Into ``/config/topics/T`` for every broker holding the topic (their replica managers apply it),
+        and into this broker's logs at once, so that its next answer shows the change."""
+        self.admin.zk_client.set_topic_config(name, overrides)
+        if self.apis.broker.topics.get(name) is not None:
+            self.apis.broker.alter_topic_config(name, overrides, removed)
 
     # --- FindCoordinator ---------------------------------------------------------------
 

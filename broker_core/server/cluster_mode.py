@@ -6,7 +6,8 @@ and the listeners bound, the broker registers ``/brokers/ids/N`` under its
 session lease, the ``ReplicaManager`` applies the partition states that name
 it (leader or follower, the followers' fetcher threads), and a
 ``ControllerEventManager`` stands for controller (the broker that wins acts;
-the others take over when it goes). Shutdown first has the controller move
+the others take over when it goes). A broker whose session expired (paused or cut off from etcd past
+``broker.session.timeout.ms``) registers again under a new one. Shutdown first has the controller move
 this broker's leaderships away while it still serves (controlled shutdown,
 ``controlled.shutdown.enable``, asked through etcd as partition states are
 told), then runs the other way and revokes the lease.
@@ -18,6 +19,7 @@ Only this module (and what it imports) needs etcd: a broker without
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from typing import Mapping
 
@@ -70,6 +72,8 @@ class ClusterMode:
         self.controller: ControllerEventManager | None = None
         self.coordinator_elections: CoordinatorElections | None = None
         self._fetch_purgatory: DelayedOperationPurgatory | None = None
+        self._broker_info: BrokerInfo | None = None
+        self._stopping = threading.Event()
 
     def cluster_id(self, log_dirs: list[str]) -> str:
         """The cluster's id from etcd (this broker's proposal when it is the first), checked against the
@@ -111,8 +115,8 @@ class ClusterMode:
                                   on_expired=self._on_session_expired, name=f"broker-{config.node_id}")
         self.controller = ControllerEventManager(KafkaController(config, self.zk_client, self.lease.lease, self.clock))
         ClusterApis(apis, self.replica_manager, admin, self.produce_purgatory).install()
-        self.zk_client.register_broker(BrokerInfo(config.node_id, tuple(advertised.values()), config.broker_rack),
-                                       self.lease.lease)
+        self._broker_info = BrokerInfo(config.node_id, tuple(advertised.values()), config.broker_rack)
+        self.zk_client.register_broker(self._broker_info, self.lease.lease)
         self.replica_manager.startup()
         self.controller.start()
         log.info("[BrokerServer id=%d] registered in cluster %s at %s", config.node_id, config.etcd_connect,
@@ -139,7 +143,29 @@ class ClusterMode:
     def _on_session_expired(self, lease: int) -> None:
         log.error("[BrokerServer id=%d] its session lease %x expired (paused or cut off from etcd for longer than "
                   "broker.session.timeout.ms): its registration is gone and other brokers took over its "
-                  "leaderships; restart the broker to rejoin", self.config.node_id, lease)
+                  "leaderships; registering again with a new session", self.config.node_id, lease)
+        threading.Thread(target=self._rejoin, name=f"rejoin-{self.config.node_id}", daemon=True).start()
+
+    def _rejoin(self) -> None:
+        """A new session after the last one expired, as a Kafka broker re-registers when its ZooKeeper session
+        expires: a new lease, ``/brokers/ids/N`` under it, the controller election stood again. The
+        controller then treats the broker as one starting: it follows its partitions' leaders and joins their
+        ISRs once caught up. Retried until it succeeds or the broker stops."""
+        config = self.config
+        while not self._stopping.is_set():
+            try:
+                old, self.lease = self.lease, SessionLease(
+                    self.store, config.broker_session_timeout_ms, config.broker_heartbeat_interval_ms,
+                    on_expired=self._on_session_expired, name=f"broker-{config.node_id}")
+                old.close(revoke=False)
+                self.zk_client.register_broker(self._broker_info, self.lease.lease)
+                self.controller.on_session_renewed(self.lease.lease)
+                log.info("[BrokerServer id=%d] registered again with session lease %x", config.node_id,
+                         self.lease.lease)
+                return
+            except MetadataStoreError as exc:
+                log.warning("[BrokerServer id=%d] registering again failed (%s); retrying", config.node_id, exc)
+                self._stopping.wait(config.broker_heartbeat_interval_ms / 1000)
 
     def controlled_shutdown(self) -> bool:
         """Have the controller move this broker's leaderships away before it stops (Kafka's controlledShutdown):
@@ -186,6 +212,7 @@ class ClusterMode:
 
     def shutdown(self) -> None:
         """Stop standing for controller, stop fetching and applying states, then end the session."""
+        self._stopping.set()
         for step in (self._complete_delayed_produces,
                      lambda: self.coordinator_elections and self.coordinator_elections.shutdown(),
                      lambda: self.controller and self.controller.close(),
