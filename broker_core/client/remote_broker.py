@@ -17,7 +17,8 @@ offset an open transaction committed (``committed_offsets`` asks with
 ``require_stable``; ``describe_group`` does not, as kafka-consumer-groups.sh).
 Transactions go to its transaction coordinator, producers to DescribeProducers.
 
-Topic configs change through IncrementalAlterConfigs (AlterConfigs, which
+Produce, Fetch and ListOffsets go to the partition's leader (as Metadata names
+it; asked again while the leadership moves). Topic configs change through IncrementalAlterConfigs (AlterConfigs, which
 replaces every override, for a broker without it). ``describe_topic`` takes
 partition sizes from DescribeLogDirs; no Kafka API tells a partition's
 segment count, so a remote description leaves ``segments`` unknown (None),
@@ -38,10 +39,12 @@ from format.txn_index import AbortedTxn
 from ..broker import (DEFAULT_FETCH_MAX_BYTES, FetchResult, OffsetAndTimestamp, PartitionDescription,
                       RecordMetadata, TopicDescription, isolation_level_of)
 from ..coordinator.group.offset_and_metadata import OffsetAndMetadata
+from ..coordinator.group.requests import COORDINATOR_TYPE_GROUP, COORDINATOR_TYPE_TRANSACTION
 from ..coordinator.transaction.requests import ListTransactionsRequest, TransactionDescription, TransactionListing
-from ..errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, GroupIdNotFoundError, KafkaError,
-                      NonEmptyGroupError, NotCoordinatorError, UnknownTopicOrPartitionError,
-                      UnstableOffsetCommitError, error_for_code)
+from ..errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, FencedLeaderEpochError,
+                      GroupIdNotFoundError, KafkaError, LeaderNotAvailableError, NonEmptyGroupError,
+                      NotCoordinatorError, NotLeaderOrFollowerError, UnknownLeaderEpochError,
+                      UnknownTopicOrPartitionError, UnstableOffsetCommitError, error_for_code)
 from ..group_offsets import GroupDescription, GroupMember, PartitionLag
 from ..log.producer_state_manager import ActiveProducer
 from ..partitioner import StickyPartitioner, assign_partitions
@@ -58,10 +61,11 @@ _DYNAMIC_TOPIC_CONFIG = 1
 _TIMEOUT_MS = 30_000
 # How long a group request waits for a coordinator that is loading or starting.
 _COORDINATOR_WAIT_S = 30.0
-# FindCoordinator's key types.
-_GROUP_KEY_TYPE = 0
-_TRANSACTION_KEY_TYPE = 1
 _RETRIABLE_GROUP_ERRORS = frozenset({CoordinatorLoadInProgressError.code, CoordinatorNotAvailableError.code})
+# How long a partition's request follows its leadership moving, and the errors that say it moved.
+_LEADER_WAIT_S = 30.0
+_LEADERSHIP_ERRORS = frozenset({NotLeaderOrFollowerError.code, LeaderNotAvailableError.code,
+                                FencedLeaderEpochError.code, UnknownLeaderEpochError.code})
 
 
 def _raise_for(code: int, message: str | None, what: str) -> None:
@@ -77,6 +81,8 @@ class RemoteBroker:
         self._partitioner = StickyPartitioner()
         # Connections to the other brokers of a cluster, by node id (offsets are asked of partition leaders).
         self._node_clients: dict[int, ProtocolClient] = {}
+        # Each topic's partition leaders, by partition (Metadata's answer, asked again when one moves).
+        self._leaders: dict[str, dict[int, ProtocolClient]] = {}
 
     def __enter__(self) -> RemoteBroker:
         return self
@@ -107,10 +113,42 @@ class RemoteBroker:
             client = self._node_clients[node_id] = ProtocolClient(f"{host}:{port}", client_id="seglog-cli")
         return client
 
+    def _leader(self, topic: str, partition: int, refresh: bool = False) -> ProtocolClient:
+        """The connection to the leader of ``topic``-``partition`` as Metadata names it (asked again with
+        ``refresh``); the bootstrap broker when Metadata names none it lists."""
+        leaders = None if refresh else self._leaders.get(topic)
+        if leaders is None:
+            response = self.client.send(ApiKey.METADATA, {"topics": [{"name": topic}],
+                                                          "allow_auto_topic_creation": False})
+            brokers = response["brokers"]
+            leaders = self._leaders[topic] = {p["partition_index"]: self._client_for(p["leader_id"], brokers)
+                                              for t in response["topics"] for p in t["partitions"]}
+        return leaders.get(partition, self.client)
+
+    def _to_leader(self, topic: str, partition: int, api_key: ApiKey, body: Mapping[str, Any],
+                   error_of: Callable[[dict], int]) -> dict:
+        """Send a partition's request to its leader; again, with fresh metadata, while its leadership moves
+        (NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE, a leader gone) for up to ``_LEADER_WAIT_S``."""
+        deadline = time.monotonic() + _LEADER_WAIT_S
+        refresh = False
+        while True:
+            try:
+                response = self._leader(topic, partition, refresh).send(api_key, body)
+            except OSError:
+                if time.monotonic() >= deadline:
+                    raise
+                self._forget_clients()
+            else:
+                if error_of(response) not in _LEADERSHIP_ERRORS or time.monotonic() >= deadline:
+                    return response
+            refresh = True
+            time.sleep(0.1)
+
     def _forget_clients(self) -> None:
         for client in self._node_clients.values():
             client.close()
         self._node_clients.clear()
+        self._leaders.clear()
 
     # --- topics -----------------------------------------------------------
 
@@ -257,10 +295,10 @@ class RemoteBroker:
             batch = build_batch([items[i] for i in indexes], compression=codec, default_timestamp=now,
                                 producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=base_sequence,
                                 is_transactional=transactional)
-            response = self.client.send(ApiKey.PRODUCE, {"transactional_id": None, "acks": -1,
-                                                         "timeout_ms": _TIMEOUT_MS, "topic_data": [{
-                                                             "name": topic, "partition_data": [
-                                                                 {"index": p, "records": batch}]}]})
+            response = self._to_leader(topic, p, ApiKey.PRODUCE, {
+                "transactional_id": None, "acks": -1, "timeout_ms": _TIMEOUT_MS,
+                "topic_data": [{"name": topic, "partition_data": [{"index": p, "records": batch}]}]},
+                lambda r: r["responses"][0]["partition_responses"][0]["error_code"])
             (result,) = response["responses"][0]["partition_responses"]
             _raise_for(result["error_code"], result["error_message"], f"{topic}-{p}")
             for n, i in enumerate(indexes):
@@ -278,11 +316,12 @@ class RemoteBroker:
     def fetch(self, topic: str, partition: int, offset: int, max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
               isolation_level: str | int = "read_uncommitted") -> FetchResult:
         level = int(isolation_level_of(isolation_level))
-        response = self.client.send(ApiKey.FETCH, {
+        response = self._to_leader(topic, partition, ApiKey.FETCH, {
             "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": max_bytes, "isolation_level": level,
             "topics": [{"topic": topic, "partitions": [{"partition": partition, "fetch_offset": offset,
                                                          "partition_max_bytes": max_bytes}]}],
-            "forgotten_topics_data": []})
+            "forgotten_topics_data": []},
+            lambda r: r.get("error_code", 0) or r["responses"][0]["partitions"][0]["error_code"])
         _raise_for(response["error_code"], None, f"{topic}-{partition}")
         (data,) = response["responses"][0]["partitions"]
         _raise_for(data["error_code"], f"{topic}-{partition} at offset {offset}", f"{topic}-{partition}")
@@ -304,9 +343,10 @@ class RemoteBroker:
 
     def _offset(self, topic: str, partition: int, timestamp: int, isolation_level: int = 0,
                 client: ProtocolClient | None = None) -> OffsetAndTimestamp:
-        response = (client or self.client).send(ApiKey.LIST_OFFSETS, {
-            "replica_id": -1, "isolation_level": isolation_level,
-            "topics": [{"name": topic, "partitions": [{"partition_index": partition, "timestamp": timestamp}]}]})
+        body = {"replica_id": -1, "isolation_level": isolation_level,
+                "topics": [{"name": topic, "partitions": [{"partition_index": partition, "timestamp": timestamp}]}]}
+        response = (client.send(ApiKey.LIST_OFFSETS, body) if client is not None else self._to_leader(
+            topic, partition, ApiKey.LIST_OFFSETS, body, lambda r: r["topics"][0]["partitions"][0]["error_code"]))
         (result,) = response["topics"][0]["partitions"]
         _raise_for(result["error_code"], f"{topic}-{partition}", f"{topic}-{partition}")
         return OffsetAndTimestamp(result["offset"], result["timestamp"])
@@ -315,7 +355,8 @@ class RemoteBroker:
 
     def _group_request(self, api_key: ApiKey, body: Mapping[str, Any], error_of: Callable[[dict], int],
                        retriable: frozenset[int] = _RETRIABLE_GROUP_ERRORS, *, key: str | None = None,
-                       key_type: int = _GROUP_KEY_TYPE, client: ProtocolClient | None = None) -> dict:
+                       key_type: int = COORDINATOR_TYPE_GROUP, client: ProtocolClient | None = None,
+                       version: int | None = None) -> dict:
         """Send a request to the coordinator of ``key`` (found with FindCoordinator; without a key, to
         ``client`` or the bootstrap broker), again while the coordinator loads its topic, is not up yet or
         moved to another broker (or while ``error_of`` says another of the ``retriable`` errors)."""
@@ -323,7 +364,7 @@ class RemoteBroker:
         while True:
             try:
                 target = client or (self.client if key is None else self._coordinator(key, key_type))
-                response = target.send(api_key, body)
+                response = target.send(api_key, body, version)
                 error = error_of(response)
             except KafkaError as exc:  # no coordinator found yet
                 if exc.code not in retriable or time.monotonic() >= deadline:
@@ -475,7 +516,8 @@ class RemoteBroker:
     def find_transaction_coordinator(self, transactional_id: str) -> int:
         """FindCoordinator (key type TRANSACTION): the node id coordinating ``transactional_id``."""
         response = self._group_request(ApiKey.FIND_COORDINATOR, {
-            "key": transactional_id, "key_type": _TRANSACTION_KEY_TYPE, "coordinator_keys": [transactional_id]},
+            "key": transactional_id, "key_type": COORDINATOR_TYPE_TRANSACTION,
+            "coordinator_keys": [transactional_id]},
             _find_coordinator_error)
         answer = response["coordinators"][0] if response.get("coordinators") else response
         _raise_for(answer["error_code"], answer.get("error_message"), f"transactional id {transactional_id!r}")
@@ -485,7 +527,7 @@ class RemoteBroker:
         """DescribeTransactions of one id, as ``Broker.describe_transaction`` answers it."""
         response = self._group_request(ApiKey.DESCRIBE_TRANSACTIONS, {"transactional_ids": [transactional_id]},
                                        lambda r: r["transaction_states"][0]["error_code"], key=transactional_id,
-                                       key_type=_TRANSACTION_KEY_TYPE)
+                                       key_type=COORDINATOR_TYPE_TRANSACTION)
         (s,) = response["transaction_states"]
         return TransactionDescription(
             s["error_code"], s["transactional_id"], s["transaction_state"], s["transaction_timeout_ms"],

@@ -9,9 +9,12 @@ import time
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition as KafkaTopicPartition
 
+from broker_core.client.remote_broker import RemoteBroker
 from broker_core.errors import CoordinatorNotAvailableError, NotCoordinatorError
 from broker_core.offsets_topic import OFFSETS_TOPIC
 from broker_core.protocol import ApiKey
+from format.layout import TopicPartition
+from tests.broker_core.cli_kit import run
 from tests.broker_core.cluster.cluster_kit import ClusterKit
 
 pytestmark = pytest.mark.slow
@@ -132,6 +135,24 @@ def test_a_consumer_group_keeps_consuming_across_coordinator_failover_with_no_lo
         assert consumer.committed() == consumer.acknowledged == {p: RECORDS // PARTITIONS for p in range(PARTITIONS)}
     finally:
         consumer.close()
+
+
+def test_seglog_groups_asked_of_any_broker_find_the_groups_coordinator(cluster):
+    assert cluster.create_topic(TOPIC, partitions=PARTITIONS)["error_code"] == 0
+    _produce_all(cluster)
+    coordinator = wait_for_coordinator(cluster, "tools")
+    other = f"127.0.0.1:{cluster.ports[next(b for b in sorted(cluster.brokers) if b != coordinator)]}"
+    with RemoteBroker(other) as remote:
+        remote.commit_offsets("tools", {TopicPartition(TOPIC, p): 100 for p in range(PARTITIONS)})
+        assert remote.list_groups() == ["tools"]
+        assert {tp.partition: o.offset for tp, o in remote.committed_offsets("tools").items()} == {
+            p: 100 for p in range(PARTITIONS)}
+    code, out, err = run("groups", "describe", "--bootstrap", other, "--group", "tools")
+    assert code == 0, err
+    rows = {int(cells[2]): (int(cells[3]), int(cells[4]), int(cells[5]))
+            for cells in (line.split() for line in out.splitlines()) if cells and cells[0] == "tools"}
+    per_partition = RECORDS // PARTITIONS
+    assert rows == {p: (100, per_partition, per_partition - 100) for p in range(PARTITIONS)}
 
 
 def test_only_the_leader_of_a_groups_partition_coordinates_it_the_others_answer_not_coordinator(cluster):
