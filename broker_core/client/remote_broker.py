@@ -128,14 +128,17 @@ class RemoteBroker:
     def _to_leader(self, topic: str, partition: int, api_key: ApiKey, body: Mapping[str, Any],
                    error_of: Callable[[dict], int]) -> dict:
         """Send a partition's request to its leader; again, with fresh metadata, while its leadership moves
-        (NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE, a leader gone) for up to ``_LEADER_WAIT_S``."""
+        (NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE, a leader other than the bootstrap broker gone) for up
+        to ``_LEADER_WAIT_S``."""
         deadline = time.monotonic() + _LEADER_WAIT_S
         refresh = False
         while True:
+            leader = self._leader(topic, partition, refresh)
             try:
-                response = self._leader(topic, partition, refresh).send(api_key, body)
+                response = leader.send(api_key, body)
             except OSError:
-                if time.monotonic() >= deadline:
+                # The bootstrap broker gone is an error at once; another broker gone, a leadership to look up.
+                if leader is self.client or time.monotonic() >= deadline:
                     raise
                 self._forget_clients()
             else:
@@ -362,6 +365,7 @@ class RemoteBroker:
         moved to another broker (or while ``error_of`` says another of the ``retriable`` errors)."""
         deadline = time.monotonic() + _COORDINATOR_WAIT_S
         while True:
+            target = None
             try:
                 target = client or (self.client if key is None else self._coordinator(key, key_type))
                 response = target.send(api_key, body, version)
@@ -370,8 +374,8 @@ class RemoteBroker:
                 if exc.code not in retriable or time.monotonic() >= deadline:
                     raise
                 error, response = exc.code, None
-            except OSError:  # the coordinator went away: find it again
-                if key is None or time.monotonic() >= deadline:
+            except OSError:  # a coordinator other than the bootstrap broker went away: find it again
+                if target in (None, self.client) or key is None or time.monotonic() >= deadline:
                     raise
                 self._forget_clients()
                 error, response = CoordinatorNotAvailableError.code, None
