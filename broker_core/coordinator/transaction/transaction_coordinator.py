@@ -484,6 +484,10 @@ class TransactionCoordinator:
         except RuntimeError:
             pass  # the timer shut down with the coordinator
 
+    def _retry_waiting(self, transactional_id: str) -> bool:
+        with self._retry_lock:
+            return self._marker_retries.get(transactional_id, (None, 0))[0] is not None
+
     def _retry_markers(self, transactional_id: str) -> None:
         with self._retry_lock:
             _, backoff_ms = self._marker_retries.get(transactional_id, (None, 0))
@@ -516,7 +520,8 @@ class TransactionCoordinator:
                 if metadata.pending_transition_in_progress:
                     continue
                 if metadata.state.is_preparing:
-                    self._write_markers_and_complete(metadata)
+                    if not self._retry_waiting(metadata.transactional_id):
+                        self._write_markers_and_complete(metadata)
                 elif (metadata.state is _S.ONGOING
                       and metadata.txn_start_timestamp + metadata.txn_timeout_ms < now):
                     try:

@@ -216,7 +216,7 @@ class TransactionStateManager:
             metadata.abort_pending_transition()
             error = append_error(exc)
             log.warning("transactional id %r: writing %s to %s failed (%s): %s", transactional_id,
-                        transit.state, TRANSACTION_STATE_TOPIC, error.name, exc)
+                        transit.state, TRANSACTION_STATE_TOPIC, error.kafka_error_name, exc)
             raise error from exc
         metadata.complete_transition_to(transit)
 
