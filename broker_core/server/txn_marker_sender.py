@@ -22,7 +22,8 @@ from format.layout import TopicPartition
 from ..client.protocol_client import ProtocolClient
 from ..coordinator.transaction import TxnMarker
 from ..coordinator.transaction import wire as txn_wire
-from ..errors import NONE, BrokerNotAvailableError, KafkaError, NetworkExceptionError, UnknownServerError, error_for_code
+from ..errors import (NONE, BrokerNotAvailableError, KafkaError, NetworkExceptionError, UnknownServerError,
+                      error_for_code)
 from ..protocol import ApiKey, ProtocolError
 
 __all__ = ["WriteTxnMarkersSender"]
@@ -82,7 +83,8 @@ class WriteTxnMarkersSender:
                     destination.client = ProtocolClient(f"{address[0]}:{address[1]}",
                                                         client_id=f"broker-{self.broker_id}-txn-marker-sender",
                                                         timeout_s=self.request_timeout_ms / 1000)
-                response = destination.client.send(ApiKey.WRITE_TXN_MARKERS, txn_wire.write_txn_markers_request(markers))
+                response = destination.client.send(ApiKey.WRITE_TXN_MARKERS,
+                                                   txn_wire.write_txn_markers_request(markers))
             except (OSError, ProtocolError) as exc:
                 destination.close()
                 log.warning("sending %d transaction markers to broker %d at %s:%d failed: %s", len(markers), node_id,

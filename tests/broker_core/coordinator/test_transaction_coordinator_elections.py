@@ -57,69 +57,61 @@ def sent(destinations: ClusterDestinations) -> list[tuple[int, list[TopicPartiti
     return [(node, [m.topic_partition for m in markers]) for node, markers in destinations.requests]
 
 
-def written_in_both_partitions(path) -> None:
-    """"tx" (Ongoing over out-0) and OTHER (Empty), written by a single broker owning both partitions."""
-    h = Harness(path)
+@pytest.fixture()
+def restarted(tmp_path):
+    """A cluster's coordinator, elected for nothing yet, over the log dir of a single broker that wrote
+    "tx" (Ongoing over out-0) and OTHER (Empty) in the two partitions of ``__transaction_state``."""
+    single = Harness(tmp_path / "logs")
     try:
-        assert h.coordinator.partition_for("tx") != h.coordinator.partition_for(OTHER)
-        open_transaction(h, TP0)
-        assert h.init(OTHER).error_code == NONE
+        assert single.coordinator.partition_for("tx") != single.coordinator.partition_for(OTHER)
+        open_transaction(single, TP0)
+        assert single.init(OTHER).error_code == NONE
     finally:
-        h.close()
+        single.close()
+    h = cluster_harness(tmp_path / "logs")
+    yield h
+    h.close()
 
 
 # --- ownership --------------------------------------------------------------------------------
 
 
-def test_a_cluster_coordinator_owns_nothing_until_elected(tmp_path):
-    h = cluster_harness(tmp_path / "logs")
-    try:
-        assert h.init().error_code == NOT_COORDINATOR
-        assert h.described_error() == NOT_COORDINATOR
-        assert h.coordinator.list_transactions(ListTransactionsRequest()) == (NONE, [])
-    finally:
-        h.close()
+def test_a_cluster_coordinator_owns_nothing_until_elected(restarted):
+    assert restarted.init().error_code == NOT_COORDINATOR
+    assert restarted.described_error() == NOT_COORDINATOR
+    assert restarted.coordinator.list_transactions(ListTransactionsRequest()) == (NONE, [])
 
 
-def test_an_election_loads_only_its_partition_and_ids_of_the_others_get_not_coordinator(tmp_path):
-    written_in_both_partitions(tmp_path / "logs")
-    h = cluster_harness(tmp_path / "logs")
-    try:
-        h.coordinator.on_election(h.coordinator.partition_for("tx"), 3)
-        assert (h.state().state, h.state().topic_partitions) == (S.ONGOING, {TP0})
-        assert h.described_error(OTHER) == NOT_COORDINATOR
-        assert h.init(OTHER).error_code == NOT_COORDINATOR
-        _, listed = h.coordinator.list_transactions(ListTransactionsRequest())
-        assert [t.transactional_id for t in listed] == ["tx"]
-        h.coordinator.on_election(h.coordinator.partition_for(OTHER), 1)
-        assert h.state(OTHER).state is S.EMPTY
-    finally:
-        h.close()
+def test_an_election_loads_only_its_partition_and_ids_of_the_others_get_not_coordinator(restarted):
+    coordinator = restarted.coordinator
+    coordinator.on_election(coordinator.partition_for("tx"), 3)
+    assert (restarted.state().state, restarted.state().topic_partitions) == (S.ONGOING, {TP0})
+    assert restarted.described_error(OTHER) == NOT_COORDINATOR
+    assert restarted.init(OTHER).error_code == NOT_COORDINATOR
+    _, listed = coordinator.list_transactions(ListTransactionsRequest())
+    assert [t.transactional_id for t in listed] == ["tx"]
+    coordinator.on_election(coordinator.partition_for(OTHER), 1)
+    assert restarted.state(OTHER).state is S.EMPTY
 
 
-def test_ids_of_a_partition_being_loaded_get_coordinator_load_in_progress(tmp_path):
-    written_in_both_partitions(tmp_path / "logs")
-    h = cluster_harness(tmp_path / "logs")
-    try:
-        coordinator = h.coordinator
-        coordinator.on_election(coordinator.partition_for(OTHER), 1)
-        partition = coordinator.partition_for("tx")
-        txn_log: Log = h.broker.log_manager.log_or_raise(TopicPartition(TXN_STATE_TOPIC, partition))
-        # The load reads the partition's log, held here until the answers during the load are checked.
-        with txn_log._lock:
-            loader = threading.Thread(target=coordinator.on_election, args=(partition, 2))
-            loader.start()
-            deadline = time.monotonic() + 10
-            while h.described_error() != COORDINATOR_LOAD_IN_PROGRESS and time.monotonic() < deadline:
-                time.sleep(0.01)
-            assert h.described_error() == COORDINATOR_LOAD_IN_PROGRESS
-            assert h.init().error_code == COORDINATOR_LOAD_IN_PROGRESS
-            assert h.init(OTHER).error_code == NONE  # the partition already loaded answers meanwhile
-        loader.join(timeout=10)
-        assert not loader.is_alive()
-        assert h.state().state is S.ONGOING
-    finally:
-        h.close()
+def test_ids_of_a_partition_being_loaded_get_coordinator_load_in_progress(restarted):
+    coordinator = restarted.coordinator
+    coordinator.on_election(coordinator.partition_for(OTHER), 1)
+    partition = coordinator.partition_for("tx")
+    txn_log: Log = restarted.broker.log_manager.log_or_raise(TopicPartition(TXN_STATE_TOPIC, partition))
+    # The load reads the partition's log, held here until the answers during the load are checked.
+    with txn_log._lock:
+        loader = threading.Thread(target=coordinator.on_election, args=(partition, 2))
+        loader.start()
+        deadline = time.monotonic() + 10
+        while restarted.described_error() != COORDINATOR_LOAD_IN_PROGRESS and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert restarted.described_error() == COORDINATOR_LOAD_IN_PROGRESS
+        assert restarted.init().error_code == COORDINATOR_LOAD_IN_PROGRESS
+        assert restarted.init(OTHER).error_code == NONE  # the partition already loaded answers meanwhile
+    loader.join(timeout=10)
+    assert not loader.is_alive()
+    assert restarted.state().state is S.ONGOING
 
 
 def test_a_resignation_unloads_its_partition_and_an_older_election_after_it_is_ignored(elected):
