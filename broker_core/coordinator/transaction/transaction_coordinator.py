@@ -118,7 +118,7 @@ class TransactionCoordinator:
         self._tasks: list[_PeriodicTask] = []
         self._retry_lock = threading.Lock()
         #: Transactional id -> the scheduled retry of its pending markers and the wait before it.
-        self._marker_retries: dict[str, tuple[CallbackTimerTask, int]] = {}
+        self._marker_retries: dict[str, tuple[CallbackTimerTask | None, int]] = {}
 
     @classmethod
     def for_broker(cls, broker: Broker, *, executor: Executor | None = None, reaper_enabled: bool = True,
