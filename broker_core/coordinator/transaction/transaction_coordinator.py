@@ -175,7 +175,7 @@ class TransactionCoordinator:
 
     def load(self) -> None:
         """Replay ``__transaction_state`` (single broker); transactions that were preparing get their
-        markers now."""
+        markers now. A cluster's coordinator loads its partitions as it is elected: this does nothing."""
         self._complete_preparing(self.state.load())
 
     def on_election(self, partition: int, coordinator_epoch: int) -> None:

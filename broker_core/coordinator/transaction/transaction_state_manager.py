@@ -86,6 +86,8 @@ class TransactionStateManager:
         self._active = False
         #: Single broker: every partition is loading until ``load`` has run.
         self._loading_all = False
+        #: A cluster's coordinator: it owns only the partitions it is elected for.
+        self._elected_partitions_only = False
         #: Partition -> coordinator epoch: the partitions owned and loaded.
         self._owned: dict[int, int] = {}
         #: Partition -> coordinator epoch: the partitions being loaded.
@@ -100,6 +102,7 @@ class TransactionStateManager:
         for the partitions ``load_partition`` loads."""
         with self._lock:
             self._active = True
+            self._elected_partitions_only = elected_partitions_only
             self._loading_all = not elected_partitions_only
 
     def shutdown(self) -> None:
@@ -235,8 +238,13 @@ class TransactionStateManager:
 
         Returns the transactions that were preparing (PrepareCommit or PrepareAbort), whose markers
         the coordinator must write again. If the topic cannot be read this raises and the manager
-        keeps answering COORDINATOR_LOAD_IN_PROGRESS.
+        keeps answering COORDINATOR_LOAD_IN_PROGRESS. A cluster's coordinator loads nothing here: its
+        partitions are loaded as it is elected for them (``load_partition``).
         """
+        if self._elected_partitions_only:
+            log.info("transaction coordinator: not loading every partition of %s: it loads those it is elected "
+                     "for", TRANSACTION_STATE_TOPIC)
+            return []
         loaded: dict[str, TransactionMetadata] = {}
         partitions = range(self.num_partitions)
         if self.broker.topics.get(TRANSACTION_STATE_TOPIC) is not None:
