@@ -94,6 +94,9 @@ class TransactionStateManager:
         self._loading: dict[int, int] = {}
         #: Partition -> the newest coordinator epoch an election or resignation named.
         self._latest_epoch: dict[int, int] = {}
+        #: Partition -> how many writes to it are under way; a load waits for none.
+        self._appending: dict[int, int] = {}
+        self._appends_done = threading.Condition(self._lock)
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -202,19 +205,31 @@ class TransactionStateManager:
     def append(self, metadata: TransactionMetadata, transit: TxnTransitMetadata) -> None:
         """Write the prepared change to the log, then apply it; on failure drop it and raise the
         KafkaError the client gets (``append_error``; NOT_COORDINATOR when the id's partition moved
-        away meanwhile, as Kafka answers). The caller holds ``metadata.lock``."""
+        away meanwhile, as Kafka answers). The caller holds ``metadata.lock``.
+
+        A load of the partition waits for the writes under way (as Kafka's appends hold its state
+        lock for reading), so a new owner's replay never misses a record an old ownership wrote."""
         transactional_id = metadata.transactional_id
         key = encode_key(transactional_id)
         value = None if transit.state is _S.DEAD else encode_value(transit.value)
         try:
-            epoch = self.coordinator_epoch(transactional_id)
-            self._append_record(transactional_id, key, value)
+            self._check_active()
             with self._lock:
-                if self._metadata.get(transactional_id) is not metadata or self._owned.get(
-                        self.partition_for(transactional_id)) != epoch:
-                    raise NotCoordinatorError(f"{TRANSACTION_STATE_TOPIC}-{self.partition_for(transactional_id)} "
-                                              f"moved away from coordinator epoch {epoch} while writing "
-                                              f"transactional id {transactional_id!r}")
+                epoch = self._check_owned(transactional_id)
+                partition = self.partition_for(transactional_id)
+                self._appending[partition] = self._appending.get(partition, 0) + 1
+            try:
+                self._append_record(transactional_id, key, value)
+            finally:
+                with self._lock:
+                    self._appending[partition] -= 1
+                    if not self._appending[partition]:
+                        del self._appending[partition]
+                        self._appends_done.notify_all()
+                    current = self._metadata.get(transactional_id) is metadata and self._owned.get(partition) == epoch
+            if not current:
+                raise NotCoordinatorError(f"{TRANSACTION_STATE_TOPIC}-{partition} moved away from coordinator "
+                                          f"epoch {epoch} while writing transactional id {transactional_id!r}")
         except Exception as exc:
             metadata.abort_pending_transition()
             error = append_error(exc)
@@ -278,6 +293,8 @@ class TransactionStateManager:
             self._latest_epoch[partition] = coordinator_epoch
             self._remove_partition_locked(partition)
             self._loading[partition] = coordinator_epoch
+            while self._appending.get(partition):
+                self._appends_done.wait()
         loaded: dict[str, TransactionMetadata] = {}
         try:
             if self.broker.topics.get(TRANSACTION_STATE_TOPIC) is not None:

@@ -258,3 +258,55 @@ def test_a_single_broker_writes_every_marker_itself_at_coordinator_epoch_0(tmp_p
         assert h.broker.node_id == NODE_ID
     finally:
         h.close()
+
+
+def test_elections_and_resignations_from_another_thread_leave_memory_as_the_log_says(tmp_path):
+    h = cluster_harness(tmp_path / "logs")
+    partition = h.coordinator.partition_for("tx")
+    answers: set[int] = set()
+    stop = threading.Event()
+
+    def move_the_partition() -> None:
+        """Away and back, again and again; it ends elected."""
+        epoch = 1
+        while True:
+            h.coordinator.on_election(partition, epoch)
+            time.sleep(0.002)
+            if stop.is_set():
+                return
+            h.coordinator.on_resignation(partition, epoch + 1)
+            epoch += 2
+
+    mover = threading.Thread(target=move_the_partition)
+    mover.start()
+    try:
+        deadline = time.monotonic() + 1.5
+        while time.monotonic() < deadline:
+            init = h.init()
+            answers.add(init.error_code)
+            if init.error_code == NONE:
+                answers.update(h.add(init.producer_id, init.producer_epoch, TP0).values())
+                answers.add(h.end(init.producer_id, init.producer_epoch, commit=True))
+    finally:
+        stop.set()
+        mover.join(timeout=10)
+    assert not mover.is_alive()
+    assert NONE in answers and NOT_COORDINATOR in answers
+    assert answers <= {NONE, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, CONCURRENT_TRANSACTIONS}
+    # What requests changed since the last election is in memory; the log must say the same.
+    init = h.init()
+    for _ in range(3):  # as a client retries, while the abort of a transaction left open completes
+        if init.error_code != CONCURRENT_TRANSACTIONS:
+            break
+        init = h.init()
+    assert init.error_code == NONE and h.add(init.producer_id, init.producer_epoch, TP0) == {TP0: NONE}
+    live = h.state()
+    memory = (live.state, live.producer_id, live.producer_epoch, live.topic_partitions)
+    h.close()
+    replayed = cluster_harness(tmp_path / "logs")
+    try:
+        replayed.coordinator.on_election(partition, 1_000_001)
+        again = replayed.state()
+        assert (again.state, again.producer_id, again.producer_epoch, again.topic_partitions) == memory
+    finally:
+        replayed.close()
