@@ -31,7 +31,6 @@ from format.record_batch import build_batch, iter_batches
 from ...clock import Clock
 from ...errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, KafkaError,
                        NotCoordinatorError, TopicAlreadyExistsError)
-from ...log.log import FetchIsolation
 from ..append_errors import append_error_type
 from .config import TransactionConfig
 from .transaction_log import (TRANSACTION_STATE_TOPIC, InvalidTransactionLogRecordError, decode_key, decode_value,
@@ -344,7 +343,7 @@ class TransactionStateManager:
         buffer_size = self.config.transaction_state_log_load_buffer_size
         while offset < end:
             if to_log_end:
-                records = lg.read(offset, buffer_size, isolation=FetchIsolation.LOG_END).records
+                records = lg.read(offset, buffer_size, max_offset=end).records
             else:
                 records = self.broker.fetch(TRANSACTION_STATE_TOPIC, partition, offset, buffer_size).records
             next_offset = offset

@@ -115,6 +115,27 @@ def test_ids_of_a_partition_being_loaded_get_coordinator_load_in_progress(restar
     assert restarted.state().state is S.ONGOING
 
 
+def test_an_election_waits_for_a_write_under_way_to_its_partition_and_replays_it(elected):
+    coordinator = elected.coordinator
+    partition = coordinator.partition_for("tx")
+    assert elected.init().producer_epoch == 0
+    txn_log: Log = elected.broker.log_manager.log_or_raise(TopicPartition(TXN_STATE_TOPIC, partition))
+    answers: list = []
+    # The next InitProducerId's record waits for the log, held here, while the partition is elected again.
+    with txn_log._lock:
+        writer = threading.Thread(target=lambda: answers.append(elected.init()))
+        writer.start()
+        time.sleep(0.2)
+        elector = threading.Thread(target=coordinator.on_election, args=(partition, 9))
+        elector.start()
+        time.sleep(0.2)
+    writer.join(timeout=10)
+    elector.join(timeout=10)
+    assert not writer.is_alive() and not elector.is_alive()
+    assert answers[0].error_code == NOT_COORDINATOR  # written, but under the ownership that ended
+    assert elected.state().producer_epoch == 1  # the new ownership replayed it
+
+
 def test_a_resignation_unloads_its_partition_and_an_older_election_after_it_is_ignored(elected):
     coordinator = elected.coordinator
     partition = coordinator.partition_for("tx")
