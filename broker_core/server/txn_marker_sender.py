@@ -99,7 +99,8 @@ class WriteTxnMarkersSender:
             if code is None:
                 failed[tp] = UnknownServerError(f"broker {node_id} did not answer for {tp}")
             elif code != NONE:
-                failed[tp] = error_for_code(code)(f"broker {node_id} answered for {tp}")
+                error = error_for_code(code)
+                failed[tp] = error(f"broker {node_id} answered {error.kafka_error_name} for {tp}")
         return failed
 
     def _destination(self, node_id: int, address: tuple[str, int]) -> _Destination | None:
