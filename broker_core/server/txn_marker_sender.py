@@ -2,7 +2,8 @@
 (the network side of Kafka's TransactionMarkerChannelManager).
 
 It is the coordinator's ``MarkerDestinations`` in a cluster: who leads a
-partition comes from ``leader_of`` (the broker's metadata), and the markers
+partition comes from ``leader_of`` (the broker's metadata cache, with
+``for_metadata``), and the markers
 of one round for one broker go in one WriteTxnMarkers request over a
 ``ProtocolClient`` kept per destination broker, found through ``endpoint_of``.
 Each request waits at most ``request_timeout_ms``; a connection that fails
@@ -22,9 +23,11 @@ from format.layout import TopicPartition
 from ..client.protocol_client import ProtocolClient
 from ..coordinator.transaction import TxnMarker
 from ..coordinator.transaction import wire as txn_wire
+from ..controller.partition_state import NO_LEADER
 from ..errors import (NONE, BrokerNotAvailableError, KafkaError, NetworkExceptionError, UnknownServerError,
-                      error_for_code)
+                      UnknownTopicOrPartitionError, error_for_code)
 from ..protocol import ApiKey, ProtocolError
+from .metadata_cache import MetadataCache
 
 __all__ = ["WriteTxnMarkersSender"]
 
@@ -64,6 +67,23 @@ class WriteTxnMarkersSender:
         self._lock = threading.Lock()
         self._destinations: dict[int, _Destination] = {}
         self._closed = False
+
+    @classmethod
+    def for_metadata(cls, broker_id: int, metadata_cache: MetadataCache, listener_name: str, *,
+                     request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS) -> WriteTxnMarkersSender:
+        """The sender of a cluster's broker: leaders from its metadata cache (a partition of no topic
+        there was deleted), brokers reached on ``listener_name`` (the inter-broker listener)."""
+        def leader_of(tp: TopicPartition) -> int | None:
+            partition = metadata_cache.partition(tp)
+            if partition is None:
+                raise UnknownTopicOrPartitionError(f"{tp} is not in the cluster's metadata")
+            return None if partition.leader == NO_LEADER else partition.leader
+
+        def endpoint_of(node_id: int) -> tuple[str, int] | None:
+            endpoint = metadata_cache.endpoint(node_id, listener_name)
+            return None if endpoint is None else (endpoint.host or "127.0.0.1", endpoint.port)
+
+        return cls(broker_id, leader_of, endpoint_of, request_timeout_ms=request_timeout_ms)
 
     def leader_of(self, tp: TopicPartition) -> int | None:
         return self._leader_of(tp)

@@ -9,8 +9,12 @@ import socket
 
 import pytest
 
+from broker_core.controller.partition_state import NO_LEADER, PartitionState
+from broker_core.controller.zk_data import BrokerInfo
 from broker_core.coordinator.transaction import TxnMarker
 from broker_core.errors import BrokerNotAvailableError, NetworkExceptionError, UnknownTopicOrPartitionError
+from broker_core.network.endpoint import EndPoint
+from broker_core.server.metadata_cache import ClusterSnapshot, MetadataCache, PartitionMetadata
 from broker_core.server.txn_marker_sender import WriteTxnMarkersSender
 from format.layout import TopicPartition
 
@@ -118,3 +122,20 @@ def test_a_coordinator_commits_a_transaction_whose_partition_another_broker_lead
     finally:
         coordinator_side.close()
         server.shutdown(timeout_ms=10_000)
+
+
+def test_a_cluster_brokers_sender_takes_leaders_and_addresses_from_its_metadata_cache():
+    cache = MetadataCache()
+    cache.update(ClusterSnapshot(
+        brokers={2: BrokerInfo(2, (EndPoint("PLAINTEXT", "PLAINTEXT", "127.0.0.1", 9093),))},
+        topics={"remote": {
+            0: PartitionMetadata(REMOTE, (2,), PartitionState(2, 5, (2,), 1)),
+            1: PartitionMetadata(TopicPartition("remote", 1), (3,), PartitionState(NO_LEADER, 6, (), 1))}}))
+    sender = WriteTxnMarkersSender.for_metadata(NODE_ID, cache, "PLAINTEXT")
+    assert sender.leader_of(REMOTE) == 2
+    assert sender.leader_of(TopicPartition("remote", 1)) is None  # no leader now: retried later
+    with pytest.raises(UnknownTopicOrPartitionError):
+        sender.leader_of(TopicPartition("deleted", 0))  # needs no marker
+    assert (sender.endpoint_of(2), sender.endpoint_of(3)) == (("127.0.0.1", 9093), None)
+    failed = sender.write_remote(3, [TxnMarker(TopicPartition("remote", 1), 1, 0, 0, True)])
+    assert isinstance(failed[TopicPartition("remote", 1)], BrokerNotAvailableError)
