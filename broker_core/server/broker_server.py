@@ -98,7 +98,7 @@ class BrokerServer:
             self._fetch_purgatory = DelayedOperationPurgatory("Fetch", clock=self.clock, broker_id=config.node_id)
             self.transaction_coordinator = TransactionCoordinator.for_broker(self.broker)
             self.transaction_coordinator.markers.add_listener(self._on_marker_written)
-            self.transaction_coordinator.startup(load=False)
+            self.transaction_coordinator.startup(load=False, elected_partitions_only=self.cluster_mode is not None)
             self.broker.transaction_coordinator = self.transaction_coordinator
             self._coordinator_loader = threading.Thread(target=self._load_coordinators, daemon=True,
                                                         name=f"coordinator-loader-{config.node_id}")

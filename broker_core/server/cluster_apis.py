@@ -47,6 +47,7 @@ from ..protocol import Request as KafkaRequest
 from ..purgatory import DelayedOperationPurgatory, TopicPartitionOperationKey
 from .delayed_produce import DelayedProduce, ProducePartitionStatus
 from .internal_topics import InternalTopics
+from .metadata_cache import PartitionMetadata
 from .replica_manager import ReplicaManager
 
 if TYPE_CHECKING:
@@ -230,15 +231,25 @@ class ClusterApis:
             topic, partition_for = TRANSACTION_STATE_TOPIC, partition_for_transactional_id
         else:
             raise InvalidRequestError(f"no coordinator for key type {key_type} and key {key!r}")
-        partitions = self.metadata_cache.topic(topic)
-        if not partitions:
-            self.internal_topics.create(topic)  # raises COORDINATOR_NOT_AVAILABLE: asked again later
-        meta = partitions[partition_for(key, len(partitions))]
+        meta = self._internal_partition(topic, partition_for, key)
         endpoint = (self.metadata_cache.endpoint(meta.leader, listener)
                     if meta.leader in self.metadata_cache.alive_brokers() else None)
         if endpoint is None:
             raise CoordinatorNotAvailableError(f"{meta.topic_partition} has no leader now")
         return meta.leader, endpoint.host or "127.0.0.1", endpoint.port
+
+    def _internal_partition(self, topic: str, partition_for: Callable[[str, int], int], key: str
+                            ) -> PartitionMetadata:
+        """The partition of the coordinators' ``topic`` holding ``key``; the topic is created on first use
+        (COORDINATOR_NOT_AVAILABLE meanwhile)."""
+        partitions = self.metadata_cache.topic(topic)
+        if not partitions:
+            self.internal_topics.create(topic)  # raises COORDINATOR_NOT_AVAILABLE: asked again later
+        return partitions[partition_for(key, len(partitions))]
+
+    def offsets_partition_for(self, group_id: str) -> TopicPartition:
+        """The cluster's ``__consumer_offsets`` partition of a group (AddOffsetsToTxn)."""
+        return self._internal_partition(OFFSETS_TOPIC, partition_for_group, group_id).topic_partition
 
     # --- Produce ---------------------------------------------------------------------
 

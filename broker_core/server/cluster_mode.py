@@ -50,6 +50,7 @@ from .kafka_apis import KafkaApis
 from .producer_id_manager import ZkProducerIdManager
 from .replica_fetcher_manager import ReplicaFetcherManager
 from .replica_manager import ReplicaManager
+from .txn_marker_sender import WriteTxnMarkersSender
 
 __all__ = ["ClusterMode"]
 
@@ -71,6 +72,7 @@ class ClusterMode:
         self.replica_manager: ReplicaManager | None = None
         self.controller: ControllerEventManager | None = None
         self.coordinator_elections: CoordinatorElections | None = None
+        self.marker_sender: WriteTxnMarkersSender | None = None
         self._fetch_purgatory: DelayedOperationPurgatory | None = None
         self._broker_info: BrokerInfo | None = None
         self._stopping = threading.Event()
@@ -114,7 +116,15 @@ class ClusterMode:
         self.lease = SessionLease(self.store, config.broker_session_timeout_ms, config.broker_heartbeat_interval_ms,
                                   on_expired=self._on_session_expired, name=f"broker-{config.node_id}")
         self.controller = ControllerEventManager(KafkaController(config, self.zk_client, self.lease.lease, self.clock))
-        ClusterApis(apis, self.replica_manager, admin, self.produce_purgatory).install()
+        cluster_apis = ClusterApis(apis, self.replica_manager, admin, self.produce_purgatory)
+        cluster_apis.install()
+        # The transaction coordinator sends the markers of partitions led elsewhere with WriteTxnMarkers, and
+        # finds a group's offsets partition in the cluster's __consumer_offsets.
+        self.marker_sender = WriteTxnMarkersSender.for_metadata(
+            config.node_id, self.replica_manager.metadata_cache, inter_broker_listener,
+            request_timeout_ms=config.request_timeout_ms)
+        apis.transaction_coordinator.markers.destinations = self.marker_sender
+        apis.transaction_coordinator.offsets_partition_for = cluster_apis.offsets_partition_for
         self._broker_info = BrokerInfo(config.node_id, tuple(advertised.values()), config.broker_rack)
         self.zk_client.register_broker(self._broker_info, self.lease.lease)
         self.replica_manager.startup()
@@ -218,6 +228,7 @@ class ClusterMode:
                      lambda: self.controller and self.controller.close(),
                      lambda: self.replica_manager and self.replica_manager.shutdown(),
                      lambda: self.fetcher_manager and self.fetcher_manager.shutdown(),
+                     lambda: self.marker_sender and self.marker_sender.close(),
                      lambda: self.produce_purgatory and self.produce_purgatory.shutdown(),
                      lambda: self.lease and self.lease.close(),
                      self.store.close):
