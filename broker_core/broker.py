@@ -181,9 +181,12 @@ class Broker:
         self.group_coordinator: GroupCoordinator | None = None
         self._producer_ids: ProducerIdManager | None = None
         self._transaction_coordinator: TransactionCoordinator | None = None
-        #: Cluster mode: raises NOT_LEADER_OR_FOLLOWER for a replicated partition this broker does not lead, so
-        #: a transaction marker is never written into a follower's log.
-        self.check_leadership: Callable[[TopicPartition], None] | None = None
+        #: Cluster mode: how the coordinators' writes (``produce_batches(from_client=False)``, transaction
+        #: markers) reach a replicated partition — ``leader_append(tp, append)`` runs ``append(log,
+        #: leader_epoch)`` as the partition's leader and returns once the in-sync replicas have the records;
+        #: NOT_LEADER_OR_FOLLOWER on a broker that does not lead it.
+        self.leader_append: Callable[[TopicPartition, Callable[[Log, int | None], LogAppendInfo]],
+                                     LogAppendInfo] | None = None
         self._closed = False
 
     def __enter__(self) -> "Broker":
@@ -453,8 +456,13 @@ class Broker:
         """Append raw v2 batches, as a Produce request carries them (``from_client=False``: as a
         coordinator writes them, producer epochs checked but not sequences)."""
         self._check_writable(f"produce to topic {topic!r}")
-        lg = self.log_manager.log_or_raise(TopicPartition(topic, partition))
-        return lg.append(records, from_client=from_client)
+        return self._append(TopicPartition(topic, partition),
+                            lambda lg, epoch: lg.append(records, from_client=from_client, leader_epoch=epoch))
+
+    def _append(self, tp: TopicPartition, append: Callable[[Log, int | None], LogAppendInfo]) -> LogAppendInfo:
+        if self.leader_append is not None:
+            return self.leader_append(tp, append)
+        return append(self.log_manager.log_or_raise(tp), None)
 
     # --- producer ids, idempotent and transactional producers -----------------
 
@@ -540,10 +548,8 @@ class Broker:
         """End ``producer_id``'s transaction in the partition with a COMMIT or ABORT marker
         (``Log.append_control_marker``), as the transaction coordinator does."""
         self._check_writable(f"write a transaction marker to topic {topic!r}")
-        if self.check_leadership is not None:
-            self.check_leadership(TopicPartition(topic, partition))
-        lg = self.log_manager.log_or_raise(TopicPartition(topic, partition))
-        return lg.append_control_marker(producer_id, producer_epoch, coordinator_epoch, commit)
+        return self._append(TopicPartition(topic, partition), lambda lg, epoch: lg.append_control_marker(
+            producer_id, producer_epoch, coordinator_epoch, commit, leader_epoch=epoch))
 
     def fetch(self, topic: str, partition: int, offset: int, max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
               isolation_level: str | int = "read_uncommitted") -> FetchResult:

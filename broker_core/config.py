@@ -24,8 +24,10 @@ Defaults are Kafka 3.9's, with these differences, each for a reason:
 * ``message.timestamp.after.max.ms`` keeps 3.x's unlimited default rather
   than 4.0's one hour, matching the 3.x brokers pipelines move from.
 * ``offsets.topic.replication.factor`` and
-  ``transaction.state.log.replication.factor`` are 1, not 3: a single broker
-  cannot hold three replicas (Kafka's own single-node example config sets 1 too).
+  ``transaction.state.log.replication.factor`` are 1, not 3, for a single
+  broker, which cannot hold three replicas (Kafka's own single-node example
+  config sets 1 too); a broker of a cluster (``etcd.connect``) takes Kafka's
+  3 unless they are set (``internal_topic_replication_factor``).
 * ``node.id`` defaults to 0 rather than being required.
 * ``max.partitions`` (KIP-578's name; Kafka never shipped the limit) caps the
   partitions the broker holds, internal topics included, at 20,000: a
@@ -574,11 +576,13 @@ _BROKER_KEYS: tuple[_Key, ...] = (
     _Key("connections.max.idle.ms", _Type.LONG),
     _Key("num.network.threads", _Type.INT, _at_least(1)),
     _Key("num.io.threads", _Type.INT, _at_least(1)),
+    _Key("request.timeout.ms", _Type.INT, _at_least(0)),
     _Key("offsets.topic.num.partitions", _Type.INT, _at_least(1)),
     _Key("offsets.topic.replication.factor", _Type.SHORT, _at_least(1)),
     _Key("offsets.topic.segment.bytes", _Type.INT, _at_least(1)),
     _Key("offsets.retention.minutes", _Type.INT, _at_least(1)),
     _Key("offsets.retention.check.interval.ms", _Type.LONG, _at_least(1)),
+    _Key("offsets.commit.timeout.ms", _Type.INT, _at_least(1)),
     _Key("group.initial.rebalance.delay.ms", _Type.INT),
     _Key("group.min.session.timeout.ms", _Type.INT),
     _Key("group.max.session.timeout.ms", _Type.INT),
@@ -588,6 +592,7 @@ _BROKER_KEYS: tuple[_Key, ...] = (
     _Key("transaction.state.log.num.partitions", _Type.INT, _at_least(1)),
     _Key("transaction.state.log.replication.factor", _Type.SHORT, _at_least(1)),
     _Key("transaction.state.log.segment.bytes", _Type.INT, _at_least(1)),
+    _Key("transaction.state.log.min.isr", _Type.INT, _at_least(1)),
     _Key("transaction.state.log.load.buffer.size", _Type.INT, _at_least(1)),
     _Key("transaction.max.timeout.ms", _Type.INT, _at_least(1)),
     _Key("transactional.id.expiration.ms", _Type.INT, _at_least(1)),
@@ -684,11 +689,13 @@ class BrokerConfig:
     connections_max_idle_ms: int = 10 * _MS_PER_MINUTE
     num_network_threads: int = 3
     num_io_threads: int = 8
+    request_timeout_ms: int = 30_000
     offsets_topic_num_partitions: int = 50
     offsets_topic_replication_factor: int = 1
     offsets_topic_segment_bytes: int = 100 * 1024 * 1024
     offsets_retention_minutes: int = 7 * 24 * 60
     offsets_retention_check_interval_ms: int = 10 * _MS_PER_MINUTE
+    offsets_commit_timeout_ms: int = 5000
     group_initial_rebalance_delay_ms: int = 3000
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 30 * _MS_PER_MINUTE
@@ -698,6 +705,7 @@ class BrokerConfig:
     transaction_state_log_num_partitions: int = 50
     transaction_state_log_replication_factor: int = 1
     transaction_state_log_segment_bytes: int = 100 * 1024 * 1024
+    transaction_state_log_min_isr: int = 2
     transaction_state_log_load_buffer_size: int = 5 * 1024 * 1024
     transaction_max_timeout_ms: int = 15 * _MS_PER_MINUTE
     transactional_id_expiration_ms: int = 7 * 24 * _MS_PER_HOUR
@@ -799,6 +807,13 @@ class BrokerConfig:
         if self.log_flush_interval_ms is not None:
             return self.log_flush_interval_ms
         return self.log_flush_scheduler_interval_ms
+
+    def internal_topic_replication_factor(self, key: str) -> int:
+        """``offsets.topic.replication.factor`` or ``transaction.state.log.replication.factor`` (``key``): as
+        set, else 1 on a single broker and Kafka's 3 in a cluster."""
+        if key in self.static_overrides or not self.etcd_connect:
+            return getattr(self, key.replace(".", "_"))
+        return 3
 
     def log_config_defaults(self) -> LogConfig:
         """The topic settings every topic starts from, taken from this broker's ``log.*`` settings."""

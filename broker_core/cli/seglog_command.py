@@ -64,12 +64,25 @@ def _failure_text(args: argparse.Namespace, exc: BaseException) -> str:
     return error_message(exc)
 
 
-def _describe_lines(description) -> list[str]:
+def _is_under_replicated(p) -> bool:
+    return len(p.isr or (p.leader,)) < len(p.replicas or (p.leader,))
+
+
+def _is_unavailable(p) -> bool:
+    return p.leader < 0
+
+
+def _describe_lines(description, only=None) -> list[str]:
+    """kafka-topics.sh --describe's lines; with ``only`` (a test of a partition), as its
+    ``--under-replicated-partitions`` and ``--unavailable-partitions``: the matching partitions' lines alone."""
     overrides = ",".join(f"{k}={v}" for k, v in sorted(description.config.items()))
     factor = len(description.partitions[0].replicas or (0,)) if description.partitions else 1
-    lines = [f"Topic: {description.name}\tTopicId: {description.topic_id}\t"
-             f"PartitionCount: {description.partition_count}\tReplicationFactor: {factor}\tConfigs: {overrides}"]
+    lines = [] if only else [
+        f"Topic: {description.name}\tTopicId: {description.topic_id}\t"
+        f"PartitionCount: {description.partition_count}\tReplicationFactor: {factor}\tConfigs: {overrides}"]
     for p in description.partitions:
+        if only is not None and not only(p):
+            continue
         replicas = ",".join(str(b) for b in p.replicas or (p.leader,))
         isr = ",".join(str(b) for b in p.isr or (p.leader,))
         line = (f"\tTopic: {description.name}\tPartition: {p.partition}\tLeader: {p.leader}\t"
@@ -95,8 +108,10 @@ def _topics(args: argparse.Namespace) -> int:
                 print(name)
         elif args.action == "describe":
             names = [args.topic] if args.topic else broker.list_topics()
+            only = ((_is_under_replicated if args.under_replicated_partitions else None)
+                    or (_is_unavailable if args.unavailable_partitions else None))
             for name in names:
-                for line in _describe_lines(broker.describe_topic(name)):
+                for line in _describe_lines(broker.describe_topic(name), only):
                     print(line)
         elif args.action == "delete":
             broker.delete_topic(args.topic)
@@ -393,6 +408,11 @@ def build_parser() -> argparse.ArgumentParser:
                                                                 "--bootstrap; default default.replication.factor)")
     topics.add_argument("--config", action="append", metavar="KEY=VALUE", help="a topic setting (repeatable)")
     topics.add_argument("--delete-config", action="append", metavar="KEY", help="remove a topic override")
+    only = topics.add_mutually_exclusive_group()
+    only.add_argument("--under-replicated-partitions", action="store_true",
+                      help="describe: only the partitions whose ISR is smaller than their replicas")
+    only.add_argument("--unavailable-partitions", action="store_true",
+                      help="describe: only the partitions without a live leader")
     topics.set_defaults(run=_topics)
 
     produce = commands.add_parser("produce", help="produce the lines of standard input")

@@ -7,8 +7,9 @@ one they hold; errors come back as the same ``KafkaError`` classes, built
 from the response's error code. Records are partitioned exactly as the
 embedded broker (and the Java producer) partitions them.
 
-Consumer groups go to the broker's group coordinator (ListGroups,
-DescribeGroups, OffsetFetch, OffsetCommit, DeleteGroups), with the answers
+Consumer groups go to the group's coordinator, found with FindCoordinator and
+found again when it moves (DescribeGroups, OffsetFetch, OffsetCommit,
+DeleteGroups; ListGroups and ListTransactions to every broker), with the answers
 ``seglog groups`` prints for a log dir: ``GroupDescription`` and
 ``OffsetAndMetadata`` records. A coordinator still loading
 ``__consumer_offsets`` is waited for, as clients retry it, and so is an
@@ -16,7 +17,8 @@ offset an open transaction committed (``committed_offsets`` asks with
 ``require_stable``; ``describe_group`` does not, as kafka-consumer-groups.sh).
 Transactions go to its transaction coordinator, producers to DescribeProducers.
 
-Topic configs change through IncrementalAlterConfigs (AlterConfigs, which
+Produce, Fetch and ListOffsets go to the partition's leader (as Metadata names
+it; asked again while the leadership moves). Topic configs change through IncrementalAlterConfigs (AlterConfigs, which
 replaces every override, for a broker without it). ``describe_topic`` takes
 partition sizes from DescribeLogDirs; no Kafka API tells a partition's
 segment count, so a remote description leaves ``segments`` unknown (None),
@@ -37,9 +39,12 @@ from format.txn_index import AbortedTxn
 from ..broker import (DEFAULT_FETCH_MAX_BYTES, FetchResult, OffsetAndTimestamp, PartitionDescription,
                       RecordMetadata, TopicDescription, isolation_level_of)
 from ..coordinator.group.offset_and_metadata import OffsetAndMetadata
+from ..coordinator.group.requests import COORDINATOR_TYPE_GROUP, COORDINATOR_TYPE_TRANSACTION
 from ..coordinator.transaction.requests import ListTransactionsRequest, TransactionDescription, TransactionListing
-from ..errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, GroupIdNotFoundError, KafkaError,
-                      NonEmptyGroupError, UnknownTopicOrPartitionError, UnstableOffsetCommitError, error_for_code)
+from ..errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, FencedLeaderEpochError,
+                      GroupIdNotFoundError, KafkaError, LeaderNotAvailableError, NonEmptyGroupError,
+                      NotCoordinatorError, NotLeaderOrFollowerError, UnknownLeaderEpochError,
+                      UnknownTopicOrPartitionError, UnstableOffsetCommitError, error_for_code)
 from ..group_offsets import GroupDescription, GroupMember, PartitionLag
 from ..log.producer_state_manager import ActiveProducer
 from ..partitioner import StickyPartitioner, assign_partitions
@@ -56,9 +61,11 @@ _DYNAMIC_TOPIC_CONFIG = 1
 _TIMEOUT_MS = 30_000
 # How long a group request waits for a coordinator that is loading or starting.
 _COORDINATOR_WAIT_S = 30.0
-# FindCoordinator's key type of a transactional id (0 is a group).
-_TRANSACTION_KEY_TYPE = 1
 _RETRIABLE_GROUP_ERRORS = frozenset({CoordinatorLoadInProgressError.code, CoordinatorNotAvailableError.code})
+# How long a partition's request follows its leadership moving, and the errors that say it moved.
+_LEADER_WAIT_S = 30.0
+_LEADERSHIP_ERRORS = frozenset({NotLeaderOrFollowerError.code, LeaderNotAvailableError.code,
+                                FencedLeaderEpochError.code, UnknownLeaderEpochError.code})
 
 
 def _raise_for(code: int, message: str | None, what: str) -> None:
@@ -74,6 +81,8 @@ class RemoteBroker:
         self._partitioner = StickyPartitioner()
         # Connections to the other brokers of a cluster, by node id (offsets are asked of partition leaders).
         self._node_clients: dict[int, ProtocolClient] = {}
+        # Each topic's partition leaders, by partition (Metadata's answer, asked again when one moves).
+        self._leaders: dict[str, dict[int, ProtocolClient]] = {}
 
     def __enter__(self) -> RemoteBroker:
         return self
@@ -83,21 +92,66 @@ class RemoteBroker:
 
     def close(self) -> None:
         self.client.close()
-        for client in self._node_clients.values():
-            client.close()
-        self._node_clients.clear()
+        self._forget_clients()
 
     def _client_for(self, node_id: int, brokers: list[dict]) -> ProtocolClient:
         """The connection to broker ``node_id`` of the Metadata answer's ``brokers`` (the bootstrap one when it
         is that broker or is not listed)."""
-        if node_id in self._node_clients:
-            return self._node_clients[node_id]
         broker = next((b for b in brokers if b["node_id"] == node_id), None)
-        if broker is None or (broker["host"], broker["port"]) == self.client.address:
+        if broker is None:
+            return self._node_clients.get(node_id, self.client)
+        return self._client_at(node_id, broker["host"], broker["port"])
+
+    def _client_at(self, node_id: int, host: str, port: int) -> ProtocolClient:
+        """The connection to broker ``node_id`` at ``host:port`` (the bootstrap one when it is there)."""
+        if (host, port) == self.client.address:
             return self.client
-        client = ProtocolClient(f"{broker['host']}:{broker['port']}", client_id="seglog-cli")
-        self._node_clients[node_id] = client
+        client = self._node_clients.get(node_id)
+        if client is None or client.address != (host, port):
+            if client is not None:
+                client.close()
+            client = self._node_clients[node_id] = ProtocolClient(f"{host}:{port}", client_id="seglog-cli")
         return client
+
+    def _leader(self, topic: str, partition: int, refresh: bool = False) -> ProtocolClient:
+        """The connection to the leader of ``topic``-``partition`` as Metadata names it (asked again with
+        ``refresh``); the bootstrap broker when Metadata names none it lists."""
+        leaders = None if refresh else self._leaders.get(topic)
+        if leaders is None:
+            response = self.client.send(ApiKey.METADATA, {"topics": [{"name": topic}],
+                                                          "allow_auto_topic_creation": False})
+            brokers = response["brokers"]
+            leaders = self._leaders[topic] = {p["partition_index"]: self._client_for(p["leader_id"], brokers)
+                                              for t in response["topics"] for p in t["partitions"]}
+        return leaders.get(partition, self.client)
+
+    def _to_leader(self, topic: str, partition: int, api_key: ApiKey, body: Mapping[str, Any],
+                   error_of: Callable[[dict], int]) -> dict:
+        """Send a partition's request to its leader; again, with fresh metadata, while its leadership moves
+        (NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE, a leader other than the bootstrap broker gone) for up
+        to ``_LEADER_WAIT_S``."""
+        deadline = time.monotonic() + _LEADER_WAIT_S
+        refresh = False
+        while True:
+            leader = self._leader(topic, partition, refresh)
+            try:
+                response = leader.send(api_key, body)
+            except OSError:
+                # The bootstrap broker gone is an error at once; another broker gone, a leadership to look up.
+                if leader is self.client or time.monotonic() >= deadline:
+                    raise
+                self._forget_clients()
+            else:
+                if error_of(response) not in _LEADERSHIP_ERRORS or time.monotonic() >= deadline:
+                    return response
+            refresh = True
+            time.sleep(0.1)
+
+    def _forget_clients(self) -> None:
+        for client in self._node_clients.values():
+            client.close()
+        self._node_clients.clear()
+        self._leaders.clear()
 
     # --- topics -----------------------------------------------------------
 
@@ -244,10 +298,10 @@ class RemoteBroker:
             batch = build_batch([items[i] for i in indexes], compression=codec, default_timestamp=now,
                                 producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=base_sequence,
                                 is_transactional=transactional)
-            response = self.client.send(ApiKey.PRODUCE, {"transactional_id": None, "acks": -1,
-                                                         "timeout_ms": _TIMEOUT_MS, "topic_data": [{
-                                                             "name": topic, "partition_data": [
-                                                                 {"index": p, "records": batch}]}]})
+            response = self._to_leader(topic, p, ApiKey.PRODUCE, {
+                "transactional_id": None, "acks": -1, "timeout_ms": _TIMEOUT_MS,
+                "topic_data": [{"name": topic, "partition_data": [{"index": p, "records": batch}]}]},
+                lambda r: r["responses"][0]["partition_responses"][0]["error_code"])
             (result,) = response["responses"][0]["partition_responses"]
             _raise_for(result["error_code"], result["error_message"], f"{topic}-{p}")
             for n, i in enumerate(indexes):
@@ -265,11 +319,12 @@ class RemoteBroker:
     def fetch(self, topic: str, partition: int, offset: int, max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
               isolation_level: str | int = "read_uncommitted") -> FetchResult:
         level = int(isolation_level_of(isolation_level))
-        response = self.client.send(ApiKey.FETCH, {
+        response = self._to_leader(topic, partition, ApiKey.FETCH, {
             "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": max_bytes, "isolation_level": level,
             "topics": [{"topic": topic, "partitions": [{"partition": partition, "fetch_offset": offset,
                                                          "partition_max_bytes": max_bytes}]}],
-            "forgotten_topics_data": []})
+            "forgotten_topics_data": []},
+            lambda r: r.get("error_code", 0) or r["responses"][0]["partitions"][0]["error_code"])
         _raise_for(response["error_code"], None, f"{topic}-{partition}")
         (data,) = response["responses"][0]["partitions"]
         _raise_for(data["error_code"], f"{topic}-{partition} at offset {offset}", f"{topic}-{partition}")
@@ -291,9 +346,10 @@ class RemoteBroker:
 
     def _offset(self, topic: str, partition: int, timestamp: int, isolation_level: int = 0,
                 client: ProtocolClient | None = None) -> OffsetAndTimestamp:
-        response = (client or self.client).send(ApiKey.LIST_OFFSETS, {
-            "replica_id": -1, "isolation_level": isolation_level,
-            "topics": [{"name": topic, "partitions": [{"partition_index": partition, "timestamp": timestamp}]}]})
+        body = {"replica_id": -1, "isolation_level": isolation_level,
+                "topics": [{"name": topic, "partitions": [{"partition_index": partition, "timestamp": timestamp}]}]}
+        response = (client.send(ApiKey.LIST_OFFSETS, body) if client is not None else self._to_leader(
+            topic, partition, ApiKey.LIST_OFFSETS, body, lambda r: r["topics"][0]["partitions"][0]["error_code"]))
         (result,) = response["topics"][0]["partitions"]
         _raise_for(result["error_code"], f"{topic}-{partition}", f"{topic}-{partition}")
         return OffsetAndTimestamp(result["offset"], result["timestamp"])
@@ -301,21 +357,54 @@ class RemoteBroker:
     # --- consumer groups (the group coordinator) ---------------------------------
 
     def _group_request(self, api_key: ApiKey, body: Mapping[str, Any], error_of: Callable[[dict], int],
-                       retriable: frozenset[int] = _RETRIABLE_GROUP_ERRORS) -> dict:
-        """Send a group request, again while the coordinator loads the offsets topic or is not up yet
-        (or while ``error_of`` says another of the ``retriable`` errors)."""
+                       retriable: frozenset[int] = _RETRIABLE_GROUP_ERRORS, *, key: str | None = None,
+                       key_type: int = COORDINATOR_TYPE_GROUP, client: ProtocolClient | None = None,
+                       version: int | None = None) -> dict:
+        """Send a request to the coordinator of ``key`` (found with FindCoordinator; without a key, to
+        ``client`` or the bootstrap broker), again while the coordinator loads its topic, is not up yet or
+        moved to another broker (or while ``error_of`` says another of the ``retriable`` errors)."""
         deadline = time.monotonic() + _COORDINATOR_WAIT_S
         while True:
-            response = self.client.send(api_key, body)
-            if error_of(response) not in retriable or time.monotonic() >= deadline:
+            target = None
+            try:
+                target = client or (self.client if key is None else self._coordinator(key, key_type))
+                response = target.send(api_key, body, version)
+                error = error_of(response)
+            except KafkaError as exc:  # no coordinator found yet
+                if exc.code not in retriable or time.monotonic() >= deadline:
+                    raise
+                error, response = exc.code, None
+            except OSError:  # a coordinator other than the bootstrap broker went away: find it again
+                if target in (None, self.client) or key is None or time.monotonic() >= deadline:
+                    raise
+                self._forget_clients()
+                error, response = CoordinatorNotAvailableError.code, None
+            if response is not None and (error not in retriable | {NotCoordinatorError.code}
+                                         or time.monotonic() >= deadline):
                 return response
             time.sleep(0.1)
 
+    def _coordinator(self, key: str, key_type: int) -> ProtocolClient:
+        """The connection to the coordinator of ``key``; raises the error FindCoordinator answers."""
+        response = self.client.send(ApiKey.FIND_COORDINATOR, {"key": key, "key_type": key_type,
+                                                              "coordinator_keys": [key]})
+        answer = response["coordinators"][0] if response.get("coordinators") else response
+        _raise_for(answer["error_code"], answer.get("error_message"), f"the coordinator of {key!r}")
+        return self._client_at(answer["node_id"], answer["host"], answer["port"])
+
+    def _brokers(self) -> list[dict]:
+        return self.client.send(ApiKey.METADATA, {"topics": [], "allow_auto_topic_creation": False})["brokers"]
+
     def list_groups(self) -> list[str]:
-        response = self._group_request(ApiKey.LIST_GROUPS, {"states_filter": [], "types_filter": []},
-                                       lambda r: r["error_code"])
-        _raise_for(response["error_code"], None, "ListGroups")
-        return sorted(g["group_id"] for g in response["groups"])
+        """ListGroups of every broker (each lists the groups it coordinates), as Kafka's admin client asks."""
+        groups: set[str] = set()
+        for broker in self._brokers():
+            response = self._group_request(ApiKey.LIST_GROUPS, {"states_filter": [], "types_filter": []},
+                                           lambda r: r["error_code"], client=self._client_at(
+                                               broker["node_id"], broker["host"], broker["port"]))
+            _raise_for(response["error_code"], None, "ListGroups")
+            groups.update(g["group_id"] for g in response["groups"])
+        return sorted(groups)
 
     def committed_offsets(self, group_id: str) -> dict[TopicPartition, OffsetAndMetadata]:
         """Every offset the group committed (OffsetFetch for all partitions, ``require_stable``): an
@@ -334,7 +423,8 @@ class RemoteBroker:
 
         response = self._group_request(ApiKey.OFFSET_FETCH, {
             "group_id": group_id, "topics": None, "groups": [{"group_id": group_id, "topics": None}],
-            "require_stable": require_stable}, error_of, _RETRIABLE_GROUP_ERRORS | {UnstableOffsetCommitError.code})
+            "require_stable": require_stable}, error_of, _RETRIABLE_GROUP_ERRORS | {UnstableOffsetCommitError.code},
+            key=group_id)
         topics = response["groups"][0]["topics"] if response.get("groups") else response["topics"]
         _raise_for(group_error(response), None, f"group {group_id!r}")
         out = {}
@@ -363,7 +453,8 @@ class RemoteBroker:
         response = self._group_request(ApiKey.OFFSET_COMMIT, {
             "group_id": group_id, "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
             "retention_time_ms": -1,
-            "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()]}, first_error)
+            "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()]}, first_error,
+            key=group_id)
         for topic in response["topics"]:
             for p in topic["partitions"]:
                 _raise_for(p["error_code"], None, f"group {group_id!r}: committing {topic['name']}-"
@@ -379,14 +470,14 @@ class RemoteBroker:
 
     def delete_group(self, group_id: str) -> None:
         response = self._group_request(ApiKey.DELETE_GROUPS, {"groups_names": [group_id]},
-                                       lambda r: r["results"][0]["error_code"])
+                                       lambda r: r["results"][0]["error_code"], key=group_id)
         (result,) = response["results"]
         _raise_for(result["error_code"], None, f"group {group_id!r}")
 
     def _describe(self, group_id: str) -> dict:
         response = self._group_request(ApiKey.DESCRIBE_GROUPS, {"groups": [group_id],
                                                                 "include_authorized_operations": False},
-                                       lambda r: r["groups"][0]["error_code"])
+                                       lambda r: r["groups"][0]["error_code"], key=group_id)
         (group,) = response["groups"]
         _raise_for(group["error_code"], None, f"group {group_id!r}")
         return group
@@ -421,7 +512,7 @@ class RemoteBroker:
     @property
     def node_id(self) -> int:
         """The node id of the broker at the bootstrap address (Metadata's broker list)."""
-        brokers = self.client.send(ApiKey.METADATA, {"topics": [], "allow_auto_topic_creation": False})["brokers"]
+        brokers = self._brokers()
         host, port = self.client.address
         chosen = next((b for b in brokers if b["port"] == port and b["host"] == host), brokers[0])
         return chosen["node_id"]
@@ -429,7 +520,8 @@ class RemoteBroker:
     def find_transaction_coordinator(self, transactional_id: str) -> int:
         """FindCoordinator (key type TRANSACTION): the node id coordinating ``transactional_id``."""
         response = self._group_request(ApiKey.FIND_COORDINATOR, {
-            "key": transactional_id, "key_type": _TRANSACTION_KEY_TYPE, "coordinator_keys": [transactional_id]},
+            "key": transactional_id, "key_type": COORDINATOR_TYPE_TRANSACTION,
+            "coordinator_keys": [transactional_id]},
             _find_coordinator_error)
         answer = response["coordinators"][0] if response.get("coordinators") else response
         _raise_for(answer["error_code"], answer.get("error_message"), f"transactional id {transactional_id!r}")
@@ -438,7 +530,8 @@ class RemoteBroker:
     def describe_transaction(self, transactional_id: str) -> TransactionDescription:
         """DescribeTransactions of one id, as ``Broker.describe_transaction`` answers it."""
         response = self._group_request(ApiKey.DESCRIBE_TRANSACTIONS, {"transactional_ids": [transactional_id]},
-                                       lambda r: r["transaction_states"][0]["error_code"])
+                                       lambda r: r["transaction_states"][0]["error_code"], key=transactional_id,
+                                       key_type=COORDINATOR_TYPE_TRANSACTION)
         (s,) = response["transaction_states"]
         return TransactionDescription(
             s["error_code"], s["transactional_id"], s["transaction_state"], s["transaction_timeout_ms"],
@@ -446,14 +539,20 @@ class RemoteBroker:
             tuple(sorted(TopicPartition(t["topic"], p) for t in s["topics"] for p in t["partitions"]))).checked()
 
     def list_transactions(self, request: ListTransactionsRequest | None = None) -> list[TransactionListing]:
-        """ListTransactions with ``request``'s filters (the duration filter needs version 1)."""
+        """ListTransactions of every broker with ``request``'s filters (the duration filter needs version 1)."""
         request = request or ListTransactionsRequest()
-        response = self._group_request(ApiKey.LIST_TRANSACTIONS, {
-            "state_filters": list(request.state_filters), "producer_id_filters": list(request.producer_id_filters),
-            "duration_filter": request.duration_filter_ms}, lambda r: r["error_code"])
-        _raise_for(response["error_code"], None, "ListTransactions")
-        return sorted((TransactionListing(t["transactional_id"], t["producer_id"], t["transaction_state"])
-                       for t in response["transaction_states"]), key=lambda t: t.transactional_id)
+        listings: dict[str, TransactionListing] = {}
+        for broker in self._brokers():
+            response = self._group_request(ApiKey.LIST_TRANSACTIONS, {
+                "state_filters": list(request.state_filters),
+                "producer_id_filters": list(request.producer_id_filters),
+                "duration_filter": request.duration_filter_ms}, lambda r: r["error_code"],
+                client=self._client_at(broker["node_id"], broker["host"], broker["port"]))
+            _raise_for(response["error_code"], None, "ListTransactions")
+            listings.update((t["transactional_id"], TransactionListing(t["transactional_id"], t["producer_id"],
+                                                                       t["transaction_state"]))
+                            for t in response["transaction_states"])
+        return [listings[t] for t in sorted(listings)]
 
     def describe_producers(self, topic: str, partition: int) -> list[ActiveProducer]:
         """DescribeProducers of one partition, as ``Broker.describe_producers`` answers it."""

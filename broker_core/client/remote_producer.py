@@ -7,8 +7,9 @@ coordinator fences the previous producer and aborts its open transaction),
 AddPartitionsToTxn before a partition's first batch in a transaction,
 Produce with the producer id, epoch and per-partition sequence numbers,
 AddOffsetsToTxn and TxnOffsetCommit for a group's offsets, and EndTxn. The
-broker is a single node, so it is the coordinator of every transactional id
-and group (no FindCoordinator). Retriable coordinator answers
+transaction's requests go to the transactional id's coordinator and
+TxnOffsetCommit to the group's (FindCoordinator; found again when one
+moves), Produce to each partition's leader. Retriable coordinator answers
 (CONCURRENT_TRANSACTIONS while a previous transaction completes,
 COORDINATOR_LOAD_IN_PROGRESS) are retried for up to 30 s, as clients do.
 """
@@ -22,6 +23,7 @@ from format.layout import TopicPartition
 
 from ..errors import (ConcurrentTransactionsError, CoordinatorLoadInProgressError, CoordinatorNotAvailableError,
                       error_for_code)
+from ..coordinator.group.requests import COORDINATOR_TYPE_GROUP, COORDINATOR_TYPE_TRANSACTION
 from ..producer import DEFAULT_TRANSACTION_TIMEOUT_MS, ProducerSession
 from ..protocol import ApiKey
 
@@ -31,8 +33,6 @@ if TYPE_CHECKING:
 __all__ = ["RemoteProducer"]
 
 _TIMEOUT_MS = 30_000
-_RETRY_FOR_S = 30.0
-_RETRY_BACKOFF_S = 0.1
 _RETRIABLE = frozenset({ConcurrentTransactionsError.code, CoordinatorLoadInProgressError.code,
                         CoordinatorNotAvailableError.code})
 # AddPartitionsToTxn v4+ batch transactions for brokers; clients speak v3 and below.
@@ -55,13 +55,15 @@ class RemoteProducer(ProducerSession):
         super().__init__(transactional_id, transaction_timeout_ms)
 
     def _retrying(self, api_key: ApiKey, body: Mapping, error_of: Callable[[dict], int],
-                  version: int | None = None) -> dict:
-        deadline = time.monotonic() + _RETRY_FOR_S
-        while True:
-            response = self.client.send(api_key, body, version)
-            if error_of(response) not in _RETRIABLE or time.monotonic() >= deadline:
-                return response
-            time.sleep(_RETRY_BACKOFF_S)
+                  version: int | None = None, *, group_id: str | None = None) -> dict:
+        """A request to the coordinator of the transactional id (of ``group_id`` for TxnOffsetCommit), again
+        while it answers a retriable error or moves."""
+        if group_id is not None:
+            key, key_type = group_id, COORDINATOR_TYPE_GROUP
+        else:
+            key, key_type = self.transactional_id, COORDINATOR_TYPE_TRANSACTION
+        return self.broker._group_request(api_key, body, error_of, _RETRIABLE, key=key, key_type=key_type,
+                                          version=version)
 
     def _init_producer_id(self) -> tuple[int, int, int]:
         response = self._retrying(ApiKey.INIT_PRODUCER_ID, {
@@ -73,10 +75,11 @@ class RemoteProducer(ProducerSession):
         return int(time.time() * 1000)
 
     def _append(self, tp: TopicPartition, batch: bytes) -> tuple[int, int]:
-        response = self.client.send(ApiKey.PRODUCE, {
+        response = self.broker._to_leader(tp.topic, tp.partition, ApiKey.PRODUCE, {
             "transactional_id": self.transactional_id if self._in_transaction else None, "acks": -1,
             "timeout_ms": _TIMEOUT_MS,
-            "topic_data": [{"name": tp.topic, "partition_data": [{"index": tp.partition, "records": batch}]}]})
+            "topic_data": [{"name": tp.topic, "partition_data": [{"index": tp.partition, "records": batch}]}]},
+            lambda r: r["responses"][0]["partition_responses"][0]["error_code"])
         (result,) = response["responses"][0]["partition_responses"]
         _raise_for(result["error_code"], f"producer {self.producer_id}: producing to {tp}")
         return result["base_offset"], result["log_append_time_ms"]
@@ -118,7 +121,7 @@ class RemoteProducer(ProducerSession):
         response = self._retrying(ApiKey.TXN_OFFSET_COMMIT, {
             "transactional_id": self.transactional_id, "group_id": group_id, "producer_id": self.producer_id,
             "producer_epoch": self.producer_epoch, "generation_id": -1, "member_id": "", "group_instance_id": None,
-            "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}, first_error)
+            "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}, first_error, group_id=group_id)
         _raise_for(first_error(response), f"group {group_id!r}: committing offsets in the transaction of "
                                           f"transactional id {self.transactional_id!r}")
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass
+from typing import Callable
 
 from format.layout import TopicPartition
 
@@ -323,6 +324,11 @@ class Partition:
     def append_records_to_leader(self, records: bytes, required_acks: int) -> LogAppendInfo:
         """Append a producer's batches under this leader's epoch (Kafka's appendRecordsToLeader); with
         ``acks=all`` (-1) the ISR must have ``min.insync.replicas`` members first."""
+        return self.append_to_leader(lambda lg, epoch: lg.append(records, leader_epoch=epoch), required_acks)
+
+    def append_to_leader(self, append: Callable[[Log, int], LogAppendInfo], required_acks: int) -> LogAppendInfo:
+        """``append(log, leader_epoch)`` run as this leader's append (a coordinator's records, a transaction
+        marker), under the checks of ``append_records_to_leader``."""
         with self._lock:
             if not self.is_leader:
                 raise NotLeaderOrFollowerError(f"{self}: broker {self.local_broker_id} is not the leader "
@@ -331,7 +337,7 @@ class Partition:
             if required_acks == -1 and len(self.isr) < min_isr:
                 raise NotEnoughReplicasError(f"{self}: the ISR {sorted(self.isr)} is smaller than "
                                              f"min.insync.replicas {min_isr}")
-            info = self.log.append(records, leader_epoch=self.leader_epoch)
+            info = append(self.log, self.leader_epoch)
             self.maybe_increment_high_watermark()  # the ISR may be the leader alone
             return info
 

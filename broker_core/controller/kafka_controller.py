@@ -13,7 +13,7 @@ Kafka's ``KafkaController`` of the ZooKeeper era, in its decisions:
   ISRs — whatever happened while there was no controller.
 * **broker failure** (its registration vanished with its lease): each
   partition it led gets a leader from the ISR (offline election; with
-  ``unclean.leader.election.enable`` an out-of-sync replica if none is in sync,
+  ``unclean.leader.election.enable``, the topic's or the broker's, an out-of-sync replica if none is in sync,
   logged as unclean), and the broker leaves every ISR. **Broker startup**:
   partitions without a leader try again.
 * **new topics and partitions** (``/brokers/topics/T`` written by
@@ -312,13 +312,20 @@ class KafkaController:
     def _offline_election(self, tp: TopicPartition, state: PartitionState, online: set[int]) -> ElectionResult | None:
         if state.leader != NO_LEADER and state.leader in online:
             return None  # someone else elected a leader meanwhile
-        result = offline_partition_leader_election(self._replicas(tp), state, online,
-                                                   self.config.unclean_leader_election_enable, self.epoch)
+        # The topic's setting is read only when it matters: when no in-sync replica is left to lead.
+        unclean = not any(r in online for r in state.isr) and self._unclean_leader_election_enable(tp.topic)
+        result = offline_partition_leader_election(self._replicas(tp), state, online, unclean, self.epoch)
         if result is not None and result.unclean:
             log.warning("controller %d: unclean leader election for %s: broker %d leads although it was not in "
                         "the ISR %s; records acknowledged by the ISR may be lost (unclean.leader.election.enable "
                         "is true)", self.broker_id, tp, result.state.leader, list(state.isr))
         return result
+
+    def _unclean_leader_election_enable(self, topic: str) -> bool:
+        """The topic's ``unclean.leader.election.enable``: its override in ``/config/topics/T``, else the
+        broker's."""
+        value = self.zk_client.get_topic_config(topic).get("unclean.leader.election.enable")
+        return self.config.unclean_leader_election_enable if value is None else value.strip().lower() == "true"
 
     def _remove_offline_replicas_from_isr(self) -> list[PartitionStateChange]:
         changes = []

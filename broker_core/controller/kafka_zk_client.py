@@ -201,6 +201,11 @@ class KafkaZkClient:
         assert revision is not None, "an unconditional write cannot be refused"
         return revision
 
+    def get_topic_config(self, topic: str) -> dict[str, str]:
+        """The overrides of ``/config/topics/T`` (none when it was never written)."""
+        found = self.store.get(zk_data.topic_config_path(topic))
+        return {} if found is None else zk_data.decode_topic_config(topic, found.value)
+
     def get_all_topic_configs(self) -> dict[str, dict[str, str]]:
         return {kv.key[len(zk_data.TOPIC_CONFIGS_PATH):]: zk_data.decode_topic_config(
                     kv.key[len(zk_data.TOPIC_CONFIGS_PATH):], kv.value)

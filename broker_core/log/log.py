@@ -706,7 +706,7 @@ class Log:
         return self._segments[max(bisect.bisect_right(self._bases, offset) - 1, 0)]
 
     def append_control_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
-                              commit: bool) -> LogAppendInfo:
+                              commit: bool, leader_epoch: int | None = None) -> LogAppendInfo:
         """Append a COMMIT or ABORT marker for ``producer_id`` (what the transaction coordinator's
         WriteTxnMarkers does to each partition of a transaction). A marker of an older producer epoch
         raises InvalidProducerEpochError, one of an older coordinator epoch
@@ -715,7 +715,7 @@ class Log:
                                       coordinator_epoch)
         batch = build_end_txn_marker_batch(marker, producer_id=producer_id, producer_epoch=producer_epoch,
                                            timestamp=self.clock.milliseconds())
-        return self.append(batch, from_client=False)
+        return self.append(batch, from_client=False, leader_epoch=leader_epoch)
 
     def _storage_error(self, what: str, exc: OSError) -> KafkaStorageError:
         """The error an append answers for an I/O failure; the log dir goes offline."""

@@ -5,5 +5,7 @@
 request handler (Kafka's ``KafkaApis``), run by the ``handler_pool`` threads;
 ``delayed_fetch`` parks fetches in purgatory until data arrives;
 ``producer_id_manager`` hands out producer ids and ``config_admin_manager``
-applies config changes. Replica and transaction managers belong here.
+applies config changes; ``txn_marker_sender`` sends a transaction coordinator's
+markers to the partitions' leaders on other brokers. Replica and transaction
+managers belong here.
 """

@@ -92,12 +92,13 @@ class BrokerServer:
             # The coordinators run on the broker's clock (the server's); the group coordinator's
             # timer also expires offsets every offsets.retention.check.interval.ms.
             self.group_coordinator = GroupCoordinator.for_broker(self.broker)
-            self.group_coordinator.startup(load=False)
+            # In a cluster a coordinator holds the partitions its broker is elected leader of, loaded then.
+            self.group_coordinator.startup(load=False, elected_partitions_only=self.cluster_mode is not None)
             self.broker.group_coordinator = self.group_coordinator
             self._fetch_purgatory = DelayedOperationPurgatory("Fetch", clock=self.clock, broker_id=config.node_id)
             self.transaction_coordinator = TransactionCoordinator.for_broker(self.broker)
             self.transaction_coordinator.markers.add_listener(self._on_marker_written)
-            self.transaction_coordinator.startup(load=False)
+            self.transaction_coordinator.startup(load=False, elected_partitions_only=self.cluster_mode is not None)
             self.broker.transaction_coordinator = self.transaction_coordinator
             self._coordinator_loader = threading.Thread(target=self._load_coordinators, daemon=True,
                                                         name=f"coordinator-loader-{config.node_id}")
@@ -165,7 +166,8 @@ class BrokerServer:
         transaction coordinator (the loader thread): groups first, so the offsets of transactions the
         transaction coordinator completes while loading find their groups."""
         try:
-            self.group_coordinator.load()
+            if self.cluster_mode is None:
+                self.group_coordinator.load()
         except Exception:
             # Clients keep getting COORDINATOR_LOAD_IN_PROGRESS and retry; the log says why.
             log.exception("[BrokerServer id=%d] loading the consumer groups failed", self.config.node_id)

@@ -12,6 +12,11 @@ partition leaders only, ``acks=all`` waiting for the ISR, topics created and del
   NOT_ENOUGH_REPLICAS while the ISR is below ``min.insync.replicas`` and
   otherwise waits as a ``DelayedProduce`` until the ISR has the records or
   the request's ``timeout.ms``.
+* **FindCoordinator**: the leader of the key's partition of
+  ``__consumer_offsets`` or ``__transaction_state`` (``InternalTopics``
+  creates the topic on first use).
+* **AlterConfigs / IncrementalAlterConfigs** of a topic: its overrides in
+  ``/config/topics/T``, applied by every broker holding it.
 * **CreateTopics / CreatePartitions / DeleteTopics**: through ``AdminZkClient``
   (replica placement with ``replication.factor``, ``default.replication.factor``
   or an explicit ``replica.assignment``); the controller then elects leaders,
@@ -29,14 +34,20 @@ from format.layout import TopicPartition
 
 from ..controller.admin_zk_client import AdminZkClient
 from ..controller.partition_state import NO_LEADER
-from ..errors import (NONE, InvalidConfigurationError, InvalidTopicError, KafkaError,
-                      LeaderNotAvailableError, TopicAlreadyExistsError, UnknownServerError,
-                      UnknownTopicOrPartitionError)
+from ..coordinator.group import wire as group_wire
+from ..coordinator.group.requests import COORDINATOR_TYPE_GROUP, COORDINATOR_TYPE_TRANSACTION
+from ..coordinator.transaction.transaction_log import TRANSACTION_STATE_TOPIC, partition_for_transactional_id
+from ..errors import (NONE, CoordinatorNotAvailableError, InvalidConfigurationError, InvalidRequestError,
+                      InvalidTopicError, KafkaError, LeaderNotAvailableError, TopicAlreadyExistsError,
+                      UnknownServerError, UnknownTopicOrPartitionError)
+from ..offsets_topic import OFFSETS_TOPIC, partition_for_group
 from ..network.request_channel import Request
 from ..protocol import ApiKey
 from ..protocol import Request as KafkaRequest
 from ..purgatory import DelayedOperationPurgatory, TopicPartitionOperationKey
 from .delayed_produce import DelayedProduce, ProducePartitionStatus
+from .internal_topics import InternalTopics
+from .metadata_cache import PartitionMetadata
 from .replica_manager import ReplicaManager
 
 if TYPE_CHECKING:
@@ -60,9 +71,12 @@ class ClusterApis:
         self.metadata_cache = replica_manager.metadata_cache
         self.admin = admin
         self.produce_purgatory = produce_purgatory
+        self.internal_topics = InternalTopics(apis.config, admin, lambda: len(self.metadata_cache.alive_brokers()))
 
     def install(self) -> None:
         self.apis.replica_manager = self.replica_manager
+        self.apis.config_admin.topic_overrides = self._topic_overrides
+        self.apis.config_admin.store_topic_overrides = self._store_topic_overrides
         self.apis._handlers.update({
             ApiKey.METADATA: self.handle_topic_metadata_request,
             ApiKey.DESCRIBE_CLUSTER: self.handle_describe_cluster_request,
@@ -71,6 +85,7 @@ class ClusterApis:
             ApiKey.CREATE_TOPICS: self.handle_create_topics_request,
             ApiKey.CREATE_PARTITIONS: self.handle_create_partitions_request,
             ApiKey.DELETE_TOPICS: self.handle_delete_topics_request,
+            ApiKey.FIND_COORDINATOR: self.handle_find_coordinator_request,
         })
 
     def _send(self, request: Request, parsed: KafkaRequest, body: dict) -> None:
@@ -177,6 +192,64 @@ class ClusterApis:
             "cluster_authorized_operations": (CLUSTER_AUTHORIZED_OPERATIONS
                                               if body["include_cluster_authorized_operations"]
                                               else AUTHORIZED_OPERATIONS_OMITTED)})
+
+    # --- topic configs (AlterConfigs, IncrementalAlterConfigs) ----------------------
+
+    def _topic_overrides(self, name: str) -> dict[str, str] | None:
+        if self.metadata_cache.topic(name) is None:
+            return None
+        return self.admin.zk_client.get_topic_config(name)
+
+    def _store_topic_overrides(self, name: str, overrides: dict[str, str], removed: list[str]) -> None:
+        """Into ``/config/topics/T`` for every broker holding the topic (their replica managers apply it),
+        and into this broker's logs at once, so that its next answer shows the change."""
+        self.admin.zk_client.set_topic_config(name, overrides)
+        if self.apis.broker.topics.get(name) is not None:
+            self.apis.broker.alter_topic_config(name, overrides, removed)
+
+    # --- FindCoordinator ---------------------------------------------------------------
+
+    def handle_find_coordinator_request(self, request: Request, parsed: KafkaRequest) -> None:
+        """Each key's coordinator: the leader of its partition of ``__consumer_offsets`` (a group) or
+        ``__transaction_state`` (a transactional id), created on first use; COORDINATOR_NOT_AVAILABLE while
+        the topic or the partition has no leader."""
+        version = parsed.header.api_version
+        find = group_wire.parse_find_coordinator(parsed.body, version)
+        listener = self.apis._endpoint_for(request).listener_name
+        answers = []
+        for key in find.keys:
+            try:
+                answers.append((key, NONE, self._coordinator_node(find.key_type, key, listener)))
+            except KafkaError as exc:
+                answers.append((key, exc.code, None))
+        self._send(request, parsed, group_wire.find_coordinators_response(version, answers))
+
+    def _coordinator_node(self, key_type: int, key: str, listener: str) -> tuple[int, str, int]:
+        if key_type == COORDINATOR_TYPE_GROUP:
+            topic, partition_for = OFFSETS_TOPIC, partition_for_group
+        elif key_type == COORDINATOR_TYPE_TRANSACTION and key:
+            topic, partition_for = TRANSACTION_STATE_TOPIC, partition_for_transactional_id
+        else:
+            raise InvalidRequestError(f"no coordinator for key type {key_type} and key {key!r}")
+        meta = self._internal_partition(topic, partition_for, key)
+        endpoint = (self.metadata_cache.endpoint(meta.leader, listener)
+                    if meta.leader in self.metadata_cache.alive_brokers() else None)
+        if endpoint is None:
+            raise CoordinatorNotAvailableError(f"{meta.topic_partition} has no leader now")
+        return meta.leader, endpoint.host or "127.0.0.1", endpoint.port
+
+    def _internal_partition(self, topic: str, partition_for: Callable[[str, int], int], key: str
+                            ) -> PartitionMetadata:
+        """The partition of the coordinators' ``topic`` holding ``key``; the topic is created on first use
+        (COORDINATOR_NOT_AVAILABLE meanwhile)."""
+        partitions = self.metadata_cache.topic(topic)
+        if not partitions:
+            self.internal_topics.create(topic)  # raises COORDINATOR_NOT_AVAILABLE: asked again later
+        return partitions[partition_for(key, len(partitions))]
+
+    def offsets_partition_for(self, group_id: str) -> TopicPartition:
+        """The cluster's ``__consumer_offsets`` partition of a group (AddOffsetsToTxn)."""
+        return self._internal_partition(OFFSETS_TOPIC, partition_for_group, group_id).topic_partition
 
     # --- Produce ---------------------------------------------------------------------
 

@@ -6,7 +6,8 @@ and the listeners bound, the broker registers ``/brokers/ids/N`` under its
 session lease, the ``ReplicaManager`` applies the partition states that name
 it (leader or follower, the followers' fetcher threads), and a
 ``ControllerEventManager`` stands for controller (the broker that wins acts;
-the others take over when it goes). Shutdown first has the controller move
+the others take over when it goes). A broker whose session expired (paused or cut off from etcd past
+``broker.session.timeout.ms``) registers again under a new one. Shutdown first has the controller move
 this broker's leaderships away while it still serves (controlled shutdown,
 ``controlled.shutdown.enable``, asked through etcd as partition states are
 told), then runs the other way and revokes the lease.
@@ -18,6 +19,7 @@ Only this module (and what it imports) needs etcd: a broker without
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from typing import Mapping
 
@@ -36,15 +38,19 @@ from ..controller.session_lease import SessionLease
 from ..controller.zk_data import BrokerInfo
 from ..controller.metadata_store import MetadataStoreError
 from ..errors import InvalidConfigurationError
+from ..log.log import LogAppendInfo
+from ..offsets_topic import OFFSETS_TOPIC
 from ..meta_properties import ensure_meta_properties, random_uuid, read_meta_properties
 from ..network.endpoint import EndPoint
 from ..purgatory import DelayedOperationPurgatory, TopicPartitionOperationKey
 from .cluster_apis import ClusterApis
+from .coordinator_elections import CoordinatorElections
 from .delayed_produce import DelayedProduce
 from .kafka_apis import KafkaApis
 from .producer_id_manager import ZkProducerIdManager
 from .replica_fetcher_manager import ReplicaFetcherManager
 from .replica_manager import ReplicaManager
+from .txn_marker_sender import WriteTxnMarkersSender
 
 __all__ = ["ClusterMode"]
 
@@ -65,7 +71,11 @@ class ClusterMode:
         self.fetcher_manager: ReplicaFetcherManager | None = None
         self.replica_manager: ReplicaManager | None = None
         self.controller: ControllerEventManager | None = None
+        self.coordinator_elections: CoordinatorElections | None = None
+        self.marker_sender: WriteTxnMarkersSender | None = None
         self._fetch_purgatory: DelayedOperationPurgatory | None = None
+        self._broker_info: BrokerInfo | None = None
+        self._stopping = threading.Event()
 
     def cluster_id(self, log_dirs: list[str]) -> str:
         """The cluster's id from etcd (this broker's proposal when it is the first), checked against the
@@ -94,21 +104,44 @@ class ClusterMode:
             return cache_holder[0].metadata_cache.endpoint(broker_id, inter_broker_listener) if cache_holder else None
 
         self.fetcher_manager = ReplicaFetcherManager(config.node_id, leader_endpoint)
+        self.coordinator_elections = CoordinatorElections(config.node_id, apis.group_coordinator,
+                                                          apis.transaction_coordinator)
         self.replica_manager = ReplicaManager(broker, self.zk_client, self.fetcher_manager,
-                                              on_high_watermark_moved=self._on_high_watermark_moved, clock=self.clock)
+                                              on_high_watermark_moved=self._on_high_watermark_moved,
+                                              on_leadership_change=self.coordinator_elections.on_leadership_change,
+                                              on_appended=self._wake_fetches, clock=self.clock)
         cache_holder.append(self.replica_manager)
-        broker.check_leadership = self.replica_manager.check_leadership
+        broker.leader_append = self._leader_append
         admin = AdminZkClient(self.zk_client, config.num_partitions, config.default_replication_factor)
         self.lease = SessionLease(self.store, config.broker_session_timeout_ms, config.broker_heartbeat_interval_ms,
                                   on_expired=self._on_session_expired, name=f"broker-{config.node_id}")
         self.controller = ControllerEventManager(KafkaController(config, self.zk_client, self.lease.lease, self.clock))
-        ClusterApis(apis, self.replica_manager, admin, self.produce_purgatory).install()
-        self.zk_client.register_broker(BrokerInfo(config.node_id, tuple(advertised.values()), config.broker_rack),
-                                       self.lease.lease)
+        cluster_apis = ClusterApis(apis, self.replica_manager, admin, self.produce_purgatory)
+        cluster_apis.install()
+        # The transaction coordinator sends the markers of partitions led elsewhere with WriteTxnMarkers, and
+        # finds a group's offsets partition in the cluster's __consumer_offsets.
+        self.marker_sender = WriteTxnMarkersSender.for_metadata(
+            config.node_id, self.replica_manager.metadata_cache, inter_broker_listener,
+            request_timeout_ms=config.request_timeout_ms)
+        apis.transaction_coordinator.markers.destinations = self.marker_sender
+        apis.transaction_coordinator.offsets_partition_for = cluster_apis.offsets_partition_for
+        self._broker_info = BrokerInfo(config.node_id, tuple(advertised.values()), config.broker_rack)
+        self.zk_client.register_broker(self._broker_info, self.lease.lease)
         self.replica_manager.startup()
         self.controller.start()
         log.info("[BrokerServer id=%d] registered in cluster %s at %s", config.node_id, config.etcd_connect,
                  ", ".join(e.connection_string for e in advertised.values()))
+
+    def _leader_append(self, tp: TopicPartition, append) -> LogAppendInfo:
+        """A coordinator's write, as the partition's leader with acks=all: within ``offsets.commit.timeout.ms``
+        for ``__consumer_offsets``, ``request.timeout.ms`` otherwise (as Kafka's coordinators wait)."""
+        timeout_ms = (self.config.offsets_commit_timeout_ms if tp.topic == OFFSETS_TOPIC
+                      else self.config.request_timeout_ms)
+        return self.replica_manager.append_as_leader(tp, append, timeout_ms)
+
+    def _wake_fetches(self, tp: TopicPartition) -> None:
+        if self._fetch_purgatory is not None:
+            self._fetch_purgatory.check_and_complete(TopicPartitionOperationKey(tp.topic, tp.partition))
 
     def _on_high_watermark_moved(self, tp: TopicPartition) -> None:
         key = TopicPartitionOperationKey(tp.topic, tp.partition)
@@ -120,7 +153,29 @@ class ClusterMode:
     def _on_session_expired(self, lease: int) -> None:
         log.error("[BrokerServer id=%d] its session lease %x expired (paused or cut off from etcd for longer than "
                   "broker.session.timeout.ms): its registration is gone and other brokers took over its "
-                  "leaderships; restart the broker to rejoin", self.config.node_id, lease)
+                  "leaderships; registering again with a new session", self.config.node_id, lease)
+        threading.Thread(target=self._rejoin, name=f"rejoin-{self.config.node_id}", daemon=True).start()
+
+    def _rejoin(self) -> None:
+        """A new session after the last one expired, as a Kafka broker re-registers when its ZooKeeper session
+        expires: a new lease, ``/brokers/ids/N`` under it, the controller election stood again. The
+        controller then treats the broker as one starting: it follows its partitions' leaders and joins their
+        ISRs once caught up. Retried until it succeeds or the broker stops."""
+        config = self.config
+        while not self._stopping.is_set():
+            try:
+                old, self.lease = self.lease, SessionLease(
+                    self.store, config.broker_session_timeout_ms, config.broker_heartbeat_interval_ms,
+                    on_expired=self._on_session_expired, name=f"broker-{config.node_id}")
+                old.close(revoke=False)
+                self.zk_client.register_broker(self._broker_info, self.lease.lease)
+                self.controller.on_session_renewed(self.lease.lease)
+                log.info("[BrokerServer id=%d] registered again with session lease %x", config.node_id,
+                         self.lease.lease)
+                return
+            except MetadataStoreError as exc:
+                log.warning("[BrokerServer id=%d] registering again failed (%s); retrying", config.node_id, exc)
+                self._stopping.wait(config.broker_heartbeat_interval_ms / 1000)
 
     def controlled_shutdown(self) -> bool:
         """Have the controller move this broker's leaderships away before it stops (Kafka's controlledShutdown):
@@ -167,10 +222,13 @@ class ClusterMode:
 
     def shutdown(self) -> None:
         """Stop standing for controller, stop fetching and applying states, then end the session."""
+        self._stopping.set()
         for step in (self._complete_delayed_produces,
+                     lambda: self.coordinator_elections and self.coordinator_elections.shutdown(),
                      lambda: self.controller and self.controller.close(),
                      lambda: self.replica_manager and self.replica_manager.shutdown(),
                      lambda: self.fetcher_manager and self.fetcher_manager.shutdown(),
+                     lambda: self.marker_sender and self.marker_sender.close(),
                      lambda: self.produce_purgatory and self.produce_purgatory.shutdown(),
                      lambda: self.lease and self.lease.close(),
                      self.store.close):

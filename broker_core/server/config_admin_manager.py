@@ -14,7 +14,8 @@ AlterConfigs replaces all of a topic's overrides with the ones given;
 IncrementalAlterConfigs changes only the keys it names: SET, DELETE (back to
 the broker's default), APPEND and SUBTRACT (for list configs such as
 ``cleanup.policy``). Topic overrides are stored by the ``Broker``, which
-applies them to the partitions' logs at once.
+applies them to the partitions' logs at once; in a cluster they are stored in
+etcd, and every broker holding the topic applies them.
 
 Every broker setting of seglog is static (read at start-up, as
 DescribeConfigs reports with read_only), so a change to a BROKER resource is
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 from format import layout
 from format.errors import InvalidTopicError as FormatInvalidTopicError
@@ -64,6 +65,14 @@ class ConfigAdminManager:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self._lock = threading.Lock()
+        #: Where a topic's overrides are read (None: no such topic) and written: the broker's own topics; in a
+        #: cluster, etcd's ``/config/topics/T``, which every broker holding the topic applies.
+        self.topic_overrides: Callable[[str], dict[str, str] | None] = self._local_overrides
+        self.store_topic_overrides: Callable[[str, dict[str, str], list[str]], None] = broker.alter_topic_config
+
+    def _local_overrides(self, name: str) -> dict[str, str] | None:
+        meta = self.broker.topics.get(name)
+        return None if meta is None else dict(meta.config)
 
     def incremental_alter_configs(self, resources: Sequence[AlterConfigsResource], validate_only: bool
                                   ) -> list[KafkaError | None]:
@@ -120,18 +129,18 @@ class ConfigAdminManager:
         except FormatInvalidTopicError as exc:
             raise InvalidTopicError(str(exc)) from None
         with self._lock:
-            meta = self.broker.topics.get(name)
-            current = dict(meta.config) if meta is not None else {}
+            overrides = self.topic_overrides(name)
+            current = overrides or {}
             if incremental:
                 wanted = self._apply_operations(current, resource.configs)
             else:
                 wanted = {c.name: c.value for c in resource.configs}
             # The values first, then the topic, as Kafka's controller checks them.
             self.broker.config.log_config_defaults().with_overrides(wanted)
-            if meta is None:
+            if overrides is None:
                 raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
             if not validate_only:
-                self.broker.alter_topic_config(name, wanted, [k for k in current if k not in wanted])
+                self.store_topic_overrides(name, wanted, [k for k in current if k not in wanted])
 
     def _apply_operations(self, current: dict[str, str], configs: tuple[AlterableConfig, ...]) -> dict[str, str]:
         wanted = dict(current)

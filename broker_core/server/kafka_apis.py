@@ -62,7 +62,7 @@ from ..config import (BROKER_CONFIG_NAMES, CONFIG_SOURCE_IDS, DEFAULT_CONFIG, DY
 from ..coordinator.group import GroupCoordinator, wire
 from ..coordinator.group.broker_store import ensure_offsets_topic
 from ..coordinator.group.requests import COORDINATOR_TYPE_TRANSACTION
-from ..coordinator.transaction import TransactionCoordinator
+from ..coordinator.transaction import TransactionCoordinator, TxnMarker
 from ..coordinator.transaction import wire as txn_wire
 from ..errors import (NONE, FencedLeaderEpochError, InvalidConfigurationError, InvalidPartitionsError, InvalidReplicaAssignmentError,
                       InvalidReplicationFactorError, InvalidRequestError, InvalidRequiredAcksError, InvalidTopicError,
@@ -191,6 +191,7 @@ class KafkaApis:
                 ApiKey.TXN_OFFSET_COMMIT: self.handle_txn_offset_commit_request,
                 ApiKey.DESCRIBE_TRANSACTIONS: self.handle_describe_transactions_request,
                 ApiKey.LIST_TRANSACTIONS: self.handle_list_transactions_request,
+                ApiKey.WRITE_TXN_MARKERS: self.handle_write_txn_markers_request,
             })
         #: Cluster mode (``ClusterApis.install``): the partitions as replicas; None on a single broker.
         self.replica_manager = None
@@ -1150,6 +1151,29 @@ class KafkaApis:
         listing = txn_wire.parse_list_transactions(parsed.body, parsed.header.api_version)
         error, listings = self.transaction_coordinator.list_transactions(listing)
         self._send(request, parsed, txn_wire.list_transactions_response(listing, error, listings))
+
+    def handle_write_txn_markers_request(self, request: Request, parsed: KafkaRequest) -> None:
+        """A transaction coordinator's markers for partitions this broker leads, each appended as the
+        local coordinator appends its own (so fetches waiting on the last stable offset and offsets
+        committed in the transaction hear of it); each partition's error as Kafka answers it:
+        UNKNOWN_TOPIC_OR_PARTITION for one this broker does not have, NOT_LEADER_OR_FOLLOWER where
+        it does not lead, INVALID_PRODUCER_EPOCH or TRANSACTION_COORDINATOR_FENCED for an obsolete
+        marker."""
+        errors: dict[TxnMarker, int] = {}
+        for marker in txn_wire.parse_write_txn_markers(parsed.body):
+            if not self._has_partition(marker.topic_partition):
+                errors[marker] = UnknownTopicOrPartitionError.code
+                continue
+            try:
+                self.transaction_coordinator.markers.append_marker(marker)
+            except KafkaError as exc:
+                errors[marker] = exc.code
+            except Exception:
+                log.exception("writing the transaction marker %s failed", marker)
+                errors[marker] = UnknownServerError.code
+            else:
+                errors[marker] = NONE
+        self._send(request, parsed, txn_wire.write_txn_markers_response(errors))
 
     # --- CompactionLease and ReplaceSegments (seglog's own) -----------------------------
 

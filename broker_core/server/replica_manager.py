@@ -40,7 +40,9 @@ from ..cluster.partition import LeaderAndIsr, Partition
 from ..controller.kafka_zk_client import KafkaZkClient
 from ..controller.metadata_store import MetadataStoreError
 from ..controller.partition_state import NO_LEADER
-from ..errors import NotLeaderOrFollowerError, TopicAlreadyExistsError, UnknownTopicOrPartitionError
+from ..errors import (NotLeaderOrFollowerError, RequestTimedOutError, TopicAlreadyExistsError,
+                      UnknownTopicOrPartitionError)
+from ..log.log import Log, LogAppendInfo
 from .metadata_cache import ClusterSnapshot, MetadataCache, PartitionMetadata
 
 __all__ = ["ReplicaManager"]
@@ -49,6 +51,8 @@ log = logging.getLogger(__name__)
 
 #: How often the metadata thread wakes when nothing changes (ms).
 _POLL_INTERVAL_MS = 200
+#: How long a blocked coordinator write waits before looking at its partition's high watermark again (s).
+_HIGH_WATERMARK_RECHECK_S = 0.05
 #: The metadata is read again this often even when the watch reports nothing (ms): a watch that lost events
 #: without noticing cannot leave the broker behind for longer.
 _FULL_REFRESH_INTERVAL_MS = 5000
@@ -60,12 +64,18 @@ class ReplicaManager:
     ``fetcher_manager`` is told which partitions to fetch from which leader;
     ``on_high_watermark_moved(tp)`` is called when a partition this broker leads
     has a new high watermark (waiting acks=all produces and consumer fetches
-    complete then).
+    complete then), ``on_appended(tp)`` after a coordinator's write to a
+    partition it leads (parked follower fetches answer then);
+    ``on_leadership_change(tp, leader_epoch)`` when this broker
+    becomes leader of ``tp`` or starts a new leader epoch, and
+    ``on_leadership_change(tp, None)`` when it stops leading it (the
+    coordinators load and unload their partitions then).
     """
 
     def __init__(self, broker: Broker, zk_client: KafkaZkClient, fetcher_manager, *,
                  on_high_watermark_moved: Callable[[TopicPartition], None] = lambda tp: None,
-                 clock: Clock = SYSTEM_CLOCK) -> None:
+                 on_leadership_change: Callable[[TopicPartition, int | None], None] = lambda tp, epoch: None,
+                 on_appended: Callable[[TopicPartition], None] = lambda tp: None, clock: Clock = SYSTEM_CLOCK) -> None:
         self.broker = broker
         self.config = broker.config
         self.broker_id = broker.node_id
@@ -73,7 +83,10 @@ class ReplicaManager:
         self.fetcher_manager = fetcher_manager
         self.metadata_cache = MetadataCache()
         self.clock = clock
-        self._on_high_watermark_moved = on_high_watermark_moved
+        self._notify_high_watermark_moved = on_high_watermark_moved
+        self._on_leadership_change = on_leadership_change
+        self._on_appended = on_appended
+        self._high_watermark_moves = threading.Condition()
         self._partitions: dict[TopicPartition, Partition] = {}
         self._controller_epochs: dict[TopicPartition, int] = {}
         # Topics this broker learned from etcd: only these are deleted when etcd no longer has them.
@@ -174,7 +187,8 @@ class ReplicaManager:
         gone = [tp for tp in self._partitions if tp.topic == topic]
         self.fetcher_manager.remove_partitions(gone)
         for tp in gone:
-            del self._partitions[tp]
+            if self._partitions.pop(tp).is_leader:
+                self._on_leadership_change(tp, None)
             self._controller_epochs.pop(tp, None)
         if self.broker.topics.get(topic) is not None:
             log.info("broker %d: topic %s was deleted from the cluster; deleting its logs", self.broker_id, topic)
@@ -198,15 +212,18 @@ class ReplicaManager:
             return  # known already (or older than what this broker holds)
         self._controller_epochs[tp] = state.controller_epoch
         leader_and_isr = LeaderAndIsr.from_partition_state(state, meta.partition_epoch)
+        was_leader, old_epoch = partition.is_leader, partition.leader_epoch
         if state.leader == self.broker_id:
             self.fetcher_manager.remove_partitions([tp])
             if partition.make_leader(leader_and_isr, list(meta.replicas)):
                 self._on_high_watermark_moved(tp)
+            if not was_leader or partition.leader_epoch != old_epoch:
+                self._on_leadership_change(tp, partition.leader_epoch)
         else:
-            was_leader = partition.is_leader
             changed = partition.make_follower(leader_and_isr, list(meta.replicas))
             if was_leader:
                 self._on_high_watermark_moved(tp)  # waiting produces answer NOT_LEADER_OR_FOLLOWER now
+                self._on_leadership_change(tp, None)
             if state.leader == NO_LEADER:
                 self.fetcher_manager.remove_partitions([tp])
             elif changed or was_leader:
@@ -230,11 +247,43 @@ class ReplicaManager:
                                            f"{partition.leader_id})")
         return partition
 
-    def check_leadership(self, tp: TopicPartition) -> None:
-        """NOT_LEADER_OR_FOLLOWER for a partition of the cluster this broker does not lead; nothing for a topic
-        the cluster does not know (the coordinators' internal topics stay local to each broker)."""
-        if self.metadata_cache.topic(tp.topic) is not None:
-            self.leader_partition(tp)
+    def append_as_leader(self, tp: TopicPartition, append: Callable[[Log, int | None], LogAppendInfo],
+                         timeout_ms: int) -> LogAppendInfo:
+        """A coordinator's write (``Broker.leader_append``): ``append(log, leader_epoch)`` as the leader of
+        ``tp`` with ``acks=all``, returning once the ISR has the records — as Kafka's coordinators append
+        with required acks -1. NOT_LEADER_OR_FOLLOWER here when another broker leads it,
+        NOT_ENOUGH_REPLICAS(_AFTER_APPEND) below ``min.insync.replicas``, REQUEST_TIMED_OUT after
+        ``timeout_ms``. A topic the cluster does not know is written locally."""
+        if self.metadata_cache.topic(tp.topic) is None:
+            return append(self.broker.log_manager.log_or_raise(tp), None)
+        partition = self.leader_partition(tp)
+        info = partition.append_to_leader(append, required_acks=-1)
+        self._on_appended(tp)
+        self.await_high_watermark(partition, info.last_offset + 1, timeout_ms)
+        return info
+
+    def await_high_watermark(self, partition: Partition, required_offset: int, timeout_ms: int) -> None:
+        """Block until the high watermark of ``partition`` (led here) reaches ``required_offset``; raises
+        what ``check_enough_replicas_reach_offset`` finds, or REQUEST_TIMED_OUT after ``timeout_ms``."""
+        deadline = time.monotonic() + timeout_ms / 1000
+        while True:
+            done, error = partition.check_enough_replicas_reach_offset(required_offset)
+            if error is not None:
+                raise error
+            if done:
+                return
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or self._closed.is_set():
+                raise RequestTimedOutError(f"{partition.topic_partition}: the in-sync replicas did not reach "
+                                           f"offset {required_offset} within {timeout_ms} ms")
+            with self._high_watermark_moves:
+                # A move between the check and the wait is caught by the next check, at most this late.
+                self._high_watermark_moves.wait(min(remaining, _HIGH_WATERMARK_RECHECK_S))
+
+    def _on_high_watermark_moved(self, tp: TopicPartition) -> None:
+        with self._high_watermark_moves:
+            self._high_watermark_moves.notify_all()
+        self._notify_high_watermark_moved(tp)
 
     def record_follower_fetch(self, tp: TopicPartition, replica_id: int, fetch_offset: int,
                               log_start_offset: int) -> None:

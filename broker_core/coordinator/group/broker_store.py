@@ -11,23 +11,35 @@ offset to the high watermark into the one ``OffsetsTopicReplay``.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 from format.layout import TopicPartition
 from format.record import SimpleRecord
 from format.record_batch import build_batch, iter_batches
 
 from ...errors import TopicAlreadyExistsError
+from ...log.log import FetchIsolation
 from ...offsets_topic import OFFSETS_TOPIC, partition_for_group
 from .store import GroupRecordWriter, LoadedGroups, OffsetsTopicReplay
 
 if TYPE_CHECKING:
     from ...broker import Broker
+    from ...config import BrokerConfig
 
-__all__ = ["BrokerGroupStore", "ensure_offsets_topic"]
+__all__ = ["BrokerGroupStore", "ensure_offsets_topic", "offsets_topic_config"]
 
 # How much of a partition one read brings in while loading (Kafka's offsets.load.buffer.size).
 LOAD_BUFFER_SIZE = 5 * 1024 * 1024
+
+
+def offsets_topic_config(config: BrokerConfig) -> dict[str, object]:
+    """The settings ``__consumer_offsets`` is created with (Kafka's ``offsetsTopicConfigs``)."""
+    return {
+        "cleanup.policy": "compact",
+        "segment.bytes": config.offsets_topic_segment_bytes,
+        # Commits are stored as their writer compressed them, as Kafka does for this topic.
+        "compression.type": "producer",
+    }
 
 
 def ensure_offsets_topic(broker: Broker) -> int:
@@ -35,12 +47,7 @@ def ensure_offsets_topic(broker: Broker) -> int:
     if broker.topics.get(OFFSETS_TOPIC) is None:
         config = broker.config
         try:
-            broker.create_topic(OFFSETS_TOPIC, config.offsets_topic_num_partitions, {
-                "cleanup.policy": "compact",
-                "segment.bytes": config.offsets_topic_segment_bytes,
-                # Commits are stored as their writer compressed them, as Kafka does for this topic.
-                "compression.type": "producer",
-            })
+            broker.create_topic(OFFSETS_TOPIC, config.offsets_topic_num_partitions, offsets_topic_config(config))
         except TopicAlreadyExistsError:
             pass  # created by a concurrent commit
     # An existing topic keeps its partition count whatever the configuration
@@ -96,19 +103,21 @@ class BrokerGroupStore(GroupRecordWriter):
 
     # -- loading -------------------------------------------------------------------
 
-    def load(self) -> LoadedGroups:
+    def load(self, partitions: Iterable[int] | None = None) -> LoadedGroups:
         replay = OffsetsTopicReplay()
         if self.broker.topics.get(OFFSETS_TOPIC) is None:
             return replay.result()  # no group has stored anything yet
-        for partition in range(self.num_partitions):
+        for partition in range(self.num_partitions) if partitions is None else partitions:
             self._replay_partition(partition, replay)
         return replay.result()
 
     def _replay_partition(self, partition: int, replay: OffsetsTopicReplay) -> None:
+        """Replay the partition up to its log end, as Kafka's coordinator loads: a replica just elected
+        leader holds every acknowledged record, though its high watermark may not show them yet."""
         lg = self.broker.log_manager.log_or_raise(TopicPartition(OFFSETS_TOPIC, partition))
-        offset, end = lg.log_start_offset, lg.high_watermark
+        offset, end = lg.log_start_offset, lg.log_end_offset
         while offset < end:
-            fetched = self.broker.fetch(OFFSETS_TOPIC, partition, offset, LOAD_BUFFER_SIZE)
+            fetched = lg.read(offset, LOAD_BUFFER_SIZE, isolation=FetchIsolation.LOG_END)
             next_offset = offset
             for batch in iter_batches(fetched.records):
                 replay.replay_batch(partition, batch, offset)

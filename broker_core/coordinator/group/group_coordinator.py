@@ -75,7 +75,7 @@ from .requests import (COORDINATOR_TYPE_GROUP, COORDINATOR_TYPE_TRANSACTION, Del
 from .results import (CLASSIC_GROUP_TYPE, NONE, UNKNOWN_MEMBER_ID, GroupOverview, GroupSummary, JoinCallback,
                       JoinGroupResult, LeaveGroupResult, LeaveMemberResult, OffsetFetchResult, SyncCallback,
                       SyncGroupResult)
-from .store import GroupStore
+from .store import GroupStore, LoadedGroups
 
 if TYPE_CHECKING:
     from ...broker import Broker
@@ -133,6 +133,10 @@ class GroupCoordinator:
         self._groups: dict[str, GroupMetadata] = {}
         self._active = False
         self._loading = False
+        #: The ``__consumer_offsets`` partitions coordinated here: None for every one (one broker holds them
+        #: all); in a cluster, those this broker was elected leader of, with the leader epoch of the election.
+        self._owned_partitions: dict[int, int] | None = None
+        self._loading_partitions: set[int] = set()
         self._expiration_task: _OffsetsExpirationTask | None = None
 
     @classmethod
@@ -153,16 +157,21 @@ class GroupCoordinator:
     # lifecycle
     # ==================================================================================
 
-    def startup(self, *, load: bool = True) -> None:
+    def startup(self, *, load: bool = True, elected_partitions_only: bool = False) -> None:
         """Start answering. Until ``load`` has run, group requests get COORDINATOR_LOAD_IN_PROGRESS.
 
         With ``load`` (the default) the offsets topic is replayed now; a server
         that wants to accept connections meanwhile passes ``load=False`` and
-        calls ``load()`` from a background thread.
+        calls ``load()`` from a background thread. A broker of a cluster passes
+        ``elected_partitions_only``: it coordinates no group until it is elected
+        leader of the group's partition (``on_election``); the others answer
+        NOT_COORDINATOR.
         """
+        assert not (load and elected_partitions_only), "a cluster's coordinator loads the partitions it is elected for"
         with self._lock:
             self._active = True
-            self._loading = True
+            self._loading = not elected_partitions_only
+            self._owned_partitions = {} if elected_partitions_only else None
         if self._expiration_task is None:
             self._schedule_offsets_expiration()
         if load:
@@ -174,7 +183,59 @@ class GroupCoordinator:
         If the store cannot be read this raises, and the coordinator keeps
         answering COORDINATOR_LOAD_IN_PROGRESS, which clients retry.
         """
-        loaded = self.store.load()
+        groups = self._live_groups(self.store.load())
+        with self._lock:
+            self._groups.update(groups)
+        for group in groups.values():
+            self._on_group_loaded(group)
+        with self._lock:
+            self._loading = False
+        log.info("group coordinator %d: loaded %d groups and %d offsets", self.broker_id, len(groups),
+                 sum(len(g.offsets) for g in groups.values()))
+
+    def on_election(self, partition: int, leader_epoch: int) -> None:
+        """This broker became leader of ``partition`` of ``__consumer_offsets`` at ``leader_epoch`` (Kafka's
+        onElection): its groups are loaded from the local replica — the partition's requests answer
+        COORDINATOR_LOAD_IN_PROGRESS meanwhile — and coordinated here from then on. An election older than
+        one already seen is ignored. If the replica cannot be read this raises, and the partition keeps
+        answering COORDINATOR_LOAD_IN_PROGRESS until the next election."""
+        with self._lock:
+            owned = self._owned_partitions
+            if not self._active or owned is None or leader_epoch < owned.get(partition, -1):
+                return
+            owned[partition] = leader_epoch
+            self._loading_partitions.add(partition)
+        groups = self._live_groups(self.store.load([partition]))
+        with self._lock:
+            if self._owned_partitions is None or self._owned_partitions.get(partition) != leader_epoch:
+                return  # resigned, or elected again, while loading
+            self._groups.update(groups)
+        for group in groups.values():
+            self._on_group_loaded(group)
+        with self._lock:
+            self._loading_partitions.discard(partition)
+        log.info("group coordinator %d: elected for %s-%d at leader epoch %d; loaded %d groups", self.broker_id,
+                 OFFSETS_TOPIC, partition, leader_epoch, len(groups))
+
+    def on_resignation(self, partition: int) -> None:
+        """This broker no longer leads ``partition`` of ``__consumer_offsets`` (Kafka's onResignation): its
+        groups are unloaded — parked JoinGroup and SyncGroup requests answer NOT_COORDINATOR, and the
+        clients find the partition's new leader."""
+        with self._lock:
+            owned = self._owned_partitions
+            if owned is None or owned.pop(partition, None) is None:
+                return
+            self._loading_partitions.discard(partition)
+            gone = [g for g in self._groups.values() if self.partition_for(g.group_id) == partition]
+            for group in gone:
+                del self._groups[group.group_id]
+        for group in gone:
+            self._on_group_unloaded(group)
+        log.info("group coordinator %d: resigned from %s-%d; unloaded %d groups", self.broker_id, OFFSETS_TOPIC,
+                 partition, len(gone))
+
+    def _live_groups(self, loaded: LoadedGroups) -> dict[str, GroupMetadata]:
+        """The groups of what the store replayed, with their offsets and pending transactional offsets."""
         groups: dict[str, GroupMetadata] = {}
         for group_id, value in loaded.groups.items():
             groups[group_id] = GroupMetadata.loaded(group_id, value, clock=self.clock)
@@ -191,14 +252,7 @@ class GroupCoordinator:
                 if group is None:
                     group = groups[group_id] = GroupMetadata(group_id, clock=self.clock)
                 group.pending_transactional_offsets.setdefault(producer_id, {}).update(pending)
-        with self._lock:
-            self._groups.update(groups)
-        for group in groups.values():
-            self._on_group_loaded(group)
-        with self._lock:
-            self._loading = False
-        log.info("group coordinator %d: loaded %d groups and %d offsets", self.broker_id, len(groups),
-                 sum(len(o) for o in loaded.offsets.values()))
+        return groups
 
     def _on_group_loaded(self, group: GroupMetadata) -> None:
         with group.lock:
@@ -1097,7 +1151,7 @@ class GroupCoordinator:
         return self._loading_error(), sorted(overviews, key=lambda o: o.group_id)
 
     def _loading_error(self) -> int:
-        return CoordinatorLoadInProgressError.code if self._loading else NONE
+        return CoordinatorLoadInProgressError.code if self._loading or self._loading_partitions else NONE
 
     def delete_groups(self, request: DeleteGroupsRequest) -> dict[str, int]:
         """Delete Empty groups with their offsets; the error code of each group."""
@@ -1201,6 +1255,15 @@ class GroupCoordinator:
             return CoordinatorNotAvailableError.code
         if self._loading:
             return CoordinatorLoadInProgressError.code
+        return self._partition_status(self.partition_for(group_id))
+
+    def _partition_status(self, partition: int) -> int:
+        """Whether this broker coordinates the groups of ``partition`` now: loading, or not its own."""
+        with self._lock:
+            if partition in self._loading_partitions:
+                return CoordinatorLoadInProgressError.code
+            if self._owned_partitions is not None and partition not in self._owned_partitions:
+                return NotCoordinatorError.code
         return NONE
 
     def _validate_current_member(self, group: GroupMetadata, member_id: str, group_instance_id: str | None) -> int:

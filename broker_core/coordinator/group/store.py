@@ -80,8 +80,8 @@ class GroupStore(Protocol):
         """``offsets.topic.num.partitions`` as the topic really has it (groups hash over it)."""
         ...
 
-    def load(self) -> LoadedGroups:
-        """Replay every partition: the groups and offsets that are live now."""
+    def load(self, partitions: Iterable[int] | None = None) -> LoadedGroups:
+        """Replay ``partitions`` (every partition without them): the groups and offsets that are live now."""
         ...
 
     def append_group_metadata(self, group_id: str, value: GroupMetadataValue) -> None:
@@ -274,10 +274,11 @@ class InMemoryGroupStore(GroupRecordWriter):
     def num_partitions(self) -> int:
         return self._num_partitions
 
-    def load(self) -> LoadedGroups:
+    def load(self, partitions: Iterable[int] | None = None) -> LoadedGroups:
         replay = OffsetsTopicReplay()
+        wanted = None if partitions is None else set(partitions)
         with self._lock:
-            snapshot = {p: list(records) for p, records in self.partitions.items()}
+            snapshot = {p: list(records) for p, records in self.partitions.items() if wanted is None or p in wanted}
         for partition in sorted(snapshot):
             # A record's place in the list is its offset in the partition.
             for log_offset, (key, value) in enumerate(snapshot[partition]):

@@ -79,13 +79,20 @@ def parse_find_coordinator(body: Mapping[str, Any], version: int) -> FindCoordin
 
 def find_coordinator_response(version: int, answers: Sequence[tuple[str, int]], node_id: int, host: str,
                               port: int) -> dict:
-    def entry(key: str, error: int) -> dict:
-        ok = error == NONE
-        return {"key": key, "node_id": node_id if ok else _NO_NODE, "host": host if ok else "",
-                "port": port if ok else -1, "error_code": error, "error_message": _error_name(error)}
+    """Every key answered by one node (``node_id`` at ``host:port``) unless its error says otherwise."""
+    return find_coordinators_response(version, [(key, error, (node_id, host, port)) for key, error in answers])
+
+
+def find_coordinators_response(version: int, answers: Sequence[tuple[str, int, tuple[int, str, int] | None]]
+                               ) -> dict:
+    """Each key with its error code and, without one, its coordinator as ``(node_id, host, port)``."""
+    def entry(key: str, error: int, node: tuple[int, str, int] | None) -> dict:
+        node_id, host, port = node if error == NONE and node is not None else (_NO_NODE, "", -1)
+        return {"key": key, "node_id": node_id, "host": host, "port": port, "error_code": error,
+                "error_message": _error_name(error)}
 
     if version >= 4:
-        return {"throttle_time_ms": 0, "coordinators": [entry(key, error) for key, error in answers]}
+        return {"throttle_time_ms": 0, "coordinators": [entry(*answer) for answer in answers]}
     single = entry(*answers[0])
     del single["key"]
     return {"throttle_time_ms": 0, **single}

@@ -8,10 +8,22 @@ transactional id's ``TransactionMetadata`` through the
 the COMMIT or ABORT markers of a transaction into each of its partitions
 through the ``TransactionMarkerChannelManager``.
 
-One broker holds every partition, so markers are local appends and are
-written before EndTxn is answered: a client sees PrepareCommit and
-PrepareAbort only if a marker could not be written (a log dir offline), and
-then gets CONCURRENT_TRANSACTIONS until a later round has written it.
+Ownership follows the partitions of ``__transaction_state``: a single
+broker owns them all once ``load`` has replayed the topic; in a cluster
+(``startup(elected_partitions_only=True)``) it owns none until
+``on_election`` loads one, and ``on_resignation`` drops one again (Kafka's
+onElection and onResignation). Ids of a partition not owned get
+NOT_COORDINATOR, of one being loaded COORDINATOR_LOAD_IN_PROGRESS. Markers
+carry the coordinator epoch of the id's partition.
+
+The markers of a transaction are written before EndTxn is answered — local
+appends, or WriteTxnMarkers to the partitions' leaders on other brokers: a
+client sees PrepareCommit and PrepareAbort only if a marker could not be
+written (no leader, a broker unreachable, a log dir offline), and then gets
+CONCURRENT_TRANSACTIONS until a retry has written it. Retries run on the
+coordinator's timer after ``retry.backoff.ms`` (100 ms), doubling up to
+``retry.backoff.max.ms`` (1 s), so a leader failover delays a commit by about
+the election, not by the periodic task's interval.
 
 Time comes in through the injected clock and the timer of the coordinator's
 purgatory, on which two periodic tasks run: every
@@ -27,6 +39,7 @@ tombstone). A test builds the coordinator over a ``MockTime`` with an
 from __future__ import annotations
 
 import logging
+import threading
 from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Callable, Sequence
 
@@ -39,14 +52,15 @@ from ...errors import (NONE, ConcurrentTransactionsError, CoordinatorNotAvailabl
 from ...offsets_topic import OFFSETS_TOPIC, partition_for_group
 from ...purgatory import DelayedOperationPurgatory
 from ...timer import SystemTimer
-from ...timer.timer_task import TimerTask
+from ...timer.timer_task import CallbackTimerTask, TimerTask
 from .config import TransactionConfig
 from .requests import (AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, EndTxnRequest, InitProducerIdRequest,
                        InitProducerIdResult, ListTransactionsRequest, TransactionDescription, TransactionListing)
-from .transaction_marker_channel_manager import TransactionMarkerChannelManager
+from .transaction_marker_channel_manager import MarkerDestinations, TransactionMarkerChannelManager
 from .transaction_metadata import TransactionMetadata, is_epoch_exhausted
 from .transaction_state import TransactionState
-from .transaction_state_manager import TransactionStateManager
+from .transaction_log import TRANSACTION_STATE_TOPIC
+from .transaction_state_manager import COORDINATOR_EPOCH, TransactionStateManager
 
 if TYPE_CHECKING:
     from ...broker import Broker
@@ -57,9 +71,10 @@ log = logging.getLogger(__name__)
 
 _S = TransactionState
 
-#: The epoch of this coordinator in every marker: one broker leads every partition of
-#: ``__transaction_state`` at leader epoch 0, as ``Metadata`` says.
-COORDINATOR_EPOCH = 0
+#: Kafka's ``retry.backoff.ms`` and ``retry.backoff.max.ms``: the first and the longest wait before
+#: markers that failed are sent again.
+RETRY_BACKOFF_MS = 100
+RETRY_BACKOFF_MAX_MS = 1_000
 
 
 class _PeriodicTask(TimerTask):
@@ -101,11 +116,16 @@ class TransactionCoordinator:
         self.purgatory: DelayedOperationPurgatory = DelayedOperationPurgatory(
             "TransactionCoordinator", timer, clock, reaper_enabled=reaper_enabled, broker_id=broker_id)
         self._tasks: list[_PeriodicTask] = []
+        self._retry_lock = threading.Lock()
+        #: Transactional id -> the scheduled retry of its pending markers and the wait before it.
+        self._marker_retries: dict[str, tuple[CallbackTimerTask | None, int]] = {}
 
     @classmethod
-    def for_broker(cls, broker: Broker, *, executor: Executor | None = None,
-                   reaper_enabled: bool = True) -> TransactionCoordinator:
-        """The coordinator of an embedded or served ``Broker``: its settings, clock, producer ids and topics."""
+    def for_broker(cls, broker: Broker, *, executor: Executor | None = None, reaper_enabled: bool = True,
+                   destinations: MarkerDestinations | None = None) -> TransactionCoordinator:
+        """The coordinator of an embedded or served ``Broker``: its settings, clock, producer ids and topics;
+        in a cluster, ``destinations`` send the markers of partitions led elsewhere (also settable later
+        as ``coordinator.markers.destinations``, before the first election)."""
         from ..group.broker_store import ensure_offsets_topic
 
         def offsets_partition_for(group_id: str) -> TopicPartition:
@@ -113,7 +133,7 @@ class TransactionCoordinator:
 
         config = TransactionConfig.from_broker_config(broker.config)
         return cls(broker.node_id, config, TransactionStateManager(broker, config, broker.clock),
-                   TransactionMarkerChannelManager(broker), broker.producer_ids.generate_producer_id,
+                   TransactionMarkerChannelManager(broker, destinations), broker.producer_ids.generate_producer_id,
                    offsets_partition_for, clock=broker.clock, executor=executor, reaper_enabled=reaper_enabled)
 
     @classmethod
@@ -139,20 +159,46 @@ class TransactionCoordinator:
     # lifecycle
     # ==================================================================================
 
-    def startup(self, *, load: bool = True) -> None:
-        """Start answering. Until ``load`` has run, requests get COORDINATOR_LOAD_IN_PROGRESS."""
-        self.state.startup()
+    def startup(self, *, load: bool = True, elected_partitions_only: bool = False) -> None:
+        """Start answering. A single broker owns every partition: until ``load`` has run (now, or
+        later when ``load=False``), requests get COORDINATOR_LOAD_IN_PROGRESS. With
+        ``elected_partitions_only`` (a cluster) it owns none until ``on_election`` and ``load`` is
+        not used."""
+        self.state.startup(elected_partitions_only=elected_partitions_only)
         if not self._tasks:
             self._schedule(self.config.transaction_abort_timed_out_transaction_cleanup_interval_ms,
                            self.abort_timed_out_transactions)
             self._schedule(self.config.transaction_remove_expired_transaction_cleanup_interval_ms,
                            self.remove_expired_transactional_ids)
-        if load:
+        if load and not elected_partitions_only:
             self.load()
 
     def load(self) -> None:
-        """Replay ``__transaction_state``; transactions that were preparing get their markers now."""
-        for metadata in self.state.load():
+        """Replay ``__transaction_state`` (single broker); transactions that were preparing get their
+        markers now. A cluster's coordinator loads its partitions as it is elected: this does nothing."""
+        self._complete_preparing(self.state.load())
+
+    def on_election(self, partition: int, coordinator_epoch: int) -> None:
+        """This broker became the leader of ``__transaction_state`` partition ``partition`` at
+        ``coordinator_epoch``: load its transactional ids and write the markers of those found preparing
+        (in the caller's thread; requests for its ids get COORDINATOR_LOAD_IN_PROGRESS meanwhile). An
+        election older than one already seen, or repeating the ownership held, is ignored."""
+        log.info("transaction coordinator: elected for %s-%d at coordinator epoch %d", TRANSACTION_STATE_TOPIC,
+                 partition, coordinator_epoch)
+        preparing = self.state.load_partition(partition, coordinator_epoch)
+        if preparing:
+            self._complete_preparing(preparing)
+
+    def on_resignation(self, partition: int, coordinator_epoch: int | None = None) -> None:
+        """This broker stopped leading ``__transaction_state`` partition ``partition`` (at
+        ``coordinator_epoch``, when known): drop its transactional ids; requests and operations
+        still on them end with NOT_COORDINATOR. A resignation older than the newest election seen is
+        ignored."""
+        log.info("transaction coordinator: resigned from %s-%d", TRANSACTION_STATE_TOPIC, partition)
+        self.state.remove_partition(partition, coordinator_epoch)
+
+    def _complete_preparing(self, preparing: list[TransactionMetadata]) -> None:
+        for metadata in preparing:
             with metadata.lock:
                 if metadata.state.is_preparing and metadata.pending_state is None:
                     self._write_markers_and_complete(metadata)
@@ -163,6 +209,10 @@ class TransactionCoordinator:
         tasks, self._tasks = self._tasks, []
         for task in tasks:
             task.cancel()
+        with self._retry_lock:
+            retries, self._marker_retries = self._marker_retries, {}
+        for retry, _ in retries.values():
+            retry.cancel()
         self.purgatory.shutdown()
 
     close = shutdown
@@ -386,21 +436,73 @@ class TransactionCoordinator:
     def _write_markers_and_complete(self, metadata: TransactionMetadata) -> None:
         """Write the markers of a preparing transaction, then its completion (the caller holds the lock).
 
-        Partitions whose marker failed stay in the metadata; the periodic task tries them again.
+        Partitions whose marker failed stay in the metadata; a retry is scheduled after a backoff. A
+        transaction whose partition moved away is left to its new coordinator.
         """
+        transactional_id = metadata.transactional_id
+        try:
+            coordinator_epoch = self.state.coordinator_epoch(transactional_id)
+        except KafkaError:
+            return
+        if not self.state.owns(metadata):
+            return
         commit = metadata.state is _S.PREPARE_COMMIT
         pending = set(metadata.topic_partitions)
-        failed = self.markers.write_markers(metadata.transactional_id, metadata.producer_id, metadata.producer_epoch,
-                                            COORDINATOR_EPOCH, commit, pending)
+        failed = self.markers.write_markers(transactional_id, metadata.producer_id, metadata.producer_epoch,
+                                            coordinator_epoch, commit, pending)
         for tp in pending - set(failed):
             metadata.remove_partition(tp)
-        if failed:
+        if failed or not self._complete(metadata):
+            self._schedule_marker_retry(transactional_id)
             return
+        with self._retry_lock:
+            self._marker_retries.pop(transactional_id, None)
+        log.debug("transactional id %r: %s", transactional_id, metadata.state)
+
+    def _complete(self, metadata: TransactionMetadata) -> bool:
+        """Write CompleteCommit or CompleteAbort; whether it was written."""
         try:
             self.state.append(metadata, metadata.prepare_complete(self.clock.milliseconds()))
         except KafkaError:
-            return  # the completion is written again by the next round
-        log.debug("transactional id %r: %s", metadata.transactional_id, metadata.state)
+            return False
+        return True
+
+    def _schedule_marker_retry(self, transactional_id: str) -> None:
+        """Try the transaction's pending markers again after a backoff that doubles with each failed
+        round, unless a retry is already waiting."""
+        with self._retry_lock:
+            if not self.state.is_active:
+                return
+            scheduled, last_backoff_ms = self._marker_retries.get(transactional_id, (None, 0))
+            if scheduled is not None:
+                return
+            backoff_ms = min(last_backoff_ms * 2, RETRY_BACKOFF_MAX_MS) if last_backoff_ms else RETRY_BACKOFF_MS
+            task = CallbackTimerTask(backoff_ms, lambda: self._retry_markers(transactional_id))
+            self._marker_retries[transactional_id] = (task, backoff_ms)
+        try:
+            self.purgatory.timer.add(task)
+        except RuntimeError:
+            pass  # the timer shut down with the coordinator
+
+    def _retry_waiting(self, transactional_id: str) -> bool:
+        with self._retry_lock:
+            return self._marker_retries.get(transactional_id, (None, 0))[0] is not None
+
+    def _retry_markers(self, transactional_id: str) -> None:
+        with self._retry_lock:
+            _, backoff_ms = self._marker_retries.get(transactional_id, (None, 0))
+            self._marker_retries[transactional_id] = (None, backoff_ms)
+        try:
+            metadata = self.state.get(transactional_id)
+        except KafkaError:
+            metadata = None  # not running, or the partition moved away: nothing of it is ours to write
+        if metadata is not None:
+            with metadata.lock:
+                if metadata.state.is_preparing and not metadata.pending_transition_in_progress:
+                    self._write_markers_and_complete(metadata)
+                    return
+        with self._retry_lock:
+            self._marker_retries.pop(transactional_id, None)
 
     # ==================================================================================
     # timeouts and expiry
@@ -409,7 +511,7 @@ class TransactionCoordinator:
     def abort_timed_out_transactions(self) -> int:
         """Abort every transaction open longer than its timeout, and write markers still pending;
         returns how many transactions were aborted."""
-        if not self.state.is_active or self.state.is_loading:
+        if not self.state.is_active:
             return 0
         now = self.clock.milliseconds()
         aborted = 0
@@ -418,7 +520,8 @@ class TransactionCoordinator:
                 if metadata.pending_transition_in_progress:
                     continue
                 if metadata.state.is_preparing:
-                    self._write_markers_and_complete(metadata)
+                    if not self._retry_waiting(metadata.transactional_id):
+                        self._write_markers_and_complete(metadata)
                 elif (metadata.state is _S.ONGOING
                       and metadata.txn_start_timestamp + metadata.txn_timeout_ms < now):
                     try:
@@ -431,7 +534,7 @@ class TransactionCoordinator:
 
     def remove_expired_transactional_ids(self) -> int:
         """Remove transactional ids idle for ``transactional.id.expiration.ms`` (a tombstone each)."""
-        if not self.state.is_active or self.state.is_loading:
+        if not self.state.is_active:
             return 0
         now = self.clock.milliseconds()
         expiration = self.config.transactional_id_expiration_ms

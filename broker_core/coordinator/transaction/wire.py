@@ -14,6 +14,7 @@ from format.layout import TopicPartition
 
 from ...errors import InvalidProducerEpochError, ProducerFencedError
 from ..group.requests import OffsetCommitPartition, TxnOffsetCommitRequest
+from .transaction_marker_channel_manager import TxnMarker
 from .transaction_state import TransactionState
 from .requests import (AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, EndTxnRequest, InitProducerIdRequest,
                        InitProducerIdResult, ListTransactionsRequest, TransactionDescription, TransactionListing)
@@ -26,6 +27,8 @@ __all__ = [
     "parse_txn_offset_commit", "txn_offset_commit_response",
     "parse_describe_transactions", "describe_transactions_response",
     "parse_list_transactions", "list_transactions_response",
+    "write_txn_markers_request", "parse_write_txn_markers", "write_txn_markers_response",
+    "parse_write_txn_markers_response",
 ]
 
 
@@ -170,3 +173,42 @@ def list_transactions_response(request: ListTransactionsRequest, error: int,
     return {"throttle_time_ms": 0, "error_code": error, "unknown_state_filters": unknown, "transaction_states": [
         {"transactional_id": t.transactional_id, "producer_id": t.producer_id, "transaction_state": t.state}
         for t in listings]}
+
+
+# --- WriteTxnMarkers (between brokers: the coordinator to the partitions' leaders) --------------
+
+
+def write_txn_markers_request(markers: Sequence[TxnMarker]) -> dict:
+    """One WritableTxnMarker per producer transaction (id, epoch, result, coordinator epoch), its
+    partitions grouped by topic."""
+    entries: dict[tuple[int, int, bool, int], dict[str, list[int]]] = {}
+    for m in markers:
+        key = (m.producer_id, m.producer_epoch, m.commit, m.coordinator_epoch)
+        entries.setdefault(key, {}).setdefault(m.topic_partition.topic, []).append(m.topic_partition.partition)
+    return {"markers": [
+        {"producer_id": pid, "producer_epoch": epoch, "transaction_result": commit, "coordinator_epoch": coordinator,
+         "topics": [{"name": t, "partition_indexes": ps} for t, ps in topics.items()]}
+        for (pid, epoch, commit, coordinator), topics in entries.items()]}
+
+
+def parse_write_txn_markers(body: Mapping[str, Any]) -> list[TxnMarker]:
+    return [TxnMarker(TopicPartition(topic["name"], partition), m["producer_id"], m["producer_epoch"],
+                      m["coordinator_epoch"], m["transaction_result"])
+            for m in body["markers"] for topic in m["topics"] for partition in topic["partition_indexes"]]
+
+
+def write_txn_markers_response(errors: Mapping[TxnMarker, int]) -> dict:
+    """The error code of each marker, grouped by producer id and topic as Kafka answers."""
+    by_producer: dict[int, dict[TopicPartition, int]] = {}
+    for marker, error in errors.items():
+        by_producer.setdefault(marker.producer_id, {})[marker.topic_partition] = error
+    return {"markers": [
+        {"producer_id": pid, "topics": [{"name": t, "partitions": ps} for t, ps in
+                                        _by_topic(partitions, "partition_index", "error_code").items()]}
+        for pid, partitions in by_producer.items()]}
+
+
+def parse_write_txn_markers_response(body: Mapping[str, Any]) -> dict[tuple[int, TopicPartition], int]:
+    """The error code answered for each (producer id, partition)."""
+    return {(m["producer_id"], TopicPartition(topic["name"], p["partition_index"])): p["error_code"]
+            for m in body["markers"] for topic in m["topics"] for p in topic["partitions"]}

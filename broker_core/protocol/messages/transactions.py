@@ -1,5 +1,6 @@
 """Transactions: adding partitions and offsets to a transaction, committing offsets in it, ending it,
-and describing and listing the transactions a coordinator holds."""
+writing its markers (the coordinator to the partitions' leaders), and describing and listing the
+transactions a coordinator holds."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ __all__ = [
     "ADD_PARTITIONS_TO_TXN",
     "ADD_OFFSETS_TO_TXN",
     "END_TXN",
+    "WRITE_TXN_MARKERS",
     "TXN_OFFSET_COMMIT",
     "DESCRIBE_TRANSACTIONS",
     "LIST_TRANSACTIONS",
@@ -85,6 +87,37 @@ END_TXN = api(
     response=(
         F("ThrottleTimeMs", "int32", "0+"),
         F("ErrorCode", "int16", "0+"),
+    ),
+)
+
+WRITE_TXN_MARKERS = api(
+    # What a transaction coordinator sends the leaders of a transaction's partitions. Kafka 4.0 removed
+    # version 0 (version 1, the first flexible one, is its baseline) and added 2 (TransactionVersion,
+    # KIP-890 part 2, which this broker does not offer).
+    ApiKey.WRITE_TXN_MARKERS, "1", flexible="1+",
+    request=(
+        F("Markers", "[]WritableTxnMarker", "0+", fields=(
+            F("ProducerId", "int64", "0+"),
+            F("ProducerEpoch", "int16", "0+"),
+            F("TransactionResult", "bool", "0+"),
+            F("Topics", "[]WritableTxnMarkerTopic", "0+", fields=(
+                F("Name", "string", "0+"),
+                F("PartitionIndexes", "[]int32", "0+"),
+            )),
+            F("CoordinatorEpoch", "int32", "0+"),
+        )),
+    ),
+    response=(
+        F("Markers", "[]WritableTxnMarkerResult", "0+", fields=(
+            F("ProducerId", "int64", "0+"),
+            F("Topics", "[]WritableTxnMarkerTopicResult", "0+", fields=(
+                F("Name", "string", "0+"),
+                F("Partitions", "[]WritableTxnMarkerPartitionResult", "0+", fields=(
+                    F("PartitionIndex", "int32", "0+"),
+                    F("ErrorCode", "int16", "0+"),
+                )),
+            )),
+        )),
     ),
 )
 

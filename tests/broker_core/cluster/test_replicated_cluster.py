@@ -288,12 +288,41 @@ def test_a_follower_paused_past_replica_lag_time_max_ms_leaves_the_isr_and_rejoi
             assert (shrunk.leader, shrunk.leader_epoch) == (view.leader, view.leader_epoch)
             # acks=all needs two in-sync replicas, and has them.
             assert _produce(kit, view.leader, "t", _batch(b"acked by two"))["error_code"] == 0
+            assert [line.split("\t")[1:6] for line in _under_replicated(kit, view.leader)] == [
+                ["Topic: t", "Partition: 0", f"Leader: {view.leader}",
+                 f"Replicas: {','.join(map(str, view.replicas))}", f"Isr: {','.join(map(str, shrunk.isr))}"]]
         finally:
             kit.brokers[follower].proc.send_signal(signal.SIGCONT)
         rejoined = kit.wait_for_isr("t", (1, 2, 3))
         assert (rejoined.leader, rejoined.leader_epoch) == (view.leader, view.leader_epoch)
+        assert _under_replicated(kit, view.leader) == []
     finally:
         kit.close()
+
+
+def test_a_broker_paused_past_its_session_timeout_registers_again_and_rejoins_the_isr_without_a_restart(cluster):
+    cluster.create_topic("t")
+    view = cluster.wait_for_isr("t", (1, 2, 3))
+    paused = next(b for b in (1, 2, 3) if b not in (view.leader, cluster.controller_id()))
+    process = cluster.brokers[paused].proc
+    process.send_signal(signal.SIGSTOP)
+    try:
+        cluster.wait_until(lambda: paused not in cluster.live_brokers(), "the paused broker's session expiring")
+        cluster.wait_for_isr("t", tuple(b for b in (1, 2, 3) if b != paused))
+        assert _produce(cluster, view.leader, "t", _batch(b"while it slept"))["error_code"] == 0
+    finally:
+        process.send_signal(signal.SIGCONT)
+    cluster.wait_until(lambda: cluster.live_brokers() == [1, 2, 3], "the paused broker registered again")
+    cluster.wait_for_isr("t", (1, 2, 3))
+    assert process.poll() is None and cluster.brokers[paused].proc is process  # the same process, not restarted
+    assert _values(_fetch(cluster, view.leader, "t")["records"]) == [b"while it slept"]
+
+
+def _under_replicated(kit: ClusterKit, node_id: int) -> list[str]:
+    code, out, err = run("topics", "describe", "--bootstrap", f"127.0.0.1:{kit.ports[node_id]}",
+                         "--under-replicated-partitions")
+    assert code == 0, err
+    return out.splitlines()
 
 
 def test_seglog_topics_create_and_describe_show_leader_replicas_and_isr_of_a_cluster(cluster):
@@ -311,6 +340,25 @@ def test_seglog_topics_create_and_describe_show_leader_replicas_and_isr_of_a_clu
         assert (fields["Partition"], fields["Leader"], fields["Replicas"]) == (
             str(p), str(view.leader), ",".join(map(str, view.replicas)))
         assert sorted(int(b) for b in fields["Isr"].split(",")) == [1, 2, 3]
+
+
+def test_a_topic_config_altered_at_one_broker_is_applied_by_every_replica_and_stays(cluster):
+    cluster.create_topic("t")
+    cluster.wait_for_isr("t", (1, 2, 3))
+    code, out, err = run("topics", "alter", "--bootstrap", f"127.0.0.1:{cluster.ports[1]}", "--topic", "t",
+                         "--config", "retention.ms=3600000", "--delete-config", "min.insync.replicas")
+    assert (code, out.strip()) == (0, "Altered topic t."), err
+
+    def overrides(node_id: int) -> dict[str, str]:
+        with cluster.client(node_id) as client:
+            response = client.send(ApiKey.DESCRIBE_CONFIGS, {"resources": [
+                {"resource_type": 2, "resource_name": "t", "configuration_keys": None}]})
+        return {c["name"]: c["value"] for c in response["results"][0]["configs"] if c["config_source"] == 1}
+
+    cluster.wait_until(lambda: all(overrides(n) == {"retention.ms": "3600000"} for n in (1, 2, 3)),
+                       "every broker applying the change")
+    time.sleep(6)  # longer than a replica manager's full refresh from etcd: nothing reverts it
+    assert [overrides(n) for n in (1, 2, 3)] == [{"retention.ms": "3600000"}] * 3
 
 
 def test_seglog_cluster_lists_the_live_brokers_and_the_controller(cluster):

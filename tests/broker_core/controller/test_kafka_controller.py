@@ -215,6 +215,20 @@ def test_unclean_leader_election_elects_an_out_of_sync_replica_and_logs_it(caplo
     assert "unclean leader election for t-0: broker 3 leads although it was not in the ISR [2]" in caplog.text
 
 
+@pytest.mark.parametrize("broker_setting, topic_setting, leader", [
+    (False, "true", 3), (True, "false", NO_LEADER), (True, None, 3), (False, None, NO_LEADER)])
+def test_a_topics_own_unclean_leader_election_setting_overrides_the_brokers(broker_setting, topic_setting, leader):
+    cluster = FakeCluster([1, 2, 3], unclean_leader_election_enable=broker_setting)
+    overrides = {} if topic_setting is None else {"unclean.leader.election.enable": topic_setting}
+    cluster.admin.create_topic("t", replica_assignment={0: [2, 3]}, config=overrides)
+    cluster.start_controller(1)
+    cluster.write_state(T0, PartitionState(2, 0, (2,), 1))
+    cluster.kill(2)
+    cluster.expire_dead_sessions()
+    cluster.poll()
+    assert cluster.state("t", 0).leader == leader
+
+
 def test_a_partition_without_leader_gets_one_back_when_its_last_in_sync_replica_returns():
     cluster = FakeCluster([1, 2, 3])
     cluster.admin.create_topic("t", replica_assignment={0: [2, 3]})

@@ -7,79 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-from broker_core import Broker
 from broker_core.clock import MockTime
-from broker_core.coordinator.transaction import (VALID_PREVIOUS_STATES, AddPartitionsToTxnRequest, EndTxnRequest,
-                                                 IllegalTransactionStateTransitionError, InitProducerIdRequest,
-                                                 ListTransactionsRequest, TransactionCoordinator,
-                                                 TransactionMetadata, TransactionState)
-from broker_core.timer import InlineExecutor
-from format.layout import TopicPartition
+from broker_core.coordinator.transaction import (VALID_PREVIOUS_STATES, IllegalTransactionStateTransitionError,
+                                                 ListTransactionsRequest, TransactionMetadata)
 
-NONE = 0
-CONCURRENT_TRANSACTIONS = 51
-INVALID_TXN_STATE = 48
-INVALID_PRODUCER_ID_MAPPING = 49
-INVALID_TRANSACTION_TIMEOUT = 50
-PRODUCER_FENCED = 90
-COORDINATOR_LOAD_IN_PROGRESS = 14
-TRANSACTIONAL_ID_NOT_FOUND = 105
-START_MS = 1_700_000_000_000
-TIMEOUT_MS = 10_000
-ABORT_INTERVAL_MS = 1_000
-S = TransactionState
-TP0, TP1 = TopicPartition("out", 0), TopicPartition("out", 1)
-
-
-class Harness:
-    """A Broker on a MockTime and its transaction coordinator with an inline timer and no reaper."""
-
-    def __init__(self, path, clock: MockTime | None = None, *, load: bool = True) -> None:
-        self.clock = clock or MockTime(current_time_ms=START_MS)
-        self.broker = Broker(str(path), {"transaction.state.log.num.partitions": 2,
-                                         "transaction.abort.timed.out.transaction.cleanup.interval.ms":
-                                             ABORT_INTERVAL_MS,
-                                         "transactional.id.expiration.ms": 3_600_000},
-                             clock=self.clock, background=False)
-        if self.broker.topics.get("out") is None:
-            self.broker.create_topic("out", 2)
-        self.coordinator = TransactionCoordinator.for_broker(self.broker, executor=InlineExecutor(),
-                                                             reaper_enabled=False)
-        self.broker.transaction_coordinator = self.coordinator
-        self.coordinator.startup(load=load)
-
-    def init(self, transactional_id: str = "tx", timeout_ms: int = TIMEOUT_MS, producer_id: int = -1,
-             producer_epoch: int = -1):
-        return self.coordinator.init_producer_id(InitProducerIdRequest(
-            transactional_id=transactional_id, transaction_timeout_ms=timeout_ms, producer_id=producer_id,
-            producer_epoch=producer_epoch))
-
-    def add(self, producer_id: int, epoch: int, *partitions: TopicPartition, transactional_id: str = "tx"):
-        return self.coordinator.add_partitions_to_transaction(AddPartitionsToTxnRequest(
-            transactional_id=transactional_id, producer_id=producer_id, producer_epoch=epoch,
-            partitions=partitions))
-
-    def end(self, producer_id: int, epoch: int, commit: bool, transactional_id: str = "tx") -> int:
-        return self.coordinator.end_transaction(EndTxnRequest(
-            transactional_id=transactional_id, producer_id=producer_id, producer_epoch=epoch, committed=commit))
-
-    def write(self, producer_id: int, epoch: int, tp: TopicPartition, value: bytes, sequence: int = 0) -> None:
-        self.broker.produce(tp.topic, [value], tp.partition, producer_id=producer_id, producer_epoch=epoch,
-                            base_sequence=sequence, transactional=True)
-
-    def committed_values(self, tp: TopicPartition) -> list[bytes]:
-        return [r.value for r in self.broker.fetch(tp.topic, tp.partition, 0,
-                                                   isolation_level="read_committed").decoded()]
-
-    def state(self, transactional_id: str = "tx") -> TransactionMetadata:
-        return self.coordinator.transaction(transactional_id)
-
-    def advance(self, ms: int) -> None:
-        self.clock.sleep(ms)
-        self.coordinator.advance_clock(0)
-
-    def close(self) -> None:
-        self.broker.close()
+from transaction_kit import (ABORT_INTERVAL_MS, CONCURRENT_TRANSACTIONS, COORDINATOR_LOAD_IN_PROGRESS,
+                             INVALID_PRODUCER_ID_MAPPING, INVALID_TRANSACTION_TIMEOUT, INVALID_TXN_STATE, NONE,
+                             PRODUCER_FENCED, START_MS, TIMEOUT_MS, TP0, TP1, TRANSACTIONAL_ID_NOT_FOUND, Harness, S)
 
 
 @pytest.fixture()

@@ -1,6 +1,6 @@
 """Starting a real broker for tests on an ephemeral loopback port: a ``BrokerServer`` in this
 process, or ``seglog broker`` in its own (``BrokerProcess``); talking to it with the protocol
-package's client (``create_topic``, ``produce``) or on a raw socket (``read_frame``)."""
+package's client (``create_topic``, ``produce``, ``fetch``) or on a raw socket (``read_frame``)."""
 
 from __future__ import annotations
 
@@ -43,6 +43,20 @@ def produce(client: ProtocolClient, topic: str, partition: int, records: bytes, 
         client.send_no_response(ApiKey.PRODUCE, body)
         return {}
     return client.send(ApiKey.PRODUCE, body)["responses"][0]["partition_responses"][0]
+
+
+def fetch(client: ProtocolClient, partitions: list[tuple[str, int, int, int]], *, max_wait_ms: int = 0,
+          min_bytes: int = 0, max_bytes: int = 50 * 1024 * 1024, isolation_level: int = 0) -> dict:
+    """``partitions``: (topic, partition, fetch offset, partition max bytes); returns {(topic, p): data}."""
+    topics: list[dict] = []
+    for topic, p, offset, limit in partitions:
+        if not topics or topics[-1]["topic"] != topic:
+            topics.append({"topic": topic, "partitions": []})
+        topics[-1]["partitions"].append({"partition": p, "fetch_offset": offset, "partition_max_bytes": limit})
+    response = client.send(ApiKey.FETCH, {"replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": min_bytes,
+                                          "max_bytes": max_bytes, "isolation_level": isolation_level,
+                                          "topics": topics, "forgotten_topics_data": []})
+    return {(t["topic"], p["partition_index"]): p for t in response["responses"] for p in t["partitions"]}
 
 
 def read_exactly(sock: socket.socket, n: int) -> bytes:

@@ -4,17 +4,18 @@ watermark, and the leader's ISR changes are compare-and-sets the controller foll
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
 
 from broker_core.broker import Broker
-from broker_core.errors import NotEnoughReplicasError, NotLeaderOrFollowerError
+from broker_core.errors import NotEnoughReplicasError, NotLeaderOrFollowerError, RequestTimedOutError
 from broker_core.server.replica_fetcher_manager import ReplicaFetcherManager
 from broker_core.server.replica_manager import ReplicaManager
 from format.layout import TopicPartition
 from format.record import SimpleRecord
-from format.record_batch import build_batch
+from format.record_batch import build_batch, iter_batches
 from tests.broker_core.controller.controller_kit import FakeCluster
 
 TP = TopicPartition("t", 0)
@@ -133,11 +134,34 @@ def test_a_topic_deleted_in_etcd_loses_its_logs_on_every_replica(cluster):
         assert node.replicas.partition(TP) is None
 
 
-def test_a_transaction_marker_is_written_only_where_the_partition_is_led(cluster):
+def test_a_coordinators_write_is_made_only_where_the_partition_is_led_and_returns_once_the_isr_has_it(cluster):
     for node in cluster.nodes.values():
-        node.broker.check_leadership = node.replicas.check_leadership
+        node.broker.leader_append = lambda tp, append, node=node: node.replicas.append_as_leader(tp, append, 5000)
     with pytest.raises(NotLeaderOrFollowerError, match="not the leader of t-0"):
         cluster.nodes[1].broker.append_control_marker("t", 0, 7, 0, 0, commit=True)
     assert cluster.nodes[1].broker.log_manager.get_log(TP).log_end_offset == 0
-    written = cluster.nodes[2].broker.append_control_marker("t", 0, 7, 0, 0, commit=True)
-    assert written.first_offset == 0
+    leader_node = cluster.nodes[2]
+    leader = leader_node.replicas.leader_partition(TP)
+    seen_before_fetches: list[int] = []
+
+    def followers_fetch() -> None:
+        deadline = time.monotonic() + 5
+        while leader.log.log_end_offset < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        seen_before_fetches.append(leader.log.high_watermark)
+        for follower in (1, 3):
+            leader_node.replicas.record_follower_fetch(TP, follower, 1, 0)
+
+    fetching = threading.Thread(target=followers_fetch)
+    fetching.start()
+    written = leader_node.broker.append_control_marker("t", 0, 7, 0, 0, commit=True)
+    fetching.join()
+    assert (written.first_offset, seen_before_fetches, leader.log.high_watermark) == (0, [0], 1)
+    assert next(iter_batches(leader.log.read(0, 1 << 20).records)).header.partition_leader_epoch == 0
+
+
+def test_a_coordinators_write_the_isr_does_not_take_in_time_answers_request_timed_out(cluster):
+    replicas = cluster.nodes[2].replicas
+    with pytest.raises(RequestTimedOutError, match="did not reach offset 1 within 200 ms"):
+        replicas.append_as_leader(TP, lambda lg, epoch: lg.append(_records(b"a"), leader_epoch=epoch), 200)
+    assert replicas.leader_partition(TP).log.log_end_offset == 1

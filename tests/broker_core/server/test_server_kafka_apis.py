@@ -19,7 +19,7 @@ from format.compression import CompressionType
 from format.record import Header, SimpleRecord
 from format.record_batch import build_batch, iter_batches
 
-from server_kit import create_topic, produce, read_frame, start_broker
+from server_kit import create_topic, fetch, produce, read_frame, start_broker
 
 UNKNOWN_TOPIC_OR_PARTITION = 3
 OFFSET_OUT_OF_RANGE = 1
@@ -39,20 +39,6 @@ KAFKA_STORAGE_ERROR = 56
 
 def batch(*values: bytes, key: bytes | None = None, timestamp: int = 1_700_000_000_000) -> bytes:
     return build_batch([SimpleRecord(v, key, timestamp + i) for i, v in enumerate(values)])
-
-
-def fetch(client: ProtocolClient, partitions: list[tuple[str, int, int, int]], *, max_wait_ms: int = 0,
-          min_bytes: int = 0, max_bytes: int = 50 * 1024 * 1024, isolation_level: int = 0) -> dict:
-    """``partitions``: (topic, partition, fetch offset, partition max bytes); returns {(topic, p): data}."""
-    topics: list[dict] = []
-    for topic, p, offset, limit in partitions:
-        if not topics or topics[-1]["topic"] != topic:
-            topics.append({"topic": topic, "partitions": []})
-        topics[-1]["partitions"].append({"partition": p, "fetch_offset": offset, "partition_max_bytes": limit})
-    response = client.send(ApiKey.FETCH, {"replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": min_bytes,
-                                          "max_bytes": max_bytes, "isolation_level": isolation_level,
-                                          "topics": topics, "forgotten_topics_data": []})
-    return {(t["topic"], p["partition_index"]): p for t in response["responses"] for p in t["partitions"]}
 
 
 def list_offset(client: ProtocolClient, topic: str, partition: int, timestamp: int, isolation_level: int = 0
@@ -82,7 +68,9 @@ def test_api_versions_advertises_exactly_the_served_apis(client):
               ApiKey.DELETE_GROUPS, ApiKey.OFFSET_DELETE,
               # The transaction coordinator's.
               ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN, ApiKey.TXN_OFFSET_COMMIT,
-              ApiKey.DESCRIBE_TRANSACTIONS, ApiKey.LIST_TRANSACTIONS}
+              ApiKey.DESCRIBE_TRANSACTIONS, ApiKey.LIST_TRANSACTIONS,
+              # What coordinators send the partitions' leaders.
+              ApiKey.WRITE_TXN_MARKERS}
     assert set(client.broker_versions) == {int(k) for k in served}
     for key, floor in MIN_VERSIONS.items():
         assert client.broker_versions[int(key)][0] >= floor
