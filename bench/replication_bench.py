@@ -14,11 +14,12 @@ acks=1 and acks=all (topics of RF 3 with ``min.insync.replicas`` 2):
   report is in. Beside it, the CPU time of the whole cluster (brokers and
   etcd, or brokers and the KRaft controller) as a share of one core, and the
   rate over the same cluster's RF 1, acks=1 rate: what replication costs it;
-* produce latency: the same producer sends 5,000 records a second for 10 s
-  (after 3 s untimed) to a new topic; a record's latency is its delivery report's time minus its
-  ``produce()`` time, taken in the delivery callback (``linger.ms`` included);
-  p50, p99 and the maximum. Taken at a fixed rate, not during the throughput
-  runs, where it would measure the client's own queue;
+* produce latency: the same producer sends 500, then 5,000 records a second
+  for 10 s (after 3 s untimed) to a new topic; a record's latency is its
+  delivery report's time minus its ``produce()`` time, taken in the delivery
+  callback (``linger.ms`` included); p50, p99 and the maximum, and the
+  cluster's CPU. Taken at a fixed rate, not during the throughput runs, where
+  it would measure the client's own queue;
 * failover: a topic of one partition, RF 3, ``min.insync.replicas`` 2; a
   producer (acks=all, ``request.timeout.ms`` 2000, retries without end
   within ``delivery.timeout.ms`` 120000, backoffs of 50 to 200 ms) sends a
@@ -89,6 +90,9 @@ FAILOVER_TIMEOUT_S = 120.0
 SETTLE_TIMEOUT_S = 120.0
 # Seconds at the latency figures' rate before the timed ones (a cold Kafka broker answers in seconds at first).
 LATENCY_WARM_UP_S = 3.0
+# Records a second of the latency figures: broker_bench.py's rate, and a tenth of it, which three brokers
+# sharing one core still keep up with at RF 3.
+LATENCY_RATES = (LATENCY_RATE // 10, LATENCY_RATE)
 
 
 @dataclass(frozen=True)
@@ -243,32 +247,32 @@ def throughput_rows(clusters: dict[str, RunningCluster], work: Workload, runs: i
 
 @dataclass(frozen=True)
 class LatencyFigure:
-    """Latencies at ``LATENCY_RATE`` records a second, and the share of one core the cluster used meanwhile (near
-    100%, the cluster's core is saturated and the latencies grow with the run's length)."""
+    """Latencies at ``per_s`` records a second, and the share of one core the cluster used meanwhile (near 100%,
+    the cluster's core is saturated and the latencies grow with the run's length)."""
 
+    per_s: int
     latency: Latency
     cpu: float
 
 
 def latency_figures(clusters: dict[str, RunningCluster], work: Workload, duration_s: float
-                    ) -> dict[tuple[str, str], LatencyFigure]:
-    """(case name, cluster name) -> latencies at ``LATENCY_RATE`` records a second."""
+                    ) -> dict[tuple[str, int, str], LatencyFigure]:
+    """(case name, records a second, cluster name) -> latencies at each of ``LATENCY_RATES``."""
     out = {}
-    for case in CASES:
-        for name in CLUSTERS:
-            cluster = clusters[name]
-            bootstrap = cluster.bootstrap
-            topic = f"bench-latency-rf{case.replication_factor}-acks{case.acks}"
-            new_topic(cluster, topic, PARTITIONS, case)
-            # Untimed first: connections, metadata, and the JVM's compiled code for this path.
-            produce_at_rate(bootstrap, topic, work, LATENCY_RATE, min(duration_s, LATENCY_WARM_UP_S), acks=case.acks)
-            before, start = cluster.cpu_seconds(), time.perf_counter()
-            lat = produce_at_rate(bootstrap, topic, work, LATENCY_RATE, duration_s, acks=case.acks)
-            share = (cluster.cpu_seconds() - before) / (time.perf_counter() - start)
-            out[case.name, name] = LatencyFigure(lat, share)
-            delete_topic(bootstrap, topic)
-            log(f"  latency, {case.name}, {name}: p50 {lat.p50_ms:.2f} ms, p99 {lat.p99_ms:.2f} ms, "
-                f"max {lat.max_ms:.2f} ms (cluster CPU {share:.0%})")
+    for case, per_s, name in ((c, r, n) for c in CASES for r in LATENCY_RATES for n in CLUSTERS):
+        cluster = clusters[name]
+        bootstrap = cluster.bootstrap
+        topic = f"bench-latency-rf{case.replication_factor}-acks{case.acks}-{per_s}"
+        new_topic(cluster, topic, PARTITIONS, case)
+        # Untimed first: connections, metadata, and the JVM's compiled code for this path.
+        produce_at_rate(bootstrap, topic, work, per_s, min(duration_s, LATENCY_WARM_UP_S), acks=case.acks)
+        before, start = cluster.cpu_seconds(), time.perf_counter()
+        lat = produce_at_rate(bootstrap, topic, work, per_s, duration_s, acks=case.acks)
+        share = (cluster.cpu_seconds() - before) / (time.perf_counter() - start)
+        out[case.name, per_s, name] = LatencyFigure(per_s, lat, share)
+        delete_topic(bootstrap, topic)
+        log(f"  latency, {case.name}, {per_s:,}/s, {name}: p50 {lat.p50_ms:.2f} ms, p99 {lat.p99_ms:.2f} ms, "
+            f"max {lat.max_ms:.2f} ms (cluster CPU {share:.0%})")
     return out
 
 
@@ -404,7 +408,7 @@ def failover_cells(f: Failover) -> tuple[str, str, str, str]:
             f"{controller} of {len(f.kills)}")
 
 
-def print_table(env: Environment, rows: Sequence[Row], latency: dict[tuple[str, str], LatencyFigure],
+def print_table(env: Environment, rows: Sequence[Row], latency: dict[tuple[str, int, str], LatencyFigure],
                 failover: dict[str, Failover], runs: int) -> None:
     print_environment(env)
     if rows:
@@ -416,9 +420,9 @@ def print_table(env: Environment, rows: Sequence[Row], latency: dict[tuple[str, 
             text = " ".join(f"{a:>16} {b:>10} {c:>5} {d:>7}" for a, b, c, d in (cells(rows, row, n) for n in CLUSTERS))
             print(f"{row.case.name:<16} {text} {ratio_text(row.ratio):>7}")
     if latency:
-        print(f"\nproduce latency, produce() to delivery report, {LATENCY_RATE:,} records/s; CPU of the whole cluster")
+        print("\nproduce latency, produce() to delivery report, at a fixed rate; CPU of the whole cluster")
         print_header(f"{'case':<16} {'cluster':<8} {'sent/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'CPU':>5}")
-        for (case, name), figure in latency.items():
+        for (case, _, name), figure in latency.items():
             lat = figure.latency
             print(f"{case:<16} {name:<8} {lat.sent_per_s:>8,.0f} {lat.p50_ms:>8.2f} {lat.p99_ms:>8.2f} "
                   f"{lat.max_ms:>8.2f} {figure.cpu:>5.0%}")
@@ -430,7 +434,7 @@ def print_table(env: Environment, rows: Sequence[Row], latency: dict[tuple[str, 
             print(f"{name:<8} {median:>7} {worst:>7}  {each:<40} {controller}")
 
 
-def print_markdown(env: Environment, rows: Sequence[Row], latency: dict[tuple[str, str], LatencyFigure],
+def print_markdown(env: Environment, rows: Sequence[Row], latency: dict[tuple[str, int, str], LatencyFigure],
                    failover: dict[str, Failover], runs: int, count: int) -> None:
     date, command = date_and_command(env)
     if rows:
@@ -447,13 +451,12 @@ def print_markdown(env: Environment, rows: Sequence[Row], latency: dict[tuple[st
         for name in CLUSTERS:
             header += [f"{name} p50 ms", f"{name} p99 ms", f"{name} max ms", f"{name} CPU"]
         print_markdown_header((*header, "p99 seglog / Kafka", "command", "date"))
-        for case in CASES:
-            figures = [latency[case.name, name] for name in CLUSTERS]
+        for case, per_s in ((c, r) for c in CASES for r in LATENCY_RATES):
+            figures = [latency[case.name, per_s, name] for name in CLUSTERS]
             figure_cells = [c for f in figures for c in (f"{f.latency.p50_ms:.2f}", f"{f.latency.p99_ms:.2f}",
                                                          f"{f.latency.max_ms:.2f}", f"{f.cpu:.0%}")]
-            s, k = (latency[case.name, name].latency for name in (SEGLOG, KAFKA))
-            print_markdown_row((f"{case.name}, {LATENCY_RATE:,}/s for {len(s.seconds) / LATENCY_RATE:.0f} s",
-                                *figure_cells,
+            s, k = (latency[case.name, per_s, name].latency for name in (SEGLOG, KAFKA))
+            print_markdown_row((f"{case.name}, {per_s:,}/s for {len(s.seconds) / per_s:.0f} s", *figure_cells,
                                 ratio_text(s.p99_ms / k.p99_ms), f"`{command}`", date))
     if failover:
         print_markdown_header(("failover, leader SIGKILL to first acks=all write", "cluster", "median s", "max s",
@@ -491,7 +494,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--runs", type=int, help="timed throughput runs per case, after one warm-up (default 3, "
                                             "1 with --quick)")
     p.add_argument("--records", type=int, help="records per throughput run (default 300,000)")
-    p.add_argument("--latency-seconds", type=float, help="seconds at 5,000 records/s per case (default 10)")
+    p.add_argument("--latency-seconds", type=float, help="seconds at each rate per case (default 10)")
     p.add_argument("--kills", type=int, help="leader kills per cluster (default 5, 1 with --quick)")
     p.add_argument("--session-timeout-ms", type=int,
                    help="broker.session.timeout.ms of both clusters (default: theirs, 9000)")
@@ -512,7 +515,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     broker_cpu = args.broker_cpu if args.pin else None
     work = Workload("100-byte values", 100, make_pool(100), count)
     rows: list[Row] = []
-    latency: dict[tuple[str, str], LatencyFigure] = {}
+    latency: dict[tuple[str, int, str], LatencyFigure] = {}
     failover: dict[str, Failover] = {}
     with scratch_directory("seglog-replication-bench-", args.dir) as root:
         clusters: dict[str, RunningCluster] = {}
@@ -529,7 +532,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 log(f"throughput: {count:,} records ({work.bytes / 1e6:,.0f} MB) per run")
                 rows = throughput_rows(clusters, work, runs)
             if "latency" not in args.skip:
-                log(f"latency: {LATENCY_RATE:,} records/s for {latency_s:.0f} s per case")
+                rates = " and ".join(f"{r:,}" for r in LATENCY_RATES)
+                log(f"latency: {rates} records/s for {latency_s:.0f} s per case")
                 latency = latency_figures(clusters, work, latency_s)
             if "failover" not in args.skip:
                 log(f"failover: {kills} leader kills per cluster")
