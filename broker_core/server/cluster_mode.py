@@ -39,9 +39,9 @@ from ..controller.zk_data import BrokerInfo
 from ..controller.metadata_store import MetadataStoreError
 from ..errors import InvalidConfigurationError
 from ..log.log import LogAppendInfo
-from ..offsets_topic import OFFSETS_TOPIC
 from ..meta_properties import ensure_meta_properties, random_uuid, read_meta_properties
 from ..network.endpoint import EndPoint
+from ..offsets_topic import OFFSETS_TOPIC
 from ..purgatory import DelayedOperationPurgatory, TopicPartitionOperationKey
 from .cluster_apis import ClusterApis
 from .coordinator_elections import CoordinatorElections

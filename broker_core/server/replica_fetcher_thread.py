@@ -148,7 +148,8 @@ class ReplicaFetcherThread:
 
     def _fail(self, state: _FetchState, error: KafkaError | str) -> None:
         """Back off the partition and start it over from truncation (Kafka's partitions in failed state)."""
-        log.warning("%s: %s: %s; trying again in %d ms", self, state.partition.topic_partition, error,
+        named = f"{error.kafka_error_name}: {error}" if isinstance(error, KafkaError) else error
+        log.warning("%s: %s: %s; trying again in %d ms", self, state.partition.topic_partition, named,
                     REPLICA_FETCH_BACKOFF_MS)
         state.truncating = True
         state.retry_at = time.monotonic() + REPLICA_FETCH_BACKOFF_MS / 1000

@@ -137,6 +137,8 @@ class GroupCoordinator:
         #: all); in a cluster, those this broker was elected leader of, with the leader epoch of the election.
         self._owned_partitions: dict[int, int] | None = None
         self._loading_partitions: set[int] = set()
+        #: The newest leader epoch an election named, by partition (an older election is stale).
+        self._latest_epochs: dict[int, int] = {}
         self._expiration_task: _OffsetsExpirationTask | None = None
 
     @classmethod
@@ -201,14 +203,16 @@ class GroupCoordinator:
         answering COORDINATOR_LOAD_IN_PROGRESS until the next election."""
         with self._lock:
             owned = self._owned_partitions
-            if not self._active or owned is None or leader_epoch < owned.get(partition, -1):
+            if not self._active or owned is None or leader_epoch < self._latest_epochs.get(partition, -1):
                 return
-            owned[partition] = leader_epoch
+            self._latest_epochs[partition] = owned[partition] = leader_epoch
             self._loading_partitions.add(partition)
-        groups = self._live_groups(self.store.load([partition]))
+        loaded = self._live_groups(self.store.load([partition]))
         with self._lock:
             if self._owned_partitions is None or self._owned_partitions.get(partition) != leader_epoch:
                 return  # resigned, or elected again, while loading
+            # A new leader epoch of a partition coordinated here already keeps its live groups.
+            groups = {gid: g for gid, g in loaded.items() if gid not in self._groups}
             self._groups.update(groups)
         for group in groups.values():
             self._on_group_loaded(group)

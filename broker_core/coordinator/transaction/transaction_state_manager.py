@@ -11,8 +11,8 @@ coordinator epoch (the epoch markers carry). A single broker owns every
 partition at epoch ``COORDINATOR_EPOCH`` once ``load`` has replayed the whole
 topic; until then every request gets COORDINATOR_LOAD_IN_PROGRESS, which
 clients retry. In a cluster it owns the partitions this broker leads:
-``load_partition`` (on election) replays one partition up to its high
-watermark — COORDINATOR_LOAD_IN_PROGRESS for its ids meanwhile — and
+``load_partition`` (on election) replays one partition up to its log end
+— COORDINATOR_LOAD_IN_PROGRESS for its ids meanwhile — and
 ``remove_partition`` (on resignation) drops its ids; an id of a partition not
 owned gets NOT_COORDINATOR. A change written while its partition moved away
 is not applied (NOT_COORDINATOR): the new owner replays it from the log.

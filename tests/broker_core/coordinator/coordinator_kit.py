@@ -107,14 +107,16 @@ class Harness:
     """A coordinator on a fake clock; ``advance(ms)`` moves time and runs whatever expired."""
 
     def __init__(self, config: GroupCoordinatorConfig | None = None, store: GroupStore | None = None,
-                 clock: MockTime | None = None, *, load: bool = True, group_id: str = "group") -> None:
+                 clock: MockTime | None = None, *, load: bool = True, group_id: str = "group",
+                 elected_partitions_only: bool = False) -> None:
         self.clock = clock if clock is not None else MockTime(current_time_ms=START_MS)
         self.config = config if config is not None else GroupCoordinatorConfig(
             group_initial_rebalance_delay_ms=INITIAL_DELAY_MS)
         self.store = store if store is not None else InMemoryGroupStore(self.config.offsets_topic_num_partitions)
         self.coordinator = GroupCoordinator(0, self.config, self.store, clock=self.clock, executor=InlineExecutor(),
                                             reaper_enabled=False)
-        self.coordinator.startup(load=load)
+        self.coordinator.startup(load=load and not elected_partitions_only,
+                                 elected_partitions_only=elected_partitions_only)
         self.group_id = group_id
 
     def close(self) -> None:
