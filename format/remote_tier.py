@@ -1,0 +1,162 @@
+"""The remote tier's layout: where a partition's tiered segments live in object storage, and the metadata
+that says which of them are complete (KIP-405's remote log segments, on any fsspec filesystem).
+
+A remote tier is a URL (``remote.storage.url``, e.g. ``s3://bucket/prefix``). Each partition of a topic has a
+directory named for the topic, its topic id and the partition (``orders-<topic id>/3``, as Kafka's
+``LocalTieredStorage`` names it), and each copied segment a set of objects named for its base offset and its
+segment id (a random UUID, so a copy started again after a crash never overwrites an earlier one)::
+
+    <url>/<topic>-<topic id>/<partition>/<base offset, 20 digits>-<segment id>.log
+                                                                         .index
+                                                                         .timeindex
+                                                                         .txnindex          (when any)
+                                                                         .snapshot          (producer state)
+                                                                         .leader_epoch_checkpoint
+                                                                         .metadata.json
+
+The ``.metadata.json`` object is the segment's remote log metadata (Kafka's ``RemoteLogSegmentMetadata``):
+offsets, sizes, leader epochs and its **state**, one of Kafka's ``COPY_SEGMENT_STARTED``,
+``COPY_SEGMENT_FINISHED``, ``DELETE_SEGMENT_STARTED``, ``DELETE_SEGMENT_FINISHED``. Kafka keeps these records
+in its ``__remote_log_metadata`` topic; seglog keeps each segment's latest record next to its data, so that
+the tier describes itself: a reader with only the URL (Spark's tasks, ``seglog dump``) lists the partition's
+metadata objects and knows every complete segment without a broker. An object store writes one object
+atomically, so each state change is one PUT of the metadata object:
+
+- copying: metadata ``COPY_SEGMENT_STARTED`` first, then the data and index objects, then the metadata again
+  as ``COPY_SEGMENT_FINISHED`` — only then does the segment exist for readers and may its local copy go;
+- deleting: metadata ``DELETE_SEGMENT_STARTED`` first (readers stop using it), then the data and index
+  objects, then the metadata object itself (``DELETE_SEGMENT_FINISHED`` leaves nothing behind).
+
+A crash between the steps leaves a segment in a ``..._STARTED`` state, which the next owner finds and finishes:
+a copy started is removed (its objects deleted, the segment copied again under a new segment id), a delete
+started is completed. Objects with no metadata at all are orphans of a copy that crashed before its first
+PUT landed, and are removed too.
+
+Pure: names, the metadata codec, and ``list_segments`` reading the metadata objects through an fsspec
+filesystem.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import Mapping
+
+from fsspec import AbstractFileSystem
+
+from .errors import CorruptRecordError
+
+__all__ = [
+    "RemoteLogSegmentState", "RemoteLogSegmentMetadata", "SEGMENT_SUFFIXES", "METADATA_SUFFIX",
+    "partition_path", "segment_object", "new_segment_id", "encode_metadata", "decode_metadata", "list_segments",
+    "REMOTE_TIER_FILE",
+]
+
+#: The file in a broker's log dir naming its remote tier (the URL only: credentials never go to disk), so that a
+#: reader given the log dir alone finds the tier.
+REMOTE_TIER_FILE = "remote-tier.properties"
+
+#: The suffixes of a remote segment's data and index objects.
+SEGMENT_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex", ".snapshot", ".leader_epoch_checkpoint")
+METADATA_SUFFIX = ".metadata.json"
+
+
+class RemoteLogSegmentState(enum.Enum):
+    """Kafka's ``RemoteLogSegmentState``, with its ids."""
+
+    COPY_SEGMENT_STARTED = 0
+    COPY_SEGMENT_FINISHED = 1
+    DELETE_SEGMENT_STARTED = 2
+    DELETE_SEGMENT_FINISHED = 3
+
+
+@dataclass(frozen=True)
+class RemoteLogSegmentMetadata:
+    """One remote segment (Kafka's ``RemoteLogSegmentMetadata``): offsets ``base_offset..end_offset``
+    (inclusive), the largest timestamp, the bytes of its ``.log``, the leader epochs that start in it
+    (epoch -> start offset), the broker that wrote the state, and when."""
+
+    topic: str
+    topic_id: str
+    partition: int
+    segment_id: str
+    base_offset: int
+    end_offset: int
+    max_timestamp_ms: int
+    size_in_bytes: int
+    state: RemoteLogSegmentState
+    broker_id: int
+    event_timestamp_ms: int
+    segment_leader_epochs: Mapping[int, int] = field(default_factory=dict)
+    #: The suffixes of the objects the copy wrote (a segment with no transactions has no ``.txnindex``).
+    objects: tuple[str, ...] = SEGMENT_SUFFIXES
+
+    def with_state(self, state: RemoteLogSegmentState, broker_id: int, event_timestamp_ms: int
+                   ) -> RemoteLogSegmentMetadata:
+        return replace(self, state=state, broker_id=broker_id, event_timestamp_ms=event_timestamp_ms)
+
+    @property
+    def name(self) -> str:
+        """The stem of its objects: ``<base offset, 20 digits>-<segment id>``."""
+        return f"{self.base_offset:020d}-{self.segment_id}"
+
+
+def new_segment_id() -> str:
+    return str(uuid.uuid4())
+
+
+def partition_path(url: str, topic: str, topic_id: str, partition: int) -> str:
+    """The directory of ``topic``-``partition`` under the remote tier ``url``."""
+    return f"{url.rstrip('/')}/{topic}-{topic_id}/{partition}"
+
+
+def segment_object(url: str, metadata: RemoteLogSegmentMetadata, suffix: str) -> str:
+    """The path of one of a remote segment's objects (``suffix`` one of ``SEGMENT_SUFFIXES`` or
+    ``METADATA_SUFFIX``)."""
+    return (f"{partition_path(url, metadata.topic, metadata.topic_id, metadata.partition)}/"
+            f"{metadata.name}{suffix}")
+
+
+def encode_metadata(metadata: RemoteLogSegmentMetadata) -> bytes:
+    return json.dumps({
+        "version": 1, "topic": metadata.topic, "topic_id": metadata.topic_id, "partition": metadata.partition,
+        "segment_id": metadata.segment_id, "base_offset": metadata.base_offset, "end_offset": metadata.end_offset,
+        "max_timestamp_ms": metadata.max_timestamp_ms, "size_in_bytes": metadata.size_in_bytes,
+        "state": metadata.state.name, "broker_id": metadata.broker_id,
+        "event_timestamp_ms": metadata.event_timestamp_ms,
+        "segment_leader_epochs": {str(e): o for e, o in sorted(metadata.segment_leader_epochs.items())},
+        "objects": list(metadata.objects),
+    }, sort_keys=True).encode()
+
+
+def decode_metadata(data: bytes, where: str) -> RemoteLogSegmentMetadata:
+    """The metadata in ``data``; CorruptRecordError naming ``where`` if it is not one."""
+    try:
+        d = json.loads(data)
+        return RemoteLogSegmentMetadata(
+            d["topic"], d["topic_id"], int(d["partition"]), d["segment_id"], int(d["base_offset"]),
+            int(d["end_offset"]), int(d["max_timestamp_ms"]), int(d["size_in_bytes"]),
+            RemoteLogSegmentState[d["state"]], int(d["broker_id"]), int(d["event_timestamp_ms"]),
+            {int(e): int(o) for e, o in d.get("segment_leader_epochs", {}).items()},
+            tuple(d.get("objects", SEGMENT_SUFFIXES)))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CorruptRecordError(f"{where}: not remote log segment metadata: {exc}") from None
+
+
+def list_segments(fs: AbstractFileSystem, url: str, topic: str, topic_id: str, partition: int
+                  ) -> list[RemoteLogSegmentMetadata]:
+    """Every remote segment of the partition with its latest metadata, in base offset order (all states:
+    readers keep ``COPY_SEGMENT_FINISHED`` ones)."""
+    directory = partition_path(url, topic, topic_id, partition)
+    try:
+        names = fs.ls(directory, detail=False)
+    except FileNotFoundError:
+        return []
+    found = []
+    for name in sorted(names):
+        if name.endswith(METADATA_SUFFIX):
+            with fs.open(name, "rb") as f:
+                found.append(decode_metadata(f.read(), name))
+    return sorted(found, key=lambda m: (m.base_offset, m.event_timestamp_ms))
