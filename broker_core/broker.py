@@ -17,6 +17,7 @@ every write with ``LogDirReadOnlyError``.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
@@ -38,11 +39,15 @@ from .errors import (InvalidPartitionsError, InvalidReplicationFactorError, Inva
                      KafkaStorageError, LogDirReadOnlyError, PolicyViolationError, TopicAlreadyExistsError,
                      UnknownTopicOrPartitionError)
 from .log.compaction_leases import CompactionLeases
-from .log.log import (CONSUMER_REPLICA_ID, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, FetchIsolation,
-                      IsolationLevel, Log, LogAppendInfo)
+from .log.log import (CONSUMER_REPLICA_ID, EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIERED_TIMESTAMP,
+                      LATEST_TIMESTAMP, MAX_TIMESTAMP, FetchIsolation, IsolationLevel, Log, LogAppendInfo)
 from .log.log_loader import UnreadableBytes
 from .log.log_manager import LogManager
 from .log.producer_state_manager import ActiveProducer
+from .log.remote.remote_index_cache import DIR_NAME as REMOTE_INDEX_CACHE_DIR
+from .log.remote.remote_index_cache import RemoteIndexCache
+from .log.remote.remote_log_reader import (RemoteLogReader, fetch_offset_for_timestamp, local_log_start_offset,
+                                           log_start_offset_of, read_log, remote_storage_of)
 from .log.topic_store import PendingChange, TopicMetadata, TopicStore, new_topic_id
 from .partitioner import StickyPartitioner, assign_partitions
 from .produced_records import RecordMetadata, as_record
@@ -72,6 +77,12 @@ class PartitionDescription:
     # The assigned replicas and the in-sync ones (the broker itself, on a single broker).
     replicas: tuple[int, ...] = ()
     isr: tuple[int, ...] = ()
+    # With a remote tier (None without one): the first offset on local disk (``size_bytes`` and ``segments``
+    # are local disk's), and the remote tier's first offset (-1 when it holds none), bytes and segments.
+    local_log_start_offset: int | None = None
+    remote_log_start_offset: int | None = None
+    remote_size_bytes: int | None = None
+    remote_segments: int | None = None
 
 
 @dataclass(frozen=True)
@@ -124,7 +135,8 @@ class OffsetAndTimestamp:
     timestamp: int
 
 
-_SPEC = {"earliest": EARLIEST_TIMESTAMP, "latest": LATEST_TIMESTAMP, "max_timestamp": MAX_TIMESTAMP}
+_SPEC = {"earliest": EARLIEST_TIMESTAMP, "latest": LATEST_TIMESTAMP, "max_timestamp": MAX_TIMESTAMP,
+         "earliest_local": EARLIEST_LOCAL_TIMESTAMP, "latest_tiered": LATEST_TIERED_TIMESTAMP}
 _ISOLATION = {"read_uncommitted": IsolationLevel.READ_UNCOMMITTED, "read_committed": IsolationLevel.READ_COMMITTED}
 
 
@@ -171,6 +183,8 @@ class Broker:
         except BaseException:
             self.log_manager.shutdown()  # writes only what was loaded
             raise
+        #: The remote tier's reader when the broker config names a tier (fetches below the local log start).
+        self.remote_log_reader = self._remote_log_reader()
         # Outside compaction jobs lease partitions here; lapsed leases expire on the log
         # manager's scheduler, by the broker's clock.
         self.compaction_leases = CompactionLeases(self.log_manager, clock)
@@ -188,6 +202,20 @@ class Broker:
         self.leader_append: Callable[[TopicPartition, Callable[[Log, int | None], LogAppendInfo]],
                                      LogAppendInfo] | None = None
         self._closed = False
+
+    def _remote_log_reader(self) -> RemoteLogReader | None:
+        storage = remote_storage_of(self.config)
+        if storage is None:
+            return None
+        # A read-only broker writes nothing: it fetches the indexes it needs each time.
+        cache = None if self.read_only else RemoteIndexCache(
+            os.path.join(self.log_manager.log_dirs[0], REMOTE_INDEX_CACHE_DIR),
+            self.config.remote_log_index_file_cache_total_size_bytes)
+        return RemoteLogReader(storage, self._topic_id, cache, self.clock)
+
+    def _topic_id(self, topic: str) -> str | None:
+        meta = self.topics.get(topic)
+        return None if meta is None else meta.topic_id
 
     def __enter__(self) -> "Broker":
         return self
@@ -390,9 +418,16 @@ class Broker:
         parts = []
         for p in range(meta.partitions):
             lg = self._readable_log(name, p)
-            parts.append(PartitionDescription(p, self.node_id, lg.log_start_offset, lg.log_end_offset,
+            tiers = {}
+            remote = self.remote_log_reader
+            if remote is not None:
+                listed = remote.segments(lg.topic_partition)
+                tiers = dict(local_log_start_offset=local_log_start_offset(lg),
+                             remote_log_start_offset=listed[0].base_offset if listed else -1,
+                             remote_size_bytes=sum(m.size_in_bytes for m in listed), remote_segments=len(listed))
+            parts.append(PartitionDescription(p, self.node_id, log_start_offset_of(lg, remote), lg.log_end_offset,
                                               lg.high_watermark, lg.size, len(lg.segments), (self.node_id,),
-                                              (self.node_id,)))
+                                              (self.node_id,), **tiers))
         return TopicDescription(name, meta.topic_id, parts, dict(meta.config))
 
     def alter_topic_config(self, name: str, set_configs: Mapping[str, object] | None = None,
@@ -558,28 +593,31 @@ class Broker:
         (``FetchResult.decoded`` leaves their records out)."""
         level = isolation_level_of(isolation_level)
         lg = self._readable_log(topic, partition, offset, level)
-        info = lg.read(offset, max_bytes, isolation=FetchIsolation.of(CONSUMER_REPLICA_ID, level))
+        info = read_log(lg, self.remote_log_reader, offset, max_bytes,
+                        isolation=FetchIsolation.of(CONSUMER_REPLICA_ID, level))
         last_stable = lg.last_stable_offset
         aborted = None
         if level == IsolationLevel.READ_COMMITTED:
             batches = list(iter_batches(info.records))
             upper = batches[-1].header.next_offset if batches else offset
             aborted = tuple(lg.collect_aborted_transactions(offset, upper))
-        return FetchResult(topic, partition, info.records, lg.high_watermark, lg.log_start_offset, last_stable,
-                           aborted)
+        return FetchResult(topic, partition, info.records, lg.high_watermark,
+                           log_start_offset_of(lg, self.remote_log_reader), last_stable, aborted)
 
     def list_offsets(self, topic: str, partition: int, spec: str | int,
                      isolation_level: str | int = "read_uncommitted") -> OffsetAndTimestamp | None:
-        """``earliest``, ``latest``, ``max_timestamp`` or a timestamp in ms (first offset at or after it);
-        ``latest`` is the last stable offset for ``read_committed``, and no answer lies past it."""
+        """``earliest`` (of either tier), ``earliest_local`` (on local disk), ``latest``, ``latest_tiered``
+        (the last offset in the remote tier, -1 when none), ``max_timestamp`` or a timestamp in ms (first
+        offset at or after it); ``latest`` is the last stable offset for ``read_committed``, and no answer
+        lies past it."""
         if isinstance(spec, str):
             if spec not in _SPEC:
-                raise InvalidRequestError(f"unknown offset spec {spec!r}: use earliest, latest, max_timestamp "
-                                          f"or a timestamp in milliseconds")
+                raise InvalidRequestError(f"unknown offset spec {spec!r}: use earliest, earliest_local, latest, "
+                                          f"latest_tiered, max_timestamp or a timestamp in milliseconds")
             spec = _SPEC[spec]
         level = isolation_level_of(isolation_level)
         lg = self._readable_log(topic, partition)
-        found = lg.fetch_offset_for_timestamp(spec, level)
+        found = fetch_offset_for_timestamp(lg, self.remote_log_reader, spec, level)
         if found is None:
             return None
         return OffsetAndTimestamp(found.offset, found.timestamp)

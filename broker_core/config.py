@@ -571,6 +571,7 @@ _BROKER_KEYS: tuple[_Key, ...] = (
     _Key("controlled.shutdown.retry.backoff.ms", _Type.LONG),
     _Key("replica.lag.time.max.ms", _Type.LONG, _at_least(0)),
     _Key("replica.high.watermark.checkpoint.interval.ms", _Type.LONG, _at_least(1)),
+    _Key("remote.log.index.file.cache.total.size.bytes", _Type.LONG, _at_least(1)),
     _Key("socket.request.max.bytes", _Type.INT, _at_least(1)),
     _Key("max.connections", _Type.INT, _at_least(0)),
     _Key("connections.max.idle.ms", _Type.LONG),
@@ -684,6 +685,8 @@ class BrokerConfig:
     controlled_shutdown_retry_backoff_ms: int = 5000
     replica_lag_time_max_ms: int = 30_000
     replica_high_watermark_checkpoint_interval_ms: int = 5_000
+    # The remote segments' indexes cached on local disk, at most this many bytes (Kafka's default: 1 GiB).
+    remote_log_index_file_cache_total_size_bytes: int = 1_073_741_824
     socket_request_max_bytes: int = 100 * 1024 * 1024
     max_connections: int = INT_MAX
     connections_max_idle_ms: int = 10 * _MS_PER_MINUTE

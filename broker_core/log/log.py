@@ -85,6 +85,7 @@ EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
+LATEST_TIERED_TIMESTAMP = -5
 
 # The epoch a log that never had a leader epoch writes under: the single broker's, forever.
 INITIAL_LEADER_EPOCH = 0
@@ -269,6 +270,11 @@ class Log:
     @property
     def log_end_offset(self) -> int:
         return self._log_end_offset
+
+    @property
+    def local_log_start_offset(self) -> int:
+        """The first offset on local disk; below it the records are in the remote tier, if anywhere."""
+        return max(self.log_start_offset, self._segments[0].base_offset)
 
     @property
     def high_watermark(self) -> int:

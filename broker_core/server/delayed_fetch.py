@@ -8,7 +8,9 @@ least one whole batch even if that batch is larger than both (KIP-74), so a
 consumer can always make progress. Errors are per partition. How far each
 partition is read is the request's ``FetchIsolation``: a consumer (replica id
 -1) stops at the high watermark, or at the last stable offset with
-read_committed; a follower (a replica id) reads to the log end.
+read_committed; a follower (a replica id) reads to the log end. An offset
+below the local log start offset is read from the remote tier, when the
+broker has one (``remote_log_reader``).
 
 A fetch that found fewer than ``min_bytes`` waits as a ``DelayedFetch`` in
 the fetch purgatory, watched under each of its partitions. A produce to one
@@ -42,6 +44,7 @@ from ..cluster.partition import NO_PARTITION_LEADER_EPOCH, check_leader_epoch
 from ..errors import KafkaError, UnknownServerError, UnknownTopicOrPartitionError
 from ..log.leader_epoch_file_cache import EpochEndOffset
 from ..log.log import CONSUMER_REPLICA_ID, FetchIsolation, IsolationLevel, Log
+from ..log.remote.remote_log_reader import RemoteLogReader, log_start_offset_of, read_log
 from ..purgatory.delayed_operation import DelayedOperation
 
 log = logging.getLogger(__name__)
@@ -132,7 +135,7 @@ def _next_offset(records: bytes | memoryview, fetch_offset: int) -> int:
 
 
 def _read_partition(logs: LogSource, fp: FetchPartition, max_bytes: int, min_one_message: bool,
-                    params: FetchParams) -> LogReadResult:
+                    params: FetchParams, remote: RemoteLogReader | None) -> LogReadResult:
     lg = logs.get_log(TopicPartition(fp.topic, fp.partition))
     if lg is None:
         return LogReadResult(fp, error=UnknownTopicOrPartitionError(
@@ -141,9 +144,10 @@ def _read_partition(logs: LogSource, fp: FetchPartition, max_bytes: int, min_one
         check_leader_epoch(lg, fp.current_leader_epoch, lg.leader_epoch)
         diverging = diverging_epoch(lg, fp.last_fetched_epoch, fp.fetch_offset)
         if diverging is not None:
-            return LogReadResult(fp, b"", lg.high_watermark, lg.last_stable_offset, lg.log_start_offset,
-                                 diverging_epoch=diverging)
-        info = lg.read(fp.fetch_offset, max_bytes, min_one_message=min_one_message, isolation=params.isolation)
+            return LogReadResult(fp, b"", lg.high_watermark, lg.last_stable_offset,
+                                 log_start_offset_of(lg, remote), diverging_epoch=diverging)
+        info = read_log(lg, remote, fp.fetch_offset, max_bytes, min_one_message=min_one_message,
+                        isolation=params.isolation)
         # Taken after the read, so the records served never lie past the high watermark reported.
         high_watermark = lg.high_watermark
         last_stable_offset = lg.last_stable_offset
@@ -151,7 +155,7 @@ def _read_partition(logs: LogSource, fp: FetchPartition, max_bytes: int, min_one
         if params.isolation is FetchIsolation.TXN_COMMITTED:
             aborted = tuple(lg.collect_aborted_transactions(fp.fetch_offset, _next_offset(info.records,
                                                                                           fp.fetch_offset)))
-        return LogReadResult(fp, info.records, high_watermark, last_stable_offset, lg.log_start_offset,
+        return LogReadResult(fp, info.records, high_watermark, last_stable_offset, log_start_offset_of(lg, remote),
                              fetch_offset_metadata=LogOffsetMetadata(fp.fetch_offset, info.segment_base_offset,
                                                                      info.position),
                              aborted_transactions=aborted)
@@ -176,15 +180,16 @@ def diverging_epoch(lg: Log, last_fetched_epoch: int, fetch_offset: int) -> Epoc
     return None
 
 
-def read_from_local_log(logs: LogSource, params: FetchParams, partitions: Sequence[FetchPartition]
-                        ) -> list[LogReadResult]:
-    """Read ``partitions`` in request order within ``params.max_bytes`` (see the module docstring)."""
+def read_from_local_log(logs: LogSource, params: FetchParams, partitions: Sequence[FetchPartition],
+                        remote: RemoteLogReader | None = None) -> list[LogReadResult]:
+    """Read ``partitions`` in request order within ``params.max_bytes`` (see the module docstring); offsets
+    below a log's local log start offset are read from the ``remote`` tier."""
     results = []
     remaining = params.max_bytes
     min_one_message = True
     for fp in partitions:
         limit = max(0, min(fp.partition_max_bytes, remaining))
-        result = _read_partition(logs, fp, limit, min_one_message, params)
+        result = _read_partition(logs, fp, limit, min_one_message, params, remote)
         if result.records:
             # KIP-74: only the first partition with data may exceed the limits.
             min_one_message = False
@@ -205,9 +210,11 @@ class DelayedFetch(DelayedOperation):
     """A fetch waiting for ``min_bytes`` on its partitions or for ``max_wait_ms``."""
 
     def __init__(self, logs: LogSource, params: FetchParams, statuses: Sequence[FetchPartitionStatus],
-                 response_callback: Callable[[list[LogReadResult]], None]) -> None:
+                 response_callback: Callable[[list[LogReadResult]], None],
+                 remote: RemoteLogReader | None = None) -> None:
         super().__init__(params.max_wait_ms)
         self.logs = logs
+        self.remote = remote
         self.params = params
         self.statuses = list(statuses)
         self.response_callback = response_callback
@@ -241,7 +248,7 @@ class DelayedFetch(DelayedOperation):
     def on_complete(self) -> None:
         partitions = [status.partition for status in self.statuses]
         try:
-            results = read_from_local_log(self.logs, self.params, partitions)
+            results = read_from_local_log(self.logs, self.params, partitions, self.remote)
         except Exception as exc:  # the client must get an answer whatever happened
             log.exception("completing a delayed fetch failed")
             results = [LogReadResult(fp, error=UnknownServerError(str(exc))) for fp in partitions]

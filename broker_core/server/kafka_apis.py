@@ -68,9 +68,12 @@ from ..errors import (NONE, FencedLeaderEpochError, InvalidConfigurationError, I
                       InvalidReplicationFactorError, InvalidRequestError, InvalidRequiredAcksError, InvalidTopicError,
                       KafkaError, KafkaStorageError, TopicAlreadyExistsError, UnknownServerError, UnknownTopicIdError,
                       UnknownTopicOrPartitionError)
+from ..errors import UnsupportedVersionError as UnsupportedVersionCodeError
 from ..log.compaction_leases import CleanedSegment, LeasedPartition
 from ..cluster.partition import check_leader_epoch
-from ..log.log import CONSUMER_REPLICA_ID, EARLIEST_LOCAL_TIMESTAMP, INITIAL_LEADER_EPOCH, MAX_TIMESTAMP, Log
+from ..log.log import (CONSUMER_REPLICA_ID, EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, INITIAL_LEADER_EPOCH,
+                       LATEST_TIERED_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, Log)
+from ..log.remote.remote_log_reader import fetch_offset_for_timestamp
 from ..network.endpoint import EndPoint
 from ..network.request_channel import CloseConnectionResponse, NoOpResponse, Request, RequestChannel, SendResponse
 from ..offsets_topic import OFFSETS_TOPIC
@@ -98,7 +101,10 @@ OPERATION_NOT_ATTEMPTED = 55
 # Produce v3 and Fetch v4 are the first to carry RecordBatch v2 only.
 MIN_VERSIONS = {ApiKey.PRODUCE: 3, ApiKey.FETCH: 4}
 
-LATEST_TIERED_TIMESTAMP = -5
+# The first ListOffsets version of each offset spec (Kafka's ReplicaManager.timestampMinSupportedVersion):
+# max timestamp at v7 (KIP-734), earliest-local at v8 (KIP-405), latest-tiered at v9 (KIP-1005).
+TIMESTAMP_MIN_VERSIONS = {EARLIEST_TIMESTAMP: 1, LATEST_TIMESTAMP: 1, MAX_TIMESTAMP: 7, EARLIEST_LOCAL_TIMESTAMP: 8,
+                          LATEST_TIERED_TIMESTAMP: 9}
 ZERO_UUID = bytes(16)
 # Kafka's AclOperation codes a topic supports; with no authorizer every one is allowed.
 _TOPIC_OPERATIONS = (3, 4, 5, 6, 7, 8, 10, 11)  # READ WRITE CREATE DELETE ALTER DESCRIBE DESCRIBE_CONFIGS ALTER_CONFIGS
@@ -490,7 +496,7 @@ class KafkaApis:
                                         part["current_leader_epoch"], part.get("last_fetched_epoch", -1))
                     slots.append((name, index, None, fp))
         partitions = [slot[3] for slot in slots if slot[3] is not None]
-        results = read_from_local_log(self.broker.log_manager, params, partitions)
+        results = read_from_local_log(self.broker.log_manager, params, partitions, self.broker.remote_log_reader)
         if params.is_from_follower:
             self._record_follower_fetches(params.replica_id, results)
 
@@ -517,7 +523,8 @@ class KafkaApis:
                 self._pending_fetches.discard(operation)
             respond(results)
 
-        operation = DelayedFetch(self.broker.log_manager, params, statuses, on_complete)
+        operation = DelayedFetch(self.broker.log_manager, params, statuses, on_complete,
+                                 self.broker.remote_log_reader)
         with self._pending_lock:
             self._pending_fetches.add(operation)
         keys = {TopicPartitionOperationKey(s.partition.topic, s.partition.partition) for s in statuses}
@@ -607,12 +614,14 @@ class KafkaApis:
         for topic in parsed.body["topics"]:
             name = topic["name"]
             partitions = [self._list_offset(name, part, parsed.body.get("isolation_level", 0),
-                                            parsed.body.get("replica_id", CONSUMER_REPLICA_ID))
+                                            parsed.body.get("replica_id", CONSUMER_REPLICA_ID),
+                                            parsed.header.api_version)
                           for part in topic["partitions"]]
             topics.append({"name": name, "partitions": partitions})
         self._send(request, parsed, {"throttle_time_ms": 0, "topics": topics})
 
-    def _list_offset(self, topic: str, part: dict, parsed_isolation_level: int, replica_id: int) -> dict:
+    def _list_offset(self, topic: str, part: dict, parsed_isolation_level: int, replica_id: int,
+                     version: int) -> dict:
         index = part["partition_index"]
         timestamp = part["timestamp"]
         entry = {"partition_index": index, "error_code": NONE, "timestamp": -1, "offset": -1, "leader_epoch": -1}
@@ -625,16 +634,15 @@ class KafkaApis:
         if fenced is not None:
             entry["error_code"] = fenced
             return entry
-        if timestamp == LATEST_TIERED_TIMESTAMP:
-            return entry  # nothing is tiered: no such offset
-        if timestamp < MAX_TIMESTAMP and timestamp != EARLIEST_LOCAL_TIMESTAMP:
-            entry["error_code"] = InvalidRequestError.code
+        if timestamp < 0 and version < TIMESTAMP_MIN_VERSIONS.get(timestamp, LONG_MAX):
+            # Kafka's isListOffsetsTimestampUnsupported: an offset spec older versions do not know.
+            entry["error_code"] = UnsupportedVersionCodeError.code
             return entry
         try:
             # A client's answer stops at the high watermark (the LSO at read_committed); a replica's
             # (Kafka's isClientRequest is false) has no isolation level and reaches the log end.
             level = parsed_isolation_level if replica_id == CONSUMER_REPLICA_ID else None
-            found = lg.fetch_offset_for_timestamp(timestamp, level)
+            found = fetch_offset_for_timestamp(lg, self.broker.remote_log_reader, timestamp, level)
         except KafkaError as exc:
             entry["error_code"] = exc.code
             return entry

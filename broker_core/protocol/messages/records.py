@@ -124,7 +124,7 @@ FETCH = api(
 )
 
 LIST_OFFSETS = api(
-    ApiKey.LIST_OFFSETS, "1-8", flexible="6+",
+    ApiKey.LIST_OFFSETS, "1-9", flexible="6+",
     request=(
         F("ReplicaId", "int32", "0+"),
         F("IsolationLevel", "int8", "2+"),

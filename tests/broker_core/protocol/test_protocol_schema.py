@@ -19,7 +19,7 @@ from broker_core.protocol.types import ZERO_UUID
 EXPECTED_VERSIONS = {
     ApiKey.PRODUCE: (3, 11),
     ApiKey.FETCH: (4, 12),
-    ApiKey.LIST_OFFSETS: (1, 8),
+    ApiKey.LIST_OFFSETS: (1, 9),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),
     ApiKey.METADATA: (0, 12),
     ApiKey.OFFSET_COMMIT: (2, 9),

@@ -1,0 +1,247 @@
+"""Reading a partition's remote tier (KIP-405's read path): fetches below the local log start offset and
+the offsets ListOffsets answers across both tiers.
+
+A partition's remote segments are those ``format.remote_tier`` lists in ``COPY_SEGMENT_FINISHED`` state
+(a copy started, or a segment being deleted, is never read). A read finds the segment holding the offset,
+looks the offset up in the segment's ``.index`` (fetched once into the local ``RemoteIndexCache``), and
+range-reads the ``.log`` object through fsspec from that position: only the bytes a fetch returns travel.
+Batches are checked as local reads check them (CRC, offsets against their neighbours and the index).
+
+An object that is missing or cannot be read answers ``KAFKA_STORAGE_ERROR`` naming the object, and is
+logged as an error; the broker goes on serving every other read.
+
+The listing of a partition's remote segments is kept for ``LISTING_TTL_MS`` (each listing reads every
+metadata object), and listed again at once when a read meets an object that is gone.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+from format import remote_tier
+from format.errors import CorruptRecordError
+from format.file_records import FileRecords
+from format.fs import filesystem_for
+from format.index import OffsetIndex, TimeIndex
+from format.layout import TopicPartition
+from format.remote_tier import RemoteLogSegmentMetadata, RemoteLogSegmentState
+from format.segment import FetchDataInfo, LogSegment
+
+from ...clock import SYSTEM_CLOCK, Clock
+from ...config import BrokerConfig
+from ...errors import CorruptMessageError, KafkaStorageError, OffsetOutOfRangeError
+from format.file_records import TimestampAndOffset
+from format.record_batch import NO_TIMESTAMP
+
+from ..log import EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIERED_TIMESTAMP, FetchIsolation, IsolationLevel, Log
+from .remote_index_cache import RemoteIndexCache
+
+log = logging.getLogger(__name__)
+
+#: How long a partition's listing of remote segments serves before it is listed again.
+LISTING_TTL_MS = 5_000
+_REMOTE_STORAGE_URL = "remote.storage.url"
+_REMOTE_STORAGE_OPTIONS = "remote.storage.options."
+
+
+@dataclass(frozen=True)
+class RemoteStorage:
+    """Where a broker's remote tier is: an fsspec URL and its storage options (credentials among them)."""
+
+    url: str
+    options: Mapping[str, str]
+
+
+def remote_storage_of(config: BrokerConfig) -> RemoteStorage | None:
+    """The remote tier the broker config names (``remote.storage.url``, ``remote.storage.options.<name>``);
+    None when it names none."""
+    url = config.extra.get(_REMOTE_STORAGE_URL)
+    if not url:
+        return None
+    options = {k[len(_REMOTE_STORAGE_OPTIONS):]: v for k, v in config.extra.items()
+               if k.startswith(_REMOTE_STORAGE_OPTIONS)}
+    return RemoteStorage(url, options)
+
+
+def local_log_start_offset(lg: Log) -> int:
+    """The first offset on the log's local disk: below it, the records are in the remote tier if anywhere."""
+    return lg.local_log_start_offset
+
+
+class RemoteLogReader:
+    """The remote tier at ``storage``, read for the partitions of ``topic_id_of`` (a topic's id as Kafka
+    writes it, ``Uuid.toString``; None for a topic the broker does not know). ``index_cache`` keeps the
+    fetched offset indexes (None: fetched for every read, as a read-only broker does, which writes nothing)."""
+
+    def __init__(self, storage: RemoteStorage, topic_id_of: Callable[[str], str | None],
+                 index_cache: RemoteIndexCache | None, clock: Clock = SYSTEM_CLOCK):
+        self.storage = storage
+        self.fs, self.root = filesystem_for(storage.url, storage.options)
+        self.topic_id_of = topic_id_of
+        self.index_cache = index_cache
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._listings: dict[TopicPartition, tuple[int, list[RemoteLogSegmentMetadata]]] = {}
+
+    def __repr__(self) -> str:
+        return f"RemoteLogReader({self.storage.url})"
+
+    # --- the segments -----------------------------------------------------------
+
+    def segments(self, tp: TopicPartition, refresh: bool = False) -> list[RemoteLogSegmentMetadata]:
+        """The partition's readable remote segments in offset order: finished copies, each starting past the
+        one before (a segment copied again after a leader change overlaps one kept: the first serves)."""
+        now = self.clock.milliseconds()
+        with self._lock:
+            cached = self._listings.get(tp)
+        if cached is not None and not refresh and now - cached[0] < LISTING_TTL_MS:
+            return cached[1]
+        topic_id = self.topic_id_of(tp.topic)
+        if topic_id is None:
+            return []
+        directory = remote_tier.partition_path(self.root, tp.topic, topic_id, tp.partition)
+        try:
+            self.fs.invalidate_cache(directory)
+            listed = remote_tier.list_segments(self.fs, self.root, tp.topic, topic_id, tp.partition)
+        except CorruptRecordError as exc:
+            log.error("%s: %s", self, exc)
+            raise KafkaStorageError(f"remote tier {self.storage.url}: {exc}") from None
+        except OSError as exc:
+            log.error("%s: cannot list %s: %s", self, directory, exc)
+            raise KafkaStorageError(f"remote tier {self.storage.url}: cannot list {directory}: {exc}") from None
+        kept: list[RemoteLogSegmentMetadata] = []
+        for m in listed:
+            if m.state is RemoteLogSegmentState.COPY_SEGMENT_FINISHED and (not kept or m.base_offset > kept[-1].end_offset):
+                kept.append(m)
+        with self._lock:
+            self._listings[tp] = (now, kept)
+        return kept
+
+    def log_start_offset(self, lg: Log) -> int:
+        """The earliest offset of either tier: the log's own when it counts the remote tier (its log start
+        below its local one), else the first remote segment's, if that is earlier."""
+        local = local_log_start_offset(lg)
+        if lg.log_start_offset < local:
+            return lg.log_start_offset
+        listed = self.segments(lg.topic_partition)
+        return min(lg.log_start_offset, listed[0].base_offset) if listed else lg.log_start_offset
+
+    def highest_offset(self, tp: TopicPartition) -> int:
+        """The last offset a complete remote segment holds (ListOffsets' latest-tiered); -1 when none."""
+        listed = self.segments(tp)
+        return listed[-1].end_offset if listed else -1
+
+    def size_in_bytes(self, tp: TopicPartition) -> int:
+        return sum(m.size_in_bytes for m in self.segments(tp))
+
+    # --- reading -----------------------------------------------------------------
+
+    def read(self, lg: Log, offset: int, max_bytes: int, min_one_message: bool = True) -> FetchDataInfo:
+        """Complete batches of the remote segment holding ``offset`` (at most ``max_bytes``, the first batch
+        whole with ``min_one_message``); OffsetOutOfRangeError when neither tier holds ``offset``."""
+        tp = lg.topic_partition
+        for refresh in (False, True):
+            listed = self.segments(tp, refresh=refresh)
+            start = self.log_start_offset(lg)
+            local = local_log_start_offset(lg)
+            if not listed or offset < start or offset < listed[0].base_offset or offset > listed[-1].end_offset:
+                if refresh:
+                    raise OffsetOutOfRangeError(
+                        f"{lg}: offset {offset} is in neither tier: the log starts at {start}, on local disk at "
+                        f"{local}, and the remote tier {self.storage.url} holds "
+                        + (f"{listed[0].base_offset}..{listed[-1].end_offset}" if listed else "nothing"))
+                continue
+            # The first segment ending at or past the offset (an offset in a gap reads from the next batch).
+            i = bisect.bisect_left([m.end_offset for m in listed], offset)
+            following = listed[i + 1].base_offset if i + 1 < len(listed) else local
+            try:
+                info = self._read_segment(listed[i], offset, max_bytes, min_one_message, following)
+            except FileNotFoundError as exc:
+                if not refresh:
+                    continue  # deleted since the listing (total retention): list again
+                raise self._storage_error(listed[i], exc) from None
+            if info is not None:
+                return info
+        return FetchDataInfo(offset, local, 0, b"")
+
+    def _read_segment(self, m: RemoteLogSegmentMetadata, offset: int, max_bytes: int, min_one_message: bool,
+                      next_base_offset: int) -> FetchDataInfo | None:
+        log_object = remote_tier.segment_object(self.root, m, ".log")
+        try:
+            index = OffsetIndex.from_bytes(m.base_offset, self._offset_index(m),
+                                           path=remote_tier.segment_object(self.root, m, ".index"))
+            records = FileRecords.open_fs(self.fs, log_object, m.size_in_bytes)
+            # Only the .log and its offset index take part in a read (no time or transaction index).
+            segment = LogSegment(records, index, TimeIndex.from_bytes(m.base_offset, b""), None, m.base_offset)
+            try:
+                return segment.read(offset, max_bytes, min_one_message=min_one_message, validate=True,
+                                    next_base_offset=next_base_offset)
+            finally:
+                records.close()
+        except CorruptRecordError as exc:
+            log.error("%s: refusing to serve a corrupt batch: %s", self, exc)
+            raise CorruptMessageError(f"{m.topic}-{m.partition}: {exc}") from None
+        except FileNotFoundError as exc:
+            if exc.filename:
+                raise
+            raise FileNotFoundError(2, "no such object", log_object) from None
+        except OSError as exc:
+            raise self._storage_error(m, exc, log_object) from None
+
+    def _offset_index(self, m: RemoteLogSegmentMetadata) -> bytes:
+        path = remote_tier.segment_object(self.root, m, ".index")
+
+        def load() -> bytes:
+            try:
+                return self.fs.cat_file(path)
+            except FileNotFoundError:
+                raise FileNotFoundError(2, "no such object", path) from None
+            except OSError as exc:
+                raise self._storage_error(m, exc, path) from None
+
+        if self.index_cache is None:
+            return load()
+        return self.index_cache.get(f"{m.name}.index", load)
+
+    def _storage_error(self, m: RemoteLogSegmentMetadata, exc: OSError, path: str | None = None
+                       ) -> KafkaStorageError:
+        where = path or getattr(exc, "filename", None) or remote_tier.segment_object(self.root, m, ".log")
+        cause = (f"{m.topic}-{m.partition}: cannot read remote segment {m.base_offset}..{m.end_offset} "
+                 f"(segment id {m.segment_id}): {where}: {exc.strerror or exc}")
+        log.error("%s: %s", self, cause)
+        return KafkaStorageError(cause)
+
+
+# --- both tiers -------------------------------------------------------------------
+
+
+def read_log(lg: Log, remote: RemoteLogReader | None, offset: int, max_bytes: int, *, min_one_message: bool = True,
+             isolation: FetchIsolation = FetchIsolation.HIGH_WATERMARK) -> FetchDataInfo:
+    """A fetch's read of ``lg`` from ``offset``: from the remote tier below the local log start offset (its
+    records are all committed and stable), from local disk at or above it."""
+    if remote is not None and offset < local_log_start_offset(lg):
+        return remote.read(lg, offset, max_bytes, min_one_message)
+    return lg.read(offset, max_bytes, min_one_message=min_one_message, isolation=isolation)
+
+
+def log_start_offset_of(lg: Log, remote: RemoteLogReader | None) -> int:
+    """The earliest offset of either tier (the log's own without a remote tier)."""
+    return lg.log_start_offset if remote is None else remote.log_start_offset(lg)
+
+
+def fetch_offset_for_timestamp(lg: Log, remote: RemoteLogReader | None, timestamp: int,
+                               isolation_level: IsolationLevel | int | None = None) -> TimestampAndOffset | None:
+    """ListOffsets across both tiers (Kafka's UnifiedLog.fetchOffsetByTimestamp): earliest (-2) is the first
+    offset of either tier, earliest-local (-4) the first on local disk, latest-tiered (-5) the last offset a
+    complete remote segment holds (-1 when none); the rest as the local log answers them."""
+    if timestamp == EARLIEST_TIMESTAMP:
+        return TimestampAndOffset(NO_TIMESTAMP, log_start_offset_of(lg, remote))
+    if timestamp == EARLIEST_LOCAL_TIMESTAMP:
+        return TimestampAndOffset(NO_TIMESTAMP, local_log_start_offset(lg))
+    if timestamp == LATEST_TIERED_TIMESTAMP:
+        return TimestampAndOffset(NO_TIMESTAMP, -1 if remote is None else remote.highest_offset(lg.topic_partition))
+    return lg.fetch_offset_for_timestamp(timestamp, isolation_level)
