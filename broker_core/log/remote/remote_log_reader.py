@@ -135,9 +135,6 @@ class RemoteLogReader:
         listed = self.segments(tp)
         return listed[-1].end_offset if listed else -1
 
-    def size_in_bytes(self, tp: TopicPartition) -> int:
-        return sum(m.size_in_bytes for m in self.segments(tp))
-
     # --- reading -----------------------------------------------------------------
 
     def read(self, lg: Log, offset: int, max_bytes: int, min_one_message: bool = True) -> FetchDataInfo:
@@ -193,6 +190,8 @@ class RemoteLogReader:
             raise self._storage_error(m, exc, log_object) from None
 
     def _offset_index(self, m: RemoteLogSegmentMetadata) -> bytes:
+        if ".index" not in m.objects:
+            return b""  # copied with no index: reads walk the .log from its start
         path = remote_tier.segment_object(self.root, m, ".index")
 
         def load() -> bytes:

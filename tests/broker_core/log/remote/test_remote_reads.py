@@ -1,0 +1,203 @@
+"""Reads across both tiers: a partition whose older segments are only in the remote tier (SeaweedFS on
+loopback), served by the broker — embedded, over the Kafka protocol, to confluent-kafka, and by the CLI."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+import pytest
+import s3fs
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from broker_core.broker import Broker
+from broker_core.cli import main
+from broker_core.client.protocol_client import ProtocolClient
+from broker_core.log.remote.remote_index_cache import DIR_NAME
+from broker_core.protocol import ApiKey
+from broker_core.server.broker_server import BrokerServer
+from format import remote_tier
+from format.record_batch import iter_batches
+from remote_tier_kit import PER_BATCH, RECORDS, remote_config, tier, value, write_topic
+
+pytestmark = pytest.mark.slow
+
+TIMEOUT_S = 30
+KAFKA_STORAGE_ERROR = 56
+UNSUPPORTED_VERSION = 35
+
+
+@pytest.fixture()
+def tiered(tmp_path, s3_bucket):
+    """A log dir with topic ``t`` (one partition) whose segments below the newest three are only in the remote
+    tier; yields (log dir, broker settings naming the tier, the remote segments, the s3fs options)."""
+    bucket, options = s3_bucket
+    log_dir = str(tmp_path / "logs")
+    write_topic(log_dir, "t")
+    copied = tier(log_dir, "t", 0, bucket, options)
+    assert len(copied) >= 10
+    return log_dir, remote_config(bucket, options), copied, options
+
+
+@pytest.fixture()
+def server(tiered):
+    log_dir, config, _, _ = tiered
+    broker = BrokerServer({"log.dirs": log_dir, "listeners": "PLAINTEXT://127.0.0.1:0", "num.network.threads": 2,
+                           "num.io.threads": 4, **config}).startup()
+    try:
+        yield broker
+    finally:
+        broker.shutdown()
+
+
+def list_offset(client: ProtocolClient, timestamp: int, version: int = 9, topic: str = "t") -> dict:
+    response = client.send(ApiKey.LIST_OFFSETS, {"replica_id": -1, "isolation_level": 0, "topics": [
+        {"name": topic, "partitions": [{"partition_index": 0, "current_leader_epoch": -1, "timestamp": timestamp}]}]},
+        version=version)
+    return response["topics"][0]["partitions"][0]
+
+
+def fetch_partition(client: ProtocolClient, topic: str, offset: int) -> dict:
+    response = client.send(ApiKey.FETCH, {
+        "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0,
+        "topics": [{"topic": topic, "partitions": [{"partition": 0, "fetch_offset": offset,
+                                                     "partition_max_bytes": 1 << 20}]}],
+        "forgotten_topics_data": []})
+    return response["responses"][0]["partitions"][0]
+
+
+def test_a_consumer_from_offset_zero_reads_every_record_in_order_through_the_broker(tiered, server):
+    _, _, copied, _ = tiered
+    consumer = Consumer({"bootstrap.servers": server.bootstrap_servers, "group.id": "tiered",
+                         "enable.auto.commit": False, "fetch.wait.max.ms": 100})
+    try:
+        consumer.assign([TopicPartition("t", 0, 0)])
+        seen = []
+        deadline = time.monotonic() + TIMEOUT_S
+        while len(seen) < RECORDS and time.monotonic() < deadline:
+            message = consumer.poll(1.0)
+            if message is None:
+                continue
+            assert message.error() is None, message.error()
+            seen.append((message.offset(), message.value()))
+    finally:
+        consumer.close()
+    assert copied[0].base_offset == 0 and copied[-1].end_offset > RECORDS // 2  # most of it was remote
+    assert seen == [(i, value(i)) for i in range(RECORDS)]
+
+
+def test_list_offsets_answers_earliest_of_either_tier_earliest_local_and_latest_tiered(tiered, server):
+    _, _, copied, _ = tiered
+    local_start = copied[-1].end_offset + 1
+    with ProtocolClient(server.bootstrap_servers) as client:
+        assert list_offset(client, -2)["offset"] == 0
+        assert list_offset(client, -4)["offset"] == local_start
+        assert list_offset(client, -5)["offset"] == copied[-1].end_offset
+        assert list_offset(client, -1)["offset"] == RECORDS
+        # Each spec at the version Kafka introduced it: earliest-local at v8, latest-tiered at v9.
+        assert list_offset(client, -4, version=8)["offset"] == local_start
+        assert list_offset(client, -4, version=7)["error_code"] == UNSUPPORTED_VERSION
+        assert list_offset(client, -5, version=8)["error_code"] == UNSUPPORTED_VERSION
+    admin = AdminClient({"bootstrap.servers": server.bootstrap_servers})
+    (future,) = admin.list_offsets({TopicPartition("t", 0): OffsetSpec.earliest()}).values()
+    assert future.result(TIMEOUT_S).offset == 0
+    consumer = Consumer({"bootstrap.servers": server.bootstrap_servers, "group.id": "tiered"})
+    try:
+        assert consumer.get_watermark_offsets(TopicPartition("t", 0), timeout=TIMEOUT_S) == (0, RECORDS)
+    finally:
+        consumer.close()
+
+
+def test_latest_tiered_is_minus_one_for_a_partition_with_nothing_tiered(tiered, server):
+    log_dir, _, _, _ = tiered
+    with ProtocolClient(server.bootstrap_servers) as client:
+        response = client.send(ApiKey.CREATE_TOPICS, {"topics": [{
+            "name": "local", "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}],
+            "timeout_ms": 5000})
+        assert response["topics"][0]["error_code"] == 0
+        assert list_offset(client, -5, topic="local")["offset"] == -1
+        assert list_offset(client, -2, topic="local")["offset"] == 0
+
+
+def test_a_fetch_from_the_middle_of_a_remote_segment_starts_at_the_batch_holding_the_offset(tiered):
+    log_dir, config, copied, _ = tiered
+    segment = copied[3]
+    middle = segment.base_offset + (segment.end_offset - segment.base_offset) // 2 + 1
+    with Broker(log_dir, config, background=False) as broker:
+        result = broker.fetch("t", 0, middle, max_bytes=1)
+    (batch,) = list(iter_batches(result.records))  # max_bytes=1: the first batch whole, as Kafka serves it
+    assert batch.header.base_offset == middle - middle % PER_BATCH <= middle <= batch.header.last_offset
+    assert [r.value for r in result.decoded(middle)] == [value(i) for i in range(middle, batch.header.last_offset + 1)]
+    assert result.log_start_offset == 0
+
+
+def test_the_embedded_broker_answers_both_tiers_offsets(tiered):
+    log_dir, config, copied, _ = tiered
+    with Broker(log_dir, config, background=False) as broker:
+        assert broker.list_offsets("t", 0, "earliest").offset == 0
+        assert broker.list_offsets("t", 0, "earliest_local").offset == copied[-1].end_offset + 1
+        assert broker.list_offsets("t", 0, "latest_tiered").offset == copied[-1].end_offset
+    with Broker(log_dir, background=False) as broker:  # no remote tier named: local disk only
+        assert broker.list_offsets("t", 0, "earliest").offset == copied[-1].end_offset + 1
+        assert broker.list_offsets("t", 0, "latest_tiered").offset == -1
+
+
+def test_the_index_cache_stays_under_its_bound(tiered):
+    log_dir, config, copied, options = tiered
+    fs = s3fs.S3FileSystem(**options)
+    root = config["remote.storage.url"].removeprefix("s3://")
+    largest = max(fs.size(remote_tier.segment_object(root, m, ".index")) for m in copied)
+    bound = largest * 5 // 2  # room for two indexes
+    with Broker(log_dir, {**config, "remote.log.index.file.cache.total.size.bytes": bound},
+                background=False) as broker:
+        cache = broker.remote_log_reader.index_cache
+        offset = 0
+        while offset <= copied[-1].end_offset:
+            result = broker.fetch("t", 0, offset, max_bytes=1)
+            offset = list(iter_batches(result.records))[-1].header.next_offset
+            assert cache.size_in_bytes <= bound
+        index_sizes = [os.path.getsize(os.path.join(log_dir, DIR_NAME, n)) for n in os.listdir(
+            os.path.join(log_dir, DIR_NAME))]
+    assert largest > 0 and 0 < sum(index_sizes) <= bound
+    assert 2 <= len(index_sizes) < len(copied)  # the least recently used were evicted
+
+
+def test_a_missing_remote_object_answers_kafka_storage_error_naming_it_and_the_broker_serves_others(
+        tiered, server, caplog):
+    _, _, copied, options = tiered
+    fs = s3fs.S3FileSystem(**options)
+    gone = copied[2]
+    url = server.broker.remote_log_reader.root
+    missing = remote_tier.segment_object(url, gone, ".log")
+    fs.rm(missing)
+    with caplog.at_level(logging.ERROR), ProtocolClient(server.bootstrap_servers) as client:
+        failed = fetch_partition(client, "t", gone.base_offset)
+        assert failed["error_code"] == KAFKA_STORAGE_ERROR
+        assert failed["records"] in (b"", None)
+        # Other segments of the tier and local disk are still served.
+        assert fetch_partition(client, "t", copied[1].base_offset)["error_code"] == 0
+        local = fetch_partition(client, "t", copied[-1].end_offset + 1)
+        assert local["error_code"] == 0 and local["records"]
+    assert any(missing in r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR), caplog.text
+
+
+def test_topics_describe_shows_local_and_remote_log_start_offsets_and_sizes(tiered, capsys):
+    log_dir, config, copied, _ = tiered
+    settings = [arg for k, v in config.items() for arg in ("--broker-config", f"{k}={v}")]
+    assert main(["topics", "describe", "--log-dir", log_dir, "--topic", "t", *settings]) == 0
+    (line,) = [line for line in capsys.readouterr().out.splitlines() if "Partition: 0" in line]
+    fields = dict(field.split(": ", 1) for field in line.strip().split("\t"))
+    local_start = copied[-1].end_offset + 1
+    assert fields["LogStartOffset"] == "0"
+    assert fields["LocalLogStartOffset"] == str(local_start)
+    assert fields["RemoteLogStartOffset"] == "0"
+    assert fields["RemoteSize"] == str(sum(m.size_in_bytes for m in copied))
+    assert fields["RemoteSegments"] == str(len(copied))
+    assert fields["LogEndOffset"] == str(RECORDS)
+    assert int(fields["Size"]) > 0 and fields["Segments"] == "3"
+    # Without the tier named, describe shows local disk alone.
+    assert main(["topics", "describe", "--log-dir", log_dir, "--topic", "t"]) == 0
+    out = capsys.readouterr().out
+    assert f"LogStartOffset: {local_start}" in out and "Remote" not in out
