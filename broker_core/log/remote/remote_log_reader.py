@@ -167,16 +167,39 @@ class RemoteLogReader:
 
     def _read_segment(self, m: RemoteLogSegmentMetadata, offset: int, max_bytes: int, min_one_message: bool,
                       next_base_offset: int) -> FetchDataInfo | None:
+        return self._with_segment(m, lambda segment: segment.read(
+            offset, max_bytes, min_one_message=min_one_message, validate=True, next_base_offset=next_base_offset))
+
+    def offset_for_timestamp(self, lg: Log, timestamp: int) -> TimestampAndOffset | None:
+        """The first offset of the remote tier whose record's timestamp is at or after ``timestamp`` (a
+        segment's time index fetched for the lookup); None when no remote record is that recent."""
+        start = self.log_start_offset(lg)
+        for m in self.segments(lg.topic_partition):
+            if m.end_offset < start or 0 <= m.max_timestamp_ms < timestamp:
+                continue
+            try:
+                found = self._with_segment(m, lambda segment: segment.find_offset_by_timestamp(
+                    timestamp, max(start, m.base_offset)), time_index=True)
+            except FileNotFoundError as exc:
+                raise self._storage_error(m, exc) from None
+            if found is not None:
+                return found
+        return None
+
+    def _with_segment(self, m: RemoteLogSegmentMetadata, use: Callable[[LogSegment], object],
+                      time_index: bool = False):
+        """``use(segment)`` on the remote segment ``m`` opened for ranged reads; its errors as the broker's."""
         log_object = remote_tier.segment_object(self.root, m, ".log")
         try:
             index = OffsetIndex.from_bytes(m.base_offset, self._offset_index(m),
                                            path=remote_tier.segment_object(self.root, m, ".index"))
+            times = TimeIndex.from_bytes(m.base_offset, self._time_index(m) if time_index else b"",
+                                         path=remote_tier.segment_object(self.root, m, ".timeindex"))
             records = FileRecords.open_fs(self.fs, log_object, m.size_in_bytes)
-            # Only the .log and its offset index take part in a read (no time or transaction index).
-            segment = LogSegment(records, index, TimeIndex.from_bytes(m.base_offset, b""), None, m.base_offset)
+            # No transaction index: reads and lookups take none.
+            segment = LogSegment(records, index, times, None, m.base_offset)
             try:
-                return segment.read(offset, max_bytes, min_one_message=min_one_message, validate=True,
-                                    next_base_offset=next_base_offset)
+                return use(segment)
             finally:
                 records.close()
         except CorruptRecordError as exc:
@@ -188,6 +211,15 @@ class RemoteLogReader:
             raise FileNotFoundError(2, "no such object", log_object) from None
         except OSError as exc:
             raise self._storage_error(m, exc, log_object) from None
+
+    def _time_index(self, m: RemoteLogSegmentMetadata) -> bytes:
+        if ".timeindex" not in m.objects:
+            return b""
+        path = remote_tier.segment_object(self.root, m, ".timeindex")
+        try:
+            return self.fs.cat_file(path)
+        except OSError as exc:
+            raise self._storage_error(m, exc, path) from None
 
     def _offset_index(self, m: RemoteLogSegmentMetadata) -> bytes:
         if ".index" not in m.objects:
@@ -236,11 +268,16 @@ def fetch_offset_for_timestamp(lg: Log, remote: RemoteLogReader | None, timestam
                                isolation_level: IsolationLevel | int | None = None) -> TimestampAndOffset | None:
     """ListOffsets across both tiers (Kafka's UnifiedLog.fetchOffsetByTimestamp): earliest (-2) is the first
     offset of either tier, earliest-local (-4) the first on local disk, latest-tiered (-5) the last offset a
-    complete remote segment holds (-1 when none); the rest as the local log answers them."""
+    complete remote segment holds (-1 when none); a timestamp is looked for in the remote tier first; the rest
+    as the local log answers them."""
     if timestamp == EARLIEST_TIMESTAMP:
         return TimestampAndOffset(NO_TIMESTAMP, log_start_offset_of(lg, remote))
     if timestamp == EARLIEST_LOCAL_TIMESTAMP:
         return TimestampAndOffset(NO_TIMESTAMP, local_log_start_offset(lg))
     if timestamp == LATEST_TIERED_TIMESTAMP:
         return TimestampAndOffset(NO_TIMESTAMP, -1 if remote is None else remote.highest_offset(lg.topic_partition))
+    if remote is not None and timestamp >= 0:
+        found = remote.offset_for_timestamp(lg, timestamp)
+        if found is not None and found.offset < local_log_start_offset(lg):
+            return found
     return lg.fetch_offset_for_timestamp(timestamp, isolation_level)

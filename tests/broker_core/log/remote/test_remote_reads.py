@@ -20,7 +20,7 @@ from broker_core.protocol import ApiKey
 from broker_core.server.broker_server import BrokerServer
 from format import remote_tier
 from format.record_batch import iter_batches
-from remote_tier_kit import PER_BATCH, RECORDS, remote_config, tier, value, write_topic
+from remote_tier_kit import EVENT_MS, PER_BATCH, RECORDS, remote_config, tier, value, write_topic
 
 pytestmark = pytest.mark.slow
 
@@ -108,6 +108,23 @@ def test_list_offsets_answers_earliest_of_either_tier_earliest_local_and_latest_
         assert consumer.get_watermark_offsets(TopicPartition("t", 0), timeout=TIMEOUT_S) == (0, RECORDS)
     finally:
         consumer.close()
+
+
+def test_a_timestamp_held_only_by_the_remote_tier_finds_its_remote_offset(tiered, server):
+    _, _, copied, _ = tiered
+    remote_offset = copied[4].base_offset + 1
+    local_offset = copied[-1].end_offset + 2
+    consumer = Consumer({"bootstrap.servers": server.bootstrap_servers, "group.id": "tiered"})
+    try:
+        found = consumer.offsets_for_times([TopicPartition("t", 0, EVENT_MS + remote_offset)], timeout=TIMEOUT_S)
+        assert [tp.offset for tp in found] == [remote_offset]
+        found = consumer.offsets_for_times([TopicPartition("t", 0, EVENT_MS + local_offset)], timeout=TIMEOUT_S)
+        assert [tp.offset for tp in found] == [local_offset]
+    finally:
+        consumer.close()
+    with ProtocolClient(server.bootstrap_servers) as client:
+        entry = list_offset(client, EVENT_MS + remote_offset)
+        assert (entry["offset"], entry["timestamp"]) == (remote_offset, EVENT_MS + remote_offset)
 
 
 def test_latest_tiered_is_minus_one_for_a_partition_with_nothing_tiered(tiered, server):
