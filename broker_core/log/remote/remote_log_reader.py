@@ -24,20 +24,19 @@ from typing import Callable, Mapping
 
 from format import remote_tier
 from format.errors import CorruptRecordError
-from format.file_records import FileRecords
+from format.file_records import FileRecords, TimestampAndOffset
 from format.fs import filesystem_for
 from format.index import OffsetIndex, TimeIndex
 from format.layout import TopicPartition
+from format.record_batch import NO_TIMESTAMP
 from format.remote_tier import RemoteLogSegmentMetadata, RemoteLogSegmentState
 from format.segment import FetchDataInfo, LogSegment
 
 from ...clock import SYSTEM_CLOCK, Clock
 from ...config import BrokerConfig
 from ...errors import CorruptMessageError, KafkaStorageError, OffsetOutOfRangeError
-from format.file_records import TimestampAndOffset
-from format.record_batch import NO_TIMESTAMP
-
-from ..log import EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIERED_TIMESTAMP, FetchIsolation, IsolationLevel, Log
+from ..log import (EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIERED_TIMESTAMP, FetchIsolation,
+                   IsolationLevel, Log)
 from .remote_index_cache import RemoteIndexCache
 
 log = logging.getLogger(__name__)
@@ -115,7 +114,8 @@ class RemoteLogReader:
             raise KafkaStorageError(f"remote tier {self.storage.url}: cannot list {directory}: {exc}") from None
         kept: list[RemoteLogSegmentMetadata] = []
         for m in listed:
-            if m.state is RemoteLogSegmentState.COPY_SEGMENT_FINISHED and (not kept or m.base_offset > kept[-1].end_offset):
+            finished = m.state is RemoteLogSegmentState.COPY_SEGMENT_FINISHED
+            if finished and (not kept or m.base_offset > kept[-1].end_offset):
                 kept.append(m)
         with self._lock:
             self._listings[tp] = (now, kept)

@@ -35,7 +35,8 @@ def value(i: int) -> bytes:
 def write_topic(log_dir: str, topic: str, partitions: int = 1, records: int = RECORDS) -> None:
     """``records`` numbered records in batches of ``PER_BATCH`` into each partition, in small segments."""
     with Broker(log_dir, background=False) as broker:
-        broker.create_topic(topic, partitions, {"segment.bytes": SEGMENT_BYTES, "index.interval.bytes": INDEX_INTERVAL_BYTES})
+        broker.create_topic(topic, partitions, {"segment.bytes": SEGMENT_BYTES,
+                                                "index.interval.bytes": INDEX_INTERVAL_BYTES})
         for p in range(partitions):
             for first in range(0, records, PER_BATCH):
                 broker.produce(topic, [SimpleRecord(value(i), b"k%d" % i, timestamp=EVENT_MS + i)
