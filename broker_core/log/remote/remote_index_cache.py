@@ -3,7 +3,8 @@
 A fetch below the local log start offset finds its batch in a remote segment through that segment's
 ``.index``; fetching the index from object storage for every read would cost a round trip each, so each
 index is fetched once and kept as a file in ``<log dir>/remote-log-index-cache``. The files together stay
-within ``remote.log.index.file.cache.total.size.bytes``: the least recently used go first. A segment id
+within ``remote.log.index.file.cache.total.size.bytes``: the least recently used go first (their order of use
+survives a restart as the files' modification times). A segment id
 names a copy for good (a copy made again gets a new one), so a cached index never goes stale.
 """
 
@@ -58,6 +59,7 @@ class RemoteIndexCache:
             if name in self._entries:
                 self._entries.move_to_end(name)
                 try:
+                    os.utime(path)  # the order of use, for the next start
                     with open(path, "rb") as f:
                         return f.read()
                 except FileNotFoundError:

@@ -3,7 +3,6 @@ loopback), served by the broker — embedded, over the Kafka protocol, to conflu
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 
@@ -20,6 +19,7 @@ from broker_core.protocol import ApiKey
 from broker_core.server.broker_server import BrokerServer
 from format import remote_tier
 from format.record_batch import iter_batches
+from testbed.broker_process import BrokerProcess
 from remote_tier_kit import EVENT_MS, PER_BATCH, RECORDS, remote_config, tier, value, write_topic
 
 pytestmark = pytest.mark.slow
@@ -181,23 +181,27 @@ def test_the_index_cache_stays_under_its_bound(tiered):
     assert 2 <= len(index_sizes) < len(copied)  # the least recently used were evicted
 
 
-def test_a_missing_remote_object_answers_kafka_storage_error_naming_it_and_the_broker_serves_others(
-        tiered, server, caplog):
-    _, _, copied, options = tiered
+def test_a_missing_remote_object_answers_kafka_storage_error_naming_it_and_the_broker_serves_others(tiered):
+    log_dir, config, copied, options = tiered
     fs = s3fs.S3FileSystem(**options)
     gone = copied[2]
-    url = server.broker.remote_log_reader.root
-    missing = remote_tier.segment_object(url, gone, ".log")
+    missing = remote_tier.segment_object(config["remote.storage.url"].removeprefix("s3://"), gone, ".log")
     fs.rm(missing)
-    with caplog.at_level(logging.ERROR), ProtocolClient(server.bootstrap_servers) as client:
-        failed = fetch_partition(client, "t", gone.base_offset)
-        assert failed["error_code"] == KAFKA_STORAGE_ERROR
-        assert failed["records"] in (b"", None)
-        # Other segments of the tier and local disk are still served.
-        assert fetch_partition(client, "t", copied[1].base_offset)["error_code"] == 0
-        local = fetch_partition(client, "t", copied[-1].end_offset + 1)
-        assert local["error_code"] == 0 and local["records"]
-    assert any(missing in r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR), caplog.text
+    broker = BrokerProcess([log_dir], *[arg for k, v in config.items() for arg in ("--config", f"{k}={v}")])
+    try:
+        with ProtocolClient(broker.bootstrap) as client:
+            failed = fetch_partition(client, "t", gone.base_offset)
+            assert failed["error_code"] == KAFKA_STORAGE_ERROR
+            assert not failed["records"]
+            # The rest of the tier and local disk are still served.
+            earlier = fetch_partition(client, "t", copied[1].base_offset)
+            assert earlier["error_code"] == 0 and earlier["records"]
+            local = fetch_partition(client, "t", copied[-1].end_offset + 1)
+            assert local["error_code"] == 0 and local["records"]
+    finally:
+        assert broker.stop() == 0
+    (logged,) = [line for line in broker.stderr_text.splitlines() if missing in line]
+    assert "ERROR" in logged and f"segment {gone.base_offset}..{gone.end_offset}" in logged, broker.stderr_text
 
 
 def test_topics_describe_shows_local_and_remote_log_start_offsets_and_sizes(tiered, capsys):
