@@ -11,7 +11,9 @@ An object that is missing or cannot be read answers ``KAFKA_STORAGE_ERROR`` nami
 logged as an error; the broker goes on serving every other read.
 
 The listing of a partition's remote segments is kept for ``LISTING_TTL_MS`` (each listing reads every
-metadata object), and listed again at once when a read meets an object that is gone.
+metadata object), and listed again at once when a read meets an object that is gone. A tier that cannot be
+listed fails only what needs it: the log start offset falls back to the log's own, reads of local disk go on,
+and the listing is not tried again within the TTL outside a read of the tier.
 """
 
 from __future__ import annotations
@@ -85,6 +87,7 @@ class RemoteLogReader:
         self.clock = clock
         self._lock = threading.Lock()
         self._listings: dict[TopicPartition, tuple[int, list[RemoteLogSegmentMetadata]]] = {}
+        self._failures: dict[TopicPartition, tuple[int, str]] = {}  # the last listing that failed, and why
 
     def __repr__(self) -> str:
         return f"RemoteLogReader({self.storage.url})"
@@ -97,8 +100,11 @@ class RemoteLogReader:
         now = self.clock.milliseconds()
         with self._lock:
             cached = self._listings.get(tp)
+            failed = self._failures.get(tp)
         if cached is not None and not refresh and now - cached[0] < LISTING_TTL_MS:
             return cached[1]
+        if failed is not None and not refresh and now - failed[0] < LISTING_TTL_MS:
+            raise KafkaStorageError(failed[1])  # not tried again before the TTL: a fetch would wait on it
         topic_id = self.topic_id_of(tp.topic)
         if topic_id is None:
             return []
@@ -109,9 +115,12 @@ class RemoteLogReader:
         except CorruptRecordError as exc:
             log.error("%s: %s", self, exc)
             raise KafkaStorageError(f"remote tier {self.storage.url}: {exc}") from None
-        except OSError as exc:
+        except Exception as exc:  # noqa: BLE001 - each fsspec backend raises its own (botocore's are no OSError)
             log.error("%s: cannot list %s: %s", self, directory, exc)
-            raise KafkaStorageError(f"remote tier {self.storage.url}: cannot list {directory}: {exc}") from None
+            cause = f"remote tier {self.storage.url}: cannot list {directory}: {exc}"
+            with self._lock:
+                self._failures[tp] = (now, cause)
+            raise KafkaStorageError(cause) from None
         kept: list[RemoteLogSegmentMetadata] = []
         for m in listed:
             finished = m.state is RemoteLogSegmentState.COPY_SEGMENT_FINISHED
@@ -119,6 +128,7 @@ class RemoteLogReader:
                 kept.append(m)
         with self._lock:
             self._listings[tp] = (now, kept)
+            self._failures.pop(tp, None)
         return kept
 
     def log_start_offset(self, lg: Log) -> int:
@@ -127,7 +137,10 @@ class RemoteLogReader:
         local = local_log_start_offset(lg)
         if lg.log_start_offset < local:
             return lg.log_start_offset
-        listed = self.segments(lg.topic_partition)
+        try:
+            listed = self.segments(lg.topic_partition)
+        except KafkaStorageError:
+            return lg.log_start_offset  # the tier cannot be listed (logged): reads of local disk go on
         return min(lg.log_start_offset, listed[0].base_offset) if listed else lg.log_start_offset
 
     def highest_offset(self, tp: TopicPartition) -> int:
@@ -209,7 +222,9 @@ class RemoteLogReader:
             if exc.filename:
                 raise
             raise FileNotFoundError(2, "no such object", log_object) from None
-        except OSError as exc:
+        except KafkaStorageError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - each fsspec backend raises its own
             raise self._storage_error(m, exc, log_object) from None
 
     def _time_index(self, m: RemoteLogSegmentMetadata) -> bytes:
@@ -218,7 +233,7 @@ class RemoteLogReader:
         path = remote_tier.segment_object(self.root, m, ".timeindex")
         try:
             return self.fs.cat_file(path)
-        except OSError as exc:
+        except Exception as exc:  # noqa: BLE001 - each fsspec backend raises its own
             raise self._storage_error(m, exc, path) from None
 
     def _offset_index(self, m: RemoteLogSegmentMetadata) -> bytes:
@@ -231,18 +246,18 @@ class RemoteLogReader:
                 return self.fs.cat_file(path)
             except FileNotFoundError:
                 raise FileNotFoundError(2, "no such object", path) from None
-            except OSError as exc:
+            except Exception as exc:  # noqa: BLE001 - each fsspec backend raises its own
                 raise self._storage_error(m, exc, path) from None
 
         if self.index_cache is None:
             return load()
         return self.index_cache.get(f"{m.name}.index", load)
 
-    def _storage_error(self, m: RemoteLogSegmentMetadata, exc: OSError, path: str | None = None
+    def _storage_error(self, m: RemoteLogSegmentMetadata, exc: Exception, path: str | None = None
                        ) -> KafkaStorageError:
         where = path or getattr(exc, "filename", None) or remote_tier.segment_object(self.root, m, ".log")
         cause = (f"{m.topic}-{m.partition}: cannot read remote segment {m.base_offset}..{m.end_offset} "
-                 f"(segment id {m.segment_id}): {where}: {exc.strerror or exc}")
+                 f"(segment id {m.segment_id}): {where}: {getattr(exc, 'strerror', None) or exc}")
         log.error("%s: %s", self, cause)
         return KafkaStorageError(cause)
 

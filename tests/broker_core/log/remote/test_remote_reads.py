@@ -14,6 +14,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from broker_core.broker import Broker
 from broker_core.cli import main
 from broker_core.client.protocol_client import ProtocolClient
+from broker_core.errors import KafkaStorageError
 from broker_core.log.remote.remote_index_cache import DIR_NAME
 from broker_core.protocol import ApiKey
 from broker_core.server.broker_server import BrokerServer
@@ -222,3 +223,17 @@ def test_topics_describe_shows_local_and_remote_log_start_offsets_and_sizes(tier
     assert main(["topics", "describe", "--log-dir", log_dir, "--topic", "t"]) == 0
     out = capsys.readouterr().out
     assert f"LogStartOffset: {local_start}" in out and "Remote" not in out
+
+
+def test_an_unreachable_remote_tier_fails_only_reads_of_the_tier(tiered):
+    log_dir, _, copied, _ = tiered
+    unreachable = {"remote.storage.url": "s3://nowhere/tier",
+                   "remote.storage.options.endpoint_url": "http://127.0.0.1:9",  # nothing listens there
+                   "remote.storage.options.key": "k", "remote.storage.options.secret": "s"}
+    local_start = copied[-1].end_offset + 1
+    with Broker(log_dir, unreachable, background=False) as broker:
+        local = broker.fetch("t", 0, local_start)
+        assert [r.offset for r in local.decoded()][:1] == [local_start]
+        assert local.log_start_offset == local_start  # the earliest this broker can tell
+        with pytest.raises(KafkaStorageError, match="s3://nowhere/tier: cannot list"):
+            broker.fetch("t", 0, 0)
