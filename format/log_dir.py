@@ -244,6 +244,10 @@ class LogDirectory:
             log.warning("ignoring %s (nothing counts as committed): %s", path, exc)
             return {}
 
+    def location(self, tp: TopicPartition, segment: SegmentInfo) -> str:
+        """Where the segment's ``.log`` is, as a URL."""
+        return self.fs.unstrip_protocol(join(self.fs, self.partition_dir(tp), segment.file_name))
+
     def reader(self, tp: TopicPartition, segment: SegmentInfo) -> SegmentReader:
         return SegmentReader(self.fs, self.partition_dir(tp), segment.base_offset, segment.size)
 

@@ -92,8 +92,7 @@ class TieredLogDirectory(LogDirectory):
     def location(self, tp: TopicPartition, segment: SegmentInfo) -> str:
         """Where the segment's ``.log`` is: an object of the remote tier, or a file of the log dir."""
         if segment.remote is None:
-            path = join(self.fs, self.partition_dir(tp), segment.file_name)
-            return self.fs.unstrip_protocol(path)
+            return super().location(tp, segment)
         return remote_tier.segment_object(self.remote_storage_url, segment.remote, ".log")
 
     def reader(self, tp: TopicPartition, segment: SegmentInfo) -> SegmentReader:
