@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from format.fs import storage_options_from
+from format.tiered_log import TieredLogDirectory
 
 EARLIEST = -2
 LATEST = -1
@@ -354,3 +355,10 @@ def parse_options(options: Mapping[str, str], *, streaming: bool | None = False)
     if streaming is not None:
         check_mode(parsed, streaming)
     return parsed
+
+
+def open_log_directory(options: SourceOptions) -> TieredLogDirectory:
+    """The log dir of option ``path`` with its remote tier (named by the dir or by option remote.storage.url,
+    reached with the storage.* options)."""
+    return TieredLogDirectory(options.path, options.storage_options, remote_storage_url=options.remote_storage_url,
+                              remote_storage_options=options.storage_options)

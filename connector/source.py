@@ -22,7 +22,7 @@ from format.log_dir import PartitionInfo
 from format.remote_tier import REMOTE_TIER_FILE
 from format.tiered_log import TieredLogDirectory
 
-from .options import SeglogOptionError, SourceOptions, parse_options
+from .options import SeglogOptionError, SourceOptions, open_log_directory, parse_options
 from .planning import (OffsetRange, TriggerPacer, bound_to_readable, check_named_partitions, check_ranges,
                        from_offsets_json, resolve, select_partitions, split_ranges, to_offsets_json)
 from .reading import data_loss, read_range
@@ -161,12 +161,6 @@ def _log_directory(options: SourceOptions) -> TieredLogDirectory:
     except (ValueError, TypeError, ImportError) as exc:  # an unknown scheme, a bad storage.* option
         raise SeglogOptionError(f"option path={options.path!r} cannot be opened: {exc}") from None
 
-
-def open_log_directory(options: SourceOptions) -> TieredLogDirectory:
-    """The log dir of option ``path`` with its remote tier (named by the dir or by option remote.storage.url,
-    reached with the storage.* options)."""
-    return TieredLogDirectory(options.path, options.storage_options, remote_storage_url=options.remote_storage_url,
-                              remote_storage_options=options.storage_options)
 
 
 def _spec_option(raw: dict, prefix: str) -> str:

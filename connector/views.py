@@ -30,7 +30,7 @@ from format.log_dir import LogDirectory, SegmentInfo
 from format.record_batch import TimestampType
 from format.segment_reader import SegmentReader
 
-from .options import SeglogOptionError, SourceOptions
+from .options import SeglogOptionError, SourceOptions, open_log_directory
 
 # Spark's TimestampType crosses the Python/JVM border as Arrow microseconds in UTC.
 _TIMESTAMP = pa.timestamp("us", tz="UTC")
@@ -338,8 +338,6 @@ class ViewReader(DataSourceReader):
         return [InputPartition(0)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        from .source import open_log_directory
-
         directory = open_log_directory(self.options)
         rows = view_rows(self.options.view, directory, self.options)
         if rows:

@@ -78,7 +78,8 @@ class TieredLogDirectory(LogDirectory):
         out: list[RemoteLogSegmentMetadata] = []
         for m in listed:
             # A segment copied again after a leader change overlaps one already kept: the first copy serves.
-            if m.state is RemoteLogSegmentState.COPY_SEGMENT_FINISHED and (not out or m.base_offset > out[-1].end_offset):
+            finished = m.state is RemoteLogSegmentState.COPY_SEGMENT_FINISHED
+            if finished and (not out or m.base_offset > out[-1].end_offset):
                 out.append(m)
         return out
 
