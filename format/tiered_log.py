@@ -52,6 +52,8 @@ class TieredLogDirectory(LogDirectory):
         self.remote_storage_options = dict(remote_storage_options or {})
         self._remote_storage_url = remote_storage_url
         self._remote_fs = None
+        # Decoded metadata objects by (name, version, size): an object rewritten (a new state) is read again.
+        self._metadata: dict[tuple, RemoteLogSegmentMetadata] = {}
 
     @property
     def remote_storage_url(self) -> str | None:
@@ -73,8 +75,7 @@ class TieredLogDirectory(LogDirectory):
         topic_id = read_topic_id(self.fs, self.partition_dir(tp))
         if topic_id is None:
             return []
-        self.remote_fs.invalidate_cache(remote_tier.partition_path(url, tp.topic, topic_id, tp.partition))
-        listed = remote_tier.list_segments(self.remote_fs, url, tp.topic, topic_id, tp.partition)
+        listed = self._list_metadata(remote_tier.partition_path(url, tp.topic, topic_id, tp.partition))
         out: list[RemoteLogSegmentMetadata] = []
         for m in listed:
             # A segment copied again after a leader change overlaps one already kept: the first copy serves.
@@ -82,6 +83,28 @@ class TieredLogDirectory(LogDirectory):
             if finished and (not out or m.base_offset > out[-1].end_offset):
                 out.append(m)
         return out
+
+    def _list_metadata(self, directory: str) -> list[RemoteLogSegmentMetadata]:
+        """``remote_tier.list_segments`` of one partition directory, reading again only the metadata objects
+        that changed since the last listing (a task walks a partition segment by segment, listing each time)."""
+        fs = self.remote_fs
+        fs.invalidate_cache(directory)
+        try:
+            entries = fs.ls(directory, detail=True)
+        except FileNotFoundError:
+            return []
+        found = []
+        for entry in entries:
+            name = entry["name"]
+            if not name.endswith(remote_tier.METADATA_SUFFIX):
+                continue
+            stamp = entry.get("ETag") or entry.get("LastModified") or entry.get("mtime")
+            version = (name, stamp, entry.get("size"))
+            if stamp is None or version not in self._metadata:
+                with fs.open(name, "rb") as f:
+                    self._metadata[version] = remote_tier.decode_metadata(f.read(), name)
+            found.append(self._metadata[version])
+        return sorted(found, key=lambda m: (m.base_offset, m.event_timestamp_ms))
 
     def segments(self, tp: TopicPartition) -> list[SegmentInfo]:
         local = super().segments(tp)

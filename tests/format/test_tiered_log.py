@@ -60,3 +60,20 @@ def test_a_log_dir_without_a_remote_tier_reads_as_before(tmp_path):
     tp = TopicPartition("orders", 0)
     assert all(s.tier == "local" for s in directory.segments(tp))
     assert values(directory, tp, 0, 30) == list(range(30))
+
+
+def test_a_segment_whose_metadata_moves_to_delete_started_is_no_longer_listed(tiered):
+    from format import remote_tier
+    from format.fs import filesystem_for
+    from format.remote_tier import RemoteLogSegmentState
+
+    log_dir, url, creds, tiers = tiered
+    directory = TieredLogDirectory(log_dir, remote_storage_options=creds)
+    tp = TopicPartition("orders", 0)
+    first = tiers[0].finished[0]
+    assert directory.segments(tp)[0].remote == first
+    deleting = first.with_state(RemoteLogSegmentState.DELETE_SEGMENT_STARTED, 0, first.event_timestamp_ms + 1)
+    obj = remote_tier.segment_object(url, deleting, remote_tier.METADATA_SUFFIX)
+    fs, path = filesystem_for(obj, creds)
+    fs.pipe_file(path, remote_tier.encode_metadata(deleting))
+    assert directory.segments(tp)[0].base_offset > first.base_offset
