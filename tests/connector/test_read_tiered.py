@@ -6,7 +6,7 @@ import pytest
 from pyspark.errors import PySparkException
 
 from format.fs import filesystem_for
-from tests.connector.conftest import produce_numbered
+from tests.connector.conftest import T0, produce_numbered
 from tests.connector.test_read_stream import expected, run_available_now
 from tests.format.tiered_log_kit import tier_log_dir
 
@@ -65,6 +65,8 @@ def test_earliest_is_the_earliest_offset_of_either_tier(spark, tiered):
     ranged = rows(read(spark, log_dir, options, startingOffsets=json.dumps({"orders": {"0": -2, "1": 37}}),
                        endingOffsets=json.dumps({"orders": {"0": 15, "1": -1}})))
     assert ranged == expected("orders", [0], 0, 15) + expected("orders", [1], 37, PER_PARTITION)
+    by_time = rows(read(spark, log_dir, options, startingTimestamp=str(T0 + 23_000)))
+    assert by_time == expected("orders", range(2), 23, PER_PARTITION)  # found in the remote time indexes
 
 
 def test_a_stream_reads_both_tiers_in_one_trigger(spark, tiered, tmp_path):
