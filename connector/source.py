@@ -162,7 +162,6 @@ def _log_directory(options: SourceOptions) -> TieredLogDirectory:
         raise SeglogOptionError(f"option path={options.path!r} cannot be opened: {exc}") from None
 
 
-
 def _spec_option(raw: dict, prefix: str) -> str:
     """The name of the option the user gave for where to start or end (for messages)."""
     given = {k.lower() for k in raw}
