@@ -51,14 +51,17 @@ class TieredLogDirectory(LogDirectory):
         super().__init__(url, storage_options)
         self.remote_storage_options = dict(remote_storage_options or {})
         self._remote_storage_url = remote_storage_url
+        self._tier_looked_up = False
         self._remote_fs = None
         # Decoded metadata objects by (name, version, size): an object rewritten (a new state) is read again.
         self._metadata: dict[tuple, RemoteLogSegmentMetadata] = {}
 
     @property
     def remote_storage_url(self) -> str | None:
-        if self._remote_storage_url is None:
-            self._remote_storage_url = read_remote_storage_url(self.fs, self.root)
+        if not self._tier_looked_up:  # once per reader: a tier named later is found by the next one
+            if self._remote_storage_url is None:
+                self._remote_storage_url = read_remote_storage_url(self.fs, self.root)
+            self._tier_looked_up = True
         return self._remote_storage_url
 
     @property
