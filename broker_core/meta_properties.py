@@ -28,6 +28,7 @@ from typing import Sequence
 
 from format import layout
 from format.checkpoint import fsync_dir
+from format.properties import parse_properties
 
 from .errors import InvalidConfigurationError
 
@@ -56,20 +57,6 @@ class MetaProperties:
         stamp = time.strftime("%a %b %d %H:%M:%S %Z %Y")
         return (f"#\n#{stamp}\ncluster.id={self.cluster_id}\ndirectory.id={self.directory_id}\n"
                 f"node.id={self.node_id}\nversion={self.version}\n")
-
-
-def parse_properties(text: str) -> dict[str, str]:
-    """A Java properties file's ``key=value`` lines (comments and blank lines skipped)."""
-    props = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line[0] in "#!":
-            continue
-        key, sep, value = line.partition("=")
-        if not sep:
-            key, _, value = line.partition(":")
-        props[key.strip()] = value.strip()
-    return props
 
 
 def read_meta_properties(log_dir: str) -> MetaProperties | None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from format.fs import storage_options_from
+from format.tiered_log import TieredLogDirectory
 
 EARLIEST = -2
 LATEST = -1
@@ -25,7 +26,7 @@ _KNOWN = {
     "startingoffsetsbytimestampstrategy", "maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay",
     "minpartitions", "maxrecordsperpartition", "failondataloss", "includeheaders", "groupid", "view",
     "topic", "compression", "chunkbytes", "kafka.bootstrap.servers", "kafka.group.id", "autooffsetreset",
-    "kafka.auto.offset.reset", "isolation.level",
+    "kafka.auto.offset.reset", "isolation.level", "remote.storage.url",
 }
 # Kafka's auto.offset.reset: where a group without a committed offset starts.
 OFFSET_RESET_POLICIES = ("earliest", "latest", "none")
@@ -58,6 +59,8 @@ class SourceOptions:
     path: str | None
     storage_options: Mapping[str, object]
     bootstrap: str | None = None
+    # The remote tier when the log dir does not name it (remote-tier.properties); storage.* reach it too.
+    remote_storage_url: str | None = None
     subscribe: tuple[str, ...] = ()
     subscribe_pattern: str | None = None
     assign: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
@@ -263,7 +266,8 @@ def parse_options(options: Mapping[str, str], *, streaming: bool | None = False)
                      and not k.startswith("kafka."))
     if unknown:
         raise SeglogOptionError(f"unknown option {unknown[0]!r}; seglog takes Spark's Kafka source options "
-                                f"plus path, storage.*, groupId, autoOffsetReset, isolation.level and view")
+                                f"plus path, storage.*, remote.storage.url, groupId, autoOffsetReset, "
+                                f"isolation.level and view")
     view = opts.get("view")
     if view is not None and view.lower() not in VIEWS:
         raise SeglogOptionError(f"option view must be one of {', '.join(VIEWS)}, not {view!r}")
@@ -272,6 +276,10 @@ def parse_options(options: Mapping[str, str], *, streaming: bool | None = False)
         raise SeglogOptionError("option path is empty: give the log directory (a local path, file:// or s3:// "
                                 "URL)")
     bootstrap = _bootstrap(opts)
+    remote_storage_url = opts.get("remote.storage.url")
+    if remote_storage_url is not None and (path is None or "://" not in remote_storage_url):
+        raise SeglogOptionError(f"option remote.storage.url={remote_storage_url!r}: give the remote tier of the log "
+                                f"dir in option path as a URL (e.g. s3://bucket/prefix)")
     if path is None and bootstrap is None:
         raise SeglogOptionError("option path (the log directory: a local path, file:// or s3:// URL) or option "
                                 "bootstrap (a running seglog broker, host:port) is required")
@@ -333,6 +341,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool | None = False)
     isolation_level = _isolation_level(opts)
     parsed = SourceOptions(
         path=path, storage_options=storage_options_from(options), bootstrap=bootstrap,
+        remote_storage_url=remote_storage_url,
         subscribe=subscribe, subscribe_pattern=pattern, assign=assign, starting=starting, ending=ending,
         max_offsets_per_trigger=max_offsets, min_offsets_per_trigger=min_offsets,
         max_trigger_delay_ms=_duration_ms(opts, "maxTriggerDelay", 15 * 60 * 1000),
@@ -346,3 +355,10 @@ def parse_options(options: Mapping[str, str], *, streaming: bool | None = False)
     if streaming is not None:
         check_mode(parsed, streaming)
     return parsed
+
+
+def open_log_directory(options: SourceOptions) -> TieredLogDirectory:
+    """The log dir of option ``path`` with its remote tier (named by the dir or by option remote.storage.url,
+    reached with the storage.* options)."""
+    return TieredLogDirectory(options.path, options.storage_options, remote_storage_url=options.remote_storage_url,
+                              remote_storage_options=options.storage_options)

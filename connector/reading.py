@@ -1,11 +1,13 @@
 """Reading one offset range on an executor: segment files straight into Arrow.
 
 The task lists the partition's segments itself (the driver's listing may be
-stale), starts at the segment holding the first offset, and reads segment after
-segment until the range is done. Retention may delete segments under it: a
-range that starts below what is left is data loss, which fails the task
-naming topic, partition and offsets when ``failOnDataLoss`` is true, and skips
-ahead with a warning otherwise.
+stale) — of both tiers when the log dir has a remote tier (``format.tiered_log``):
+remote segments are read straight from object storage — starts at the segment
+holding the first offset, and reads segment after segment until the range is
+done. Retention may delete segments under it: a range that starts below what
+is left is data loss, which fails the task naming topic, partition and offsets
+when ``failOnDataLoss`` is true, and skips ahead with a warning otherwise; so is
+a complete remote segment one of whose objects is missing (the message names it).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Iterator
 import pyarrow as pa
 
 from format.layout import TopicPartition
-from format.log_dir import LogDirectory
+from format.log_dir import LogDirectory, SegmentInfo
 
 from .planning import OffsetRange
 
@@ -34,6 +36,11 @@ def data_loss(message: str, fail_on_data_loss: bool) -> None:
                             "deleted it, or the log was truncated). If you want your query to go on, set the "
                             "option failOnDataLoss to false.")
     log.warning("%s; skipping ahead (failOnDataLoss is false)", message)
+
+
+def _still_listed(directory: LogDirectory, tp: TopicPartition, segment: SegmentInfo) -> bool:
+    return any(s.remote is not None and s.remote.segment_id == segment.remote.segment_id
+               for s in directory.segments(tp))
 
 
 def read_range(directory: LogDirectory, r: OffsetRange, *, include_headers: bool, fail_on_data_loss: bool,
@@ -66,6 +73,14 @@ def read_range(directory: LogDirectory, r: OffsetRange, *, include_headers: bool
                     yield batch
                     position = batch.column("offset")[-1].as_py() + 1
         except FileNotFoundError:
+            if segment.remote is not None and _still_listed(directory, tp, segment):
+                # The metadata says the copy is complete, yet an object of it is missing: the data is lost.
+                data_loss(f"offsets {position} to {until} of {tp} are in remote segment {segment.remote.segment_id}, "
+                          f"whose object {directory.location(tp, segment)} is missing", fail_on_data_loss)
+                position = until
+                if next_base is None:
+                    return
+                continue
             # Deleted while being read: list again; the data-loss rule decides what follows.
             log.info("segment %d of %s vanished while being read; listing again", segment.base_offset, tp)
             continue

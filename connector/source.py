@@ -18,9 +18,11 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
 
 from broker_core.clock import SYSTEM_CLOCK, Clock
 from format.layout import TopicPartition
-from format.log_dir import LogDirectory, PartitionInfo
+from format.log_dir import PartitionInfo
+from format.remote_tier import REMOTE_TIER_FILE
+from format.tiered_log import TieredLogDirectory
 
-from .options import SeglogOptionError, SourceOptions, parse_options
+from .options import SeglogOptionError, SourceOptions, open_log_directory, parse_options
 from .planning import (OffsetRange, TriggerPacer, bound_to_readable, check_named_partitions, check_ranges,
                        from_offsets_json, resolve, select_partitions, split_ranges, to_offsets_json)
 from .reading import data_loss, read_range
@@ -51,9 +53,19 @@ class _Planner:
         self.metadata = RemoteLog(options.bootstrap) if options.bootstrap else self.directory
 
     def check_path(self) -> None:
-        if self.directory is not None and not self.directory.exists():
+        if self.directory is None:
+            return
+        if not self.directory.exists():
             raise SeglogOptionError(f"option path: {self.options.path} is not a log directory (nothing is "
                                     f"there)")
+        url = self.directory.remote_storage_url
+        if url is not None:
+            try:
+                self.directory.remote_fs
+            except (ValueError, TypeError, ImportError) as exc:
+                named = "remote.storage.url" if self.options.remote_storage_url else f"path (its {REMOTE_TIER_FILE})"
+                raise SeglogOptionError(f"option {named}: the remote tier {url!r} cannot be opened with the "
+                                        f"storage.* options: {exc}") from None
 
     def check(self) -> None:
         """What ``load()`` can check against the log dir: it exists, assign names partitions it
@@ -143,9 +155,9 @@ class _Planner:
         return [b for b in out if r.from_offset < b < r.until_offset]
 
 
-def _log_directory(options: SourceOptions) -> LogDirectory:
+def _log_directory(options: SourceOptions) -> TieredLogDirectory:
     try:
-        return LogDirectory(options.path, options.storage_options)
+        return open_log_directory(options)
     except (ValueError, TypeError, ImportError) as exc:  # an unknown scheme, a bad storage.* option
         raise SeglogOptionError(f"option path={options.path!r} cannot be opened: {exc}") from None
 
@@ -168,7 +180,7 @@ def _read(options: SourceOptions, partition: InputPartition) -> Iterator[pa.Reco
                                fail_on_data_loss=options.fail_on_data_loss, max_bytes=options.chunk_bytes,
                                read_committed=options.read_committed)
         return
-    directory = LogDirectory(options.path, options.storage_options)
+    directory = open_log_directory(options)
     yield from read_range(directory, partition.offset_range, include_headers=options.include_headers,
                           fail_on_data_loss=options.fail_on_data_loss, chunk_bytes=options.chunk_bytes,
                           read_committed=options.read_committed)

@@ -30,7 +30,7 @@ from format.log_dir import LogDirectory, SegmentInfo
 from format.record_batch import TimestampType
 from format.segment_reader import SegmentReader
 
-from .options import SeglogOptionError, SourceOptions
+from .options import SeglogOptionError, SourceOptions, open_log_directory
 
 # Spark's TimestampType crosses the Python/JVM border as Arrow microseconds in UTC.
 _TIMESTAMP = pa.timestamp("us", tz="UTC")
@@ -67,6 +67,8 @@ _COLUMNS: dict[str, tuple[tuple[str, str, pa.DataType], ...]] = {
         ("first_timestamp", "timestamp", _TIMESTAMP),
         ("last_timestamp", "timestamp", _TIMESTAMP),
         ("active", "boolean", pa.bool_()),
+        ("tier", "string", pa.string()),
+        ("location", "string", pa.string()),
     ),
 }
 
@@ -128,6 +130,8 @@ class SegmentRow:
     first_timestamp: int | None
     last_timestamp: int | None
     active: bool
+    tier: str  # local or remote (the segment is read from the remote tier)
+    location: str  # the URL of its .log file or object
 
 
 PartitionFilter = Callable[[TopicPartition], bool]
@@ -228,7 +232,8 @@ def segments_rows(directory: LogDirectory, keep: PartitionFilter = _not_internal
             if stats is None:
                 continue
             rows.append(SegmentRow(tp.topic, tp.partition, segment.base_offset, stats.next_offset, segment.size,
-                                   stats.first_timestamp, stats.last_timestamp, i == len(segments) - 1))
+                                   stats.first_timestamp, stats.last_timestamp, i == len(segments) - 1,
+                                   segment.tier, directory.location(tp, segment)))
     return rows
 
 
@@ -333,7 +338,7 @@ class ViewReader(DataSourceReader):
         return [InputPartition(0)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        directory = LogDirectory(self.options.path, self.options.storage_options)
+        directory = open_log_directory(self.options)
         rows = view_rows(self.options.view, directory, self.options)
         if rows:
             yield to_arrow(self.options.view, rows)

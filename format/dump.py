@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from . import layout
 from .errors import CorruptIndexError, CorruptRecordError, UnsupportedCompressionError
@@ -30,6 +30,9 @@ from .offset_order import OffsetOrder
 from .producer_snapshot import CorruptSnapshotError, ProducerSnapshotEntry, decode_snapshot
 from .record_batch import RecordBatch, TimestampType
 from .txn_index import parse_aborted_txns
+
+if TYPE_CHECKING:
+    from .segment_reader import SegmentReader
 
 
 #: A record's key and value (None when null) -> the text printed after ``key:`` and ``payload:``
@@ -109,6 +112,28 @@ def dump_log(path: str, print_data: bool = False, decoder: RecordDecoder | None 
     for line in _index_disagreements(path, base, walked):
         result.corrupt = True
         result.lines.append(line)
+    return result
+
+
+def dump_segment(reader: SegmentReader, location: str, print_data: bool = False,
+                 decoder: RecordDecoder | None = None) -> DumpResult:
+    """The batches of a segment read through ``reader`` (a remote tier's object, a file of a log dir on any
+    filesystem), printed as ``dump_log`` prints a local ``.log``."""
+    result = DumpResult([f"Dumping {location}", f"Log starting offset: {reader.base_offset}"])
+    try:
+        for _, _, batches in reader.read_chunks(reader.base_offset):
+            for batch in batches:
+                valid = batch.compute_checksum() == batch.header.crc
+                result.lines.append(describe_batch(batch, valid))
+                if not valid:
+                    result.corrupt = True
+                    result.lines.append(f"  CRC mismatch at {location} position {batch.position}: stored "
+                                        f"0x{batch.header.crc:08x}, computed 0x{batch.compute_checksum():08x}")
+                elif print_data or decoder is not None:
+                    result.lines.extend(_record_lines(batch, decoder))
+    except CorruptRecordError as exc:
+        result.corrupt = True
+        result.lines.append(f"Found corruption: {exc}")
     return result
 
 

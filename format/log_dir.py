@@ -33,11 +33,12 @@ from .checkpoint import parse_offset_checkpoint
 from .errors import CheckpointError
 from .fs import filesystem_for, join
 from .layout import TopicPartition
+from .remote_tier import RemoteLogSegmentMetadata
 from .segment_reader import SegmentReader
 from .txn_index import AbortedTxn
 
 __all__ = ["SegmentInfo", "PartitionInfo", "LogDirectory", "entries", "partitions", "segments", "log_end_offset",
-           "read_offset_checkpoint", "is_replicated"]
+           "read_offset_checkpoint", "read_topic_id", "is_replicated"]
 
 log = logging.getLogger(__name__)
 
@@ -46,11 +47,17 @@ _RETRIES = 3  # listings of a partition whose segments vanish while being read
 
 @dataclass(frozen=True)
 class SegmentInfo:
-    """One segment's ``.log`` file: its base offset and size (``swapped``: a cleaned ``.log.swap`` standing in)."""
+    """One segment's ``.log`` file: its base offset and size (``swapped``: a cleaned ``.log.swap`` standing in;
+    ``remote``: the metadata of a segment in the remote tier, ``tiered_log``)."""
 
     base_offset: int
     size: int
     swapped: bool = False
+    remote: RemoteLogSegmentMetadata | None = None
+
+    @property
+    def tier(self) -> str:
+        return "local" if self.remote is None else "remote"
 
     @property
     def file_name(self) -> str:
@@ -128,6 +135,20 @@ def read_offset_checkpoint(fs: AbstractFileSystem, path: str) -> dict[TopicParti
     except FileNotFoundError:
         return {}
     return parse_offset_checkpoint(text, path)
+
+
+def read_topic_id(fs: AbstractFileSystem, partition_dir: str) -> str | None:
+    """The topic id in Kafka's ``partition.metadata`` (``version: 0`` / ``topic_id: <id>``), as written there
+    (Kafka's ``Uuid.toString``: URL-safe base64 without padding); None when there is none."""
+    try:
+        text = fs.cat_file(join(fs, partition_dir, layout.PARTITION_METADATA_FILE)).decode("utf-8")
+    except (FileNotFoundError, UnicodeDecodeError):
+        return None
+    for line in text.splitlines():
+        name, _, value = line.partition(":")
+        if name.strip() == "topic_id" and value.strip():
+            return value.strip()
+    return None
 
 
 def is_replicated(fs: AbstractFileSystem, root: str) -> bool:
@@ -223,8 +244,19 @@ class LogDirectory:
             log.warning("ignoring %s (nothing counts as committed): %s", path, exc)
             return {}
 
+    def location(self, tp: TopicPartition, segment: SegmentInfo) -> str:
+        """Where the segment's ``.log`` is, as a URL."""
+        return self.fs.unstrip_protocol(join(self.fs, self.partition_dir(tp), segment.file_name))
+
     def reader(self, tp: TopicPartition, segment: SegmentInfo) -> SegmentReader:
         return SegmentReader(self.fs, self.partition_dir(tp), segment.base_offset, segment.size)
+
+    def log_end_offset(self, tp: TopicPartition, listed: Sequence[SegmentInfo]) -> int:
+        """The offset after the last complete batch of the segments ``listed`` (in offset order, at least one)."""
+        last = listed[-1]
+        with self.reader(tp, last) as reader:
+            found = reader.next_offset()
+        return last.base_offset if found is None else found
 
     def describe(self, tp: TopicPartition, start_offsets: Mapping[TopicPartition, int] | None = None, *,
                  last_stable: bool = False, high_watermarks: Mapping[TopicPartition, int] | None = None,
@@ -245,10 +277,11 @@ class LogDirectory:
                                      0 if replicated else None)
             starts = self.log_start_offsets() if start_offsets is None else start_offsets
             try:
-                end = log_end_offset(self.fs, directory, listed)
+                end = self.log_end_offset(tp, listed)
                 start = max(listed[0].base_offset, min(starts.get(tp, 0), end))
                 committed = min(max((high_watermarks or {}).get(tp, start), start), end) if replicated else end
-                stable = transactions.last_stable_offset(self.fs, directory, names, listed, committed) \
+                local = [s for s in listed if s.remote is None]
+                stable = transactions.last_stable_offset(self.fs, directory, names, local, committed) \
                     if last_stable else None
             except FileNotFoundError:
                 if attempt == _RETRIES - 1:
@@ -269,5 +302,5 @@ class LogDirectory:
         """The aborted transactions overlapping [from_offset, until_offset), from the ``.txnindex`` files."""
         directory = self.partition_dir(tp)
         names = [name for name, _ in entries(self.fs, directory)]
-        return transactions.aborted_transactions(self.fs, directory, names, self.segments(tp), from_offset,
-                                                 until_offset)
+        local = [s for s in self.segments(tp) if s.remote is None]
+        return transactions.aborted_transactions(self.fs, directory, names, local, from_offset, until_offset)

@@ -31,13 +31,15 @@ DEFAULT_CHUNK_BYTES = 4 * 1024 * 1024
 
 
 class SegmentReader:
-    """One segment of ``directory`` (a partition directory) on ``fs``."""
+    """One segment of ``directory`` (a partition directory) on ``fs``; ``stem`` names its files when they
+    are not named by the base offset alone (a remote tier's ``<base offset>-<segment id>``)."""
 
-    def __init__(self, fs, directory: str, base_offset: int, log_size: int | None = None):
+    def __init__(self, fs, directory: str, base_offset: int, log_size: int | None = None, stem: str | None = None):
         self.fs = fs
         self.directory = directory
         self.base_offset = base_offset
-        self.log_path = join(fs, directory, layout.log_file_name(base_offset))
+        self.stem = layout.filename_prefix_from_offset(base_offset) if stem is None else stem
+        self.log_path = join(fs, directory, self.stem + layout.LOG_FILE_SUFFIX)
         self.records = FileRecords.open_fs(fs, self.log_path, log_size)
         self._offset_index: OffsetIndex | None = None
         self._time_index: TimeIndex | None = None
@@ -66,13 +68,13 @@ class SegmentReader:
     @property
     def offset_index(self) -> OffsetIndex:
         if self._offset_index is None:
-            self._offset_index = self._load_index(OffsetIndex, layout.offset_index_file_name(self.base_offset))
+            self._offset_index = self._load_index(OffsetIndex, self.stem + layout.INDEX_FILE_SUFFIX)
         return self._offset_index
 
     @property
     def time_index(self) -> TimeIndex:
         if self._time_index is None:
-            self._time_index = self._load_index(TimeIndex, layout.time_index_file_name(self.base_offset))
+            self._time_index = self._load_index(TimeIndex, self.stem + layout.TIME_INDEX_FILE_SUFFIX)
         return self._time_index
 
     def _start_of_walk(self, offset: int) -> tuple[int, OffsetOrder]:

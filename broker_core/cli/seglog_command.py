@@ -4,7 +4,8 @@
     seglog produce --log-dir D --topic T [--key-separator S]     (lines from stdin)
     seglog consume --log-dir D --topic T [--from-beginning | --partition P --offset O] [--max-messages N]
                    [--timeout-ms T] [--isolation-level L]        (follows the log until interrupted)
-    seglog dump FILE...
+                   [--storage-option K=V ...] [--remote-storage-url U]  (the remote tier under the log dir)
+    seglog dump FILE... | --log-dir D --topic T --partition P   (a partition: the remote tier's segments first)
     seglog groups list|describe|reset-offsets|delete --log-dir D [--group G] ...
     seglog transactions list|describe|describe-producers --log-dir D [--transactional-id T]
                         [--topic T --partition P] ...                      (as kafka-transactions.sh)
@@ -36,6 +37,7 @@ from .arguments import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, CommandError, U
 from .broker_access import open_broker
 from .progress import DEFAULT_REPORTING_INTERVAL_MS, ProgressLine, rate_text
 from .tables import aligned
+from .tiered_reads import add_remote_tier_arguments
 
 DEBUG_ENV = "SEGLOG_DEBUG"
 
@@ -198,7 +200,13 @@ def _consume(args: argparse.Namespace) -> int:
         raise UsageError("--offset needs --partition")
     if args.offset is not None and args.from_beginning:
         raise UsageError("--offset and --from-beginning exclude each other")
-    with open_broker(args, read_only=True) as broker:
+    with open_broker(args, read_only=True) as opened:
+        broker = opened
+        if not args.bootstrap:
+            from .tiered_reads import TieredReads, tiered_log_directory
+
+            # Offsets below the local log: from the remote tier, when the log dir has one.
+            broker = TieredReads(opened, [tiered_log_directory(args, d) for d in args.log_dir])
         count = broker.partitions_for(args.topic)
         partitions = [args.partition] if args.partition is not None else list(range(count))
         positions = {}
@@ -260,9 +268,46 @@ def _record_decoder(args: argparse.Namespace, path: str):
 def _dump(args: argparse.Namespace) -> int:
     from format.dump import dump_file
 
+    if args.log_dir:
+        return _dump_partition(args)
+    if args.topic is not None or args.partition is not None:
+        raise UsageError("--topic and --partition go with --log-dir")
+    if not args.files:
+        raise UsageError("dump needs files, or --log-dir with --topic and --partition")
     corrupt = False
     for path in args.files:
         result = dump_file(path, print_data=args.print_data_log, decoder=_record_decoder(args, path))
+        for line in result.lines:
+            print(line)
+        corrupt |= result.corrupt
+    return 1 if corrupt else 0
+
+
+def _dump_partition(args: argparse.Namespace) -> int:
+    """Every segment of a partition of a log dir, the remote tier's first (``--log-dir`` with ``--topic`` and
+    ``--partition``)."""
+    from format.dump import dump_segment
+    from format.layout import TopicPartition
+
+    from ..coordinator.transaction.transaction_log import TRANSACTION_STATE_TOPIC, format_record
+    from .tiered_reads import tiered_log_directory
+
+    if args.files or args.topic is None or args.partition is None:
+        raise UsageError("dump --log-dir takes --topic and --partition, and no files")
+    tp = TopicPartition(args.topic, args.partition)
+    directory = tiered_log_directory(args, args.log_dir)
+    if not directory.fs.isdir(directory.partition_dir(tp)):
+        raise CommandError(f"{args.log_dir} has no partition {tp}")
+    decoder = format_record if args.transaction_log_decoder or tp.topic == TRANSACTION_STATE_TOPIC else None
+    corrupt = False
+    for segment in directory.segments(tp):
+        location = directory.location(tp, segment)
+        try:
+            with directory.reader(tp, segment) as reader:
+                result = dump_segment(reader, location, print_data=args.print_data_log, decoder=decoder)
+        except FileNotFoundError:
+            raise CommandError(f"{location} is missing (segment {segment.base_offset} of {tp}, "
+                               f"{segment.tier} tier)") from None
         for line in result.lines:
             print(line)
         corrupt |= result.corrupt
@@ -443,15 +488,21 @@ def build_parser() -> argparse.ArgumentParser:
                          help="read_committed: only committed transactions, up to the last stable offset")
     consume.add_argument("--print-key", action="store_true")
     consume.add_argument("--key-separator", default="\t")
+    add_remote_tier_arguments(consume)
     with_reporting_interval(consume)
     consume.set_defaults(run=_consume)
 
     dump = commands.add_parser("dump", help="print the batches of .log files and the entries of index and "
                                           "producer snapshot files")
-    dump.add_argument("files", nargs="+", help=".log, .index, .timeindex, .txnindex or .snapshot files")
+    dump.add_argument("files", nargs="*", help=".log, .index, .timeindex, .txnindex or .snapshot files")
+    dump.add_argument("--log-dir", help="dump a partition of this log dir instead: every segment, the remote "
+                                        "tier's first (with --topic and --partition)")
+    dump.add_argument("--topic")
+    dump.add_argument("--partition", type=int)
     dump.add_argument("--print-data-log", action="store_true", help="print every record, not only batch headers")
     dump.add_argument("--transaction-log-decoder", action="store_true",
                       help="decode records as __transaction_state's (the default for that topic's segments)")
+    add_remote_tier_arguments(dump)
     dump.set_defaults(run=_dump)
 
     groups = commands.add_parser("groups", help="list, describe, reset the offsets of or delete consumer groups")

@@ -115,3 +115,17 @@ def test_a_bad_isolation_level_names_the_option_and_its_values(name):
     with pytest.raises(SeglogOptionError, match=f"option {name} must be one of read_uncommitted, read_committed, "
                                                 f"not 'committed'"):
         parse_options({**BASE, name: "committed"})
+
+
+def test_remote_storage_url_names_the_remote_tier_of_the_log_dir_in_path():
+    options = parse_options({"path": "/data/logs", "subscribe": "t", "remote.storage.url": "s3://bucket/tier",
+                             "storage.endpoint_url": "http://127.0.0.1:8333"})
+    assert options.remote_storage_url == "s3://bucket/tier"
+    assert options.storage_options == {"endpoint_url": "http://127.0.0.1:8333"}
+
+
+@pytest.mark.parametrize("given", [{"bootstrap": "127.0.0.1:9092"}, {"path": "/data/logs"}])
+def test_remote_storage_url_without_a_path_or_without_a_scheme_is_refused_naming_the_option(given):
+    url = "s3://bucket/tier" if "bootstrap" in given else "bucket/tier"
+    with pytest.raises(SeglogOptionError, match="option remote.storage.url"):
+        parse_options({**given, "subscribe": "t", "remote.storage.url": url})

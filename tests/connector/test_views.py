@@ -132,7 +132,9 @@ def test_an_empty_partition_has_offsets_but_no_timestamps(tmp_path):
     with Broker(d, background=False) as broker:
         broker.create_topic("empty", 1)
     assert offsets_rows(LogDirectory(d)) == [OffsetsRow("empty", 0, 0, 0, 0, 0, 0, 1, None, None)]
-    assert segments_rows(LogDirectory(d)) == [SegmentRow("empty", 0, 0, 0, 0, None, None, True)]
+    assert segments_rows(LogDirectory(d)) == [
+        SegmentRow("empty", 0, 0, 0, 0, None, None, True, "local",
+                   "file://" + os.path.join(d, "empty-0", layout.log_file_name(0)))]
 
 
 def test_views_read_a_directory_its_broker_is_still_writing(tmp_path):
@@ -168,7 +170,8 @@ def test_segments_rows_are_in_topic_partition_and_offset_order(log_dir):
     rows = segments_rows(LogDirectory(log_dir))
     assert [(r.topic, r.partition, r.base_offset) for r in rows] == sorted(
         [("clicks", 0, 0)] + [("orders", p, base) for p in range(2) for base, _ in log_files(log_dir, f"orders-{p}")])
-    assert rows[0] == SegmentRow("clicks", 0, 0, 7, log_files(log_dir, "clicks-0")[0][1], T0, T0 + 6_000, True)
+    assert rows[0] == SegmentRow("clicks", 0, 0, 7, log_files(log_dir, "clicks-0")[0][1], T0, T0 + 6_000, True,
+                                 "local", "file://" + os.path.join(log_dir, "clicks-0", layout.log_file_name(0)))
 
 
 # --- groups ----------------------------------------------------------------------------------------
@@ -232,7 +235,7 @@ def test_segments_view_through_spark(spark, log_dir):
     df = load(spark, log_dir, "segments", subscribe="orders")
     assert df.schema.simpleString() == ("struct<topic:string,partition:int,base_offset:bigint,next_offset:bigint,"
                                         "size_bytes:bigint,first_timestamp:timestamp,last_timestamp:timestamp,"
-                                        "active:boolean>")
+                                        "active:boolean,tier:string,location:string>")
     got = [tuple(r) for r in df.orderBy("topic", "partition", "base_offset").collect()]
     want = [as_spark(row) for row in segments_rows(LogDirectory(log_dir)) if row.topic == "orders"]
     assert got == want and len(got) > 2
