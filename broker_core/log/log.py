@@ -273,8 +273,14 @@ class Log:
 
     @property
     def local_log_start_offset(self) -> int:
-        """The first offset on local disk; below it the records are in the remote tier, if anywhere."""
-        return max(self.log_start_offset, self._segments[0].base_offset)
+        """The first offset on local disk; below it the records are in the remote tier, if anywhere: the one
+        set, else the first segment's base offset (or the log start offset above it)."""
+        stored = self.__dict__.get("_local_log_start_offset")
+        return max(self.log_start_offset, self._segments[0].base_offset) if stored is None else stored
+
+    @local_log_start_offset.setter
+    def local_log_start_offset(self, offset: int) -> None:
+        self.__dict__["_local_log_start_offset"] = offset
 
     @property
     def high_watermark(self) -> int:
