@@ -78,7 +78,8 @@ class PartitionDescription:
     replicas: tuple[int, ...] = ()
     isr: tuple[int, ...] = ()
     # With a remote tier (None without one): the first offset on local disk (``size_bytes`` and ``segments``
-    # are local disk's), and the remote tier's first offset (-1 when it holds none), bytes and segments.
+    # are local disk's), and the remote tier's first offset (-1 when it holds none), bytes and segments (None
+    # while the tier cannot be listed).
     local_log_start_offset: int | None = None
     remote_log_start_offset: int | None = None
     remote_size_bytes: int | None = None
@@ -421,10 +422,14 @@ class Broker:
             tiers = {}
             remote = self.remote_log_reader
             if remote is not None:
-                listed = remote.segments(lg.topic_partition)
-                tiers = dict(local_log_start_offset=local_log_start_offset(lg),
-                             remote_log_start_offset=listed[0].base_offset if listed else -1,
-                             remote_size_bytes=sum(m.size_in_bytes for m in listed), remote_segments=len(listed))
+                tiers = dict(local_log_start_offset=local_log_start_offset(lg))
+                try:
+                    listed = remote.segments(lg.topic_partition)
+                except KafkaStorageError:
+                    pass  # the tier cannot be listed (logged): what it holds is not known now
+                else:
+                    tiers.update(remote_log_start_offset=listed[0].base_offset if listed else -1,
+                                 remote_size_bytes=sum(m.size_in_bytes for m in listed), remote_segments=len(listed))
             parts.append(PartitionDescription(p, self.node_id, log_start_offset_of(lg, remote), lg.log_end_offset,
                                               lg.high_watermark, lg.size, len(lg.segments), (self.node_id,),
                                               (self.node_id,), **tiers))

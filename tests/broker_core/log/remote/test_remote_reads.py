@@ -237,3 +237,6 @@ def test_an_unreachable_remote_tier_fails_only_reads_of_the_tier(tiered):
         assert local.log_start_offset == local_start  # the earliest this broker can tell
         with pytest.raises(KafkaStorageError, match="s3://nowhere/tier: cannot list"):
             broker.fetch("t", 0, 0)
+        (described,) = broker.describe_topic("t").partitions
+        assert described.local_log_start_offset == local_start and described.remote_segments is None
+        broker.create_topic("new", 1)  # answered with its description
