@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 from format import layout
 from format.compression import CompressionType
 from format.errors import InvalidTopicError as FormatInvalidTopicError
+from format.fs import filesystem_for
 from format.layout import TopicPartition
 from format.control import ControlRecordType
 from format.record import Record, SimpleRecord
@@ -43,6 +44,7 @@ from .log.log import (CONSUMER_REPLICA_ID, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP,
 from .log.log_loader import UnreadableBytes
 from .log.log_manager import LogManager
 from .log.producer_state_manager import ActiveProducer
+from .log.remote import RemoteLogManager, RemoteStorageManager, write_remote_tier_file
 from .log.topic_store import PendingChange, TopicMetadata, TopicStore, new_topic_id
 from .partitioner import StickyPartitioner, assign_partitions
 from .produced_records import RecordMetadata, as_record
@@ -175,6 +177,10 @@ class Broker:
         # manager's scheduler, by the broker's clock.
         self.compaction_leases = CompactionLeases(self.log_manager, clock)
         self.compaction_leases.schedule_expiration(self.log_manager.scheduler)
+        #: Tiered storage (``remote.log.storage.system.enable``): copies rolled segments to the remote tier.
+        self.remote_log_manager: RemoteLogManager | None = None
+        if self.config.remote_log_storage_system_enable and not read_only:
+            self.remote_log_manager = self._start_remote_log_manager()
         if background and not read_only:
             self.log_manager.start_background()
         #: The server's group coordinator when one runs over this broker (offsets in transactions go to it).
@@ -189,6 +195,16 @@ class Broker:
                                      LogAppendInfo] | None = None
         self._closed = False
 
+    def _start_remote_log_manager(self) -> RemoteLogManager:
+        url = self.config.remote_storage_url
+        for log_dir in self.log_manager.log_dirs:
+            write_remote_tier_file(log_dir, url)
+        fs, _ = filesystem_for(url, self.config.remote_storage_options)
+        manager = RemoteLogManager(self.config, self.log_manager.all_logs, RemoteStorageManager(fs, url),
+                                   clock=self.clock)
+        manager.start_up(self.log_manager.scheduler)
+        return manager
+
     def __enter__(self) -> "Broker":
         return self
 
@@ -198,6 +214,8 @@ class Broker:
     def close(self) -> None:
         if not getattr(self, "_closed", True):
             self._closed = True
+            if self.remote_log_manager is not None:
+                self.remote_log_manager.close()
             if self._transaction_coordinator is not None:
                 self._transaction_coordinator.shutdown()
             self.log_manager.shutdown()

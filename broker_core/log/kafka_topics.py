@@ -158,7 +158,7 @@ def _known_overrides(topic: str, config: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in out.items() if k in TOPIC_CONFIG_NAMES}
 
 
-def _topic_id(fs: AbstractFileSystem, partition_dir: str) -> str | None:
+def partition_topic_id(fs: AbstractFileSystem, partition_dir: str) -> str | None:
     """The topic id in Kafka's ``partition.metadata`` (``version: 0`` / ``topic_id: <id>``), if any."""
     try:
         text = fs.cat_file(join(fs, partition_dir, layout.PARTITION_METADATA_FILE)).decode("utf-8")
@@ -188,7 +188,7 @@ def kafka_topics(fs: AbstractFileSystem, root: str) -> dict[str, TopicMetadata]:
     out = {}
     for topic, found in sorted(partitions.items()):
         first_dir = join(fs, root, layout.partition_dir_name(layout.TopicPartition(topic, min(found))))
-        topic_id = _topic_id(fs, first_dir) or topic_id_text(bytes(16))
+        topic_id = partition_topic_id(fs, first_dir) or topic_id_text(bytes(16))
         out[topic] = TopicMetadata(topic, topic_id, max(found) + 1,
                                     _known_overrides(topic, configs.get(topic, {})))
     return out
