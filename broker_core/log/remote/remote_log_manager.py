@@ -117,7 +117,7 @@ class RemoteLogManager:
                 return
             self._copy_segments(tp, lg, task)
             self._delete_expired(tp, lg, task)
-        except OSError as exc:  # fsspec and s3fs report a remote tier's failures as OSError
+        except Exception as exc:  # noqa: BLE001 — a store's failures come as OSError, botocore's, aiohttp's...
             task.failures += 1
             backoff = min(self.config.remote_log_manager_task_retry_backoff_ms * 2 ** (task.failures - 1),
                           self.config.remote_log_manager_task_retry_backoff_max_ms)

@@ -126,9 +126,11 @@ class RemoteStorageManager:
         directory = self.fs._strip_protocol(remote_tier.partition_path(self.url, topic, topic_id, partition))
         self.fs.invalidate_cache(directory)
         try:
-            names = self.fs.ls(directory, detail=False)
+            listed = self.fs.ls(directory, detail=False)
         except FileNotFoundError:
             return []
+        # Some stores (SeaweedFS) list the directory itself once it is empty.
+        names = [n for n in listed if n.rstrip("/") != directory.rstrip("/")]
         described = {n[:-len(METADATA_SUFFIX)] for n in names if n.endswith(METADATA_SUFFIX)}
         orphans = [n for n in names if not n.endswith(METADATA_SUFFIX) and _stem(n) not in described]
         for name in orphans:

@@ -63,7 +63,7 @@ def view(broker: Broker, fs, url: str) -> TierView:
     fs.invalidate_cache()
     directory = fs._strip_protocol(remote_tier.partition_path(url, TOPIC, topic_id, 0))
     try:
-        objects = sorted(fs.ls(directory, detail=False))
+        objects = sorted(n for n in fs.ls(directory, detail=False) if n.rstrip("/") != directory.rstrip("/"))
     except FileNotFoundError:
         objects = []
     return TierView(remote_tier.list_segments(fs, url, TOPIC, topic_id, 0), objects,

@@ -23,8 +23,8 @@ def tier(s3_bucket):
     return f"s3://{bucket}/tier", options, s3fs.S3FileSystem(**options)
 
 
-class Crash(Exception):
-    """The process dying at a chosen remote-tier operation."""
+class Crash(BaseException):
+    """The process dying at a chosen remote-tier operation (no handler survives it)."""
 
 
 class CrashingFileSystem:
@@ -61,11 +61,9 @@ def test_after_producing_most_segments_are_only_in_the_remote_tier_and_local_dis
         local = lg.segments
         assert len(v.remote) >= 10 and len(local) <= 4
         assert lg.log_start_offset == 0 and v.remote[0].base_offset == 0
-        assert lg.local_log_start_offset > v.remote[-1].base_offset  # copied segments left local disk
+        assert lg.local_log_start_offset >= v.remote[-3].end_offset  # copied segments left local disk
         assert lg.highest_offset_in_remote_storage == v.remote[-1].end_offset
         assert sum(s.size for s in local[:-1]) <= 2000  # local.retention.bytes
-        assert broker.read(TOPIC, 0, lg.local_log_start_offset)[0].value.startswith(
-            f"value-{lg.local_log_start_offset}".encode()) if hasattr(broker, "read") else True
         # the metadata names the segment's epochs and objects, and the log dir names the tier, without secrets
         assert v.remote[0].segment_leader_epochs == {0: 0}
         assert {".log", ".index", ".timeindex", ".snapshot", ".leader_epoch_checkpoint"} <= set(v.remote[0].objects)
@@ -83,10 +81,11 @@ def test_segments_not_below_the_high_watermark_or_still_active_are_not_copied(tm
         lg = broker.log_manager.get_log(TopicPartition(TOPIC, 0))
         produce(broker, 3, 20)
         lg.sole_replica = False
-        lg.update_high_watermark(lg.segments[1].base_offset)  # only the first segment is committed
+        committed = lg.segments[1].base_offset
+        lg.update_high_watermark(committed)  # only the first segment is committed
         tier_round(broker, broker.remote_log_manager)
         remote = view(broker, fs, url).remote
-        assert [(m.base_offset, m.end_offset) for m in remote] == [(0, lg.segments[1].base_offset - 1)]
+        assert [(m.base_offset, m.end_offset) for m in remote] == [(0, committed - 1)]
 
 
 def test_local_retention_never_deletes_a_segment_not_yet_copied(tmp_path, tier):
@@ -113,7 +112,8 @@ def test_total_retention_deletes_remote_segments_and_moves_the_log_start_offset(
         assert len(v.remote) < len(before)
         assert v.log.log_start_offset == v.remote[0].base_offset > 0
         local_only = sum(s.size for s in v.log.segments if s.base_offset > v.log.highest_offset_in_remote_storage)
-        assert sum(m.size_in_bytes for m in v.remote) + local_only <= 5000
+        # as Kafka: whole segments go while the excess over retention.bytes covers them
+        assert 0 <= sum(m.size_in_bytes for m in v.remote) + local_only - 5000 < v.remote[0].size_in_bytes
         # retention.ms counts from each segment's largest timestamp
         broker.alter_topic_config(TOPIC, {"retention.bytes": "-1", "retention.ms": "60000"})
         clock.sleep(120_000)
@@ -177,25 +177,27 @@ def test_a_crash_at_each_copy_and_delete_step_then_a_restart_leaves_no_lost_and_
 
 def test_an_unreachable_remote_tier_makes_copying_retry_with_back_off_and_deletes_nothing_local(tmp_path, caplog):
     url = "s3://unreachable/tier"
-    options = {"endpoint_url": "http://127.0.0.1:9", "key": "k", "secret": "s", "config_kwargs": None}
-    options.pop("config_kwargs")
+    options = {"endpoint_url": "http://127.0.0.1:9", "key": "k", "secret": "s"}
     clock = MockTime(current_time_ms=T0)
     with open_broker(tmp_path / "logs", url, options, clock, **{
             "remote.log.manager.task.retry.backoff.ms": "100",
             "remote.log.manager.task.retry.backoff.max.ms": "300"}) as broker:
-        broker.remote_log_manager.rsm.fs.retries = 1
+        broker.remote_log_manager.close()
+        # the same endpoint, with the client's own retries off so that the test is quick
+        unreachable = s3fs.S3FileSystem(**options, retries=1, config_kwargs={"retries": {"max_attempts": 1}})
+        manager = manager_over(broker, unreachable, url)
         broker.create_topic(TOPIC, 1, TIERED_TOPIC)
         produce(broker, 0, 40)
         caplog.set_level(logging.WARNING, logger="broker_core.log.remote.remote_log_manager")
         backoffs = []
         for _ in range(5):
             caplog.clear()
-            tier_round(broker, broker.remote_log_manager)
+            tier_round(broker, manager)
             warnings = [r.getMessage() for r in caplog.records]
             assert len(warnings) == 1 and url in warnings[0], warnings
             backoffs.append(int(warnings[0].split("retrying in ")[1].split(" ms")[0]))
             caplog.clear()
-            tier_round(broker, broker.remote_log_manager)  # within the back-off: no attempt
+            tier_round(broker, manager)  # within the back-off: no attempt
             assert caplog.records == []
             clock.sleep(backoffs[-1])
         assert backoffs == [100, 200, 300, 300, 300]
