@@ -139,7 +139,7 @@ def test_the_log_start_offset_survives_a_restart_as_the_remote_tiers_first_offse
 def _crash_scenario(broker, manager) -> None:
     produce(broker, 0, 16)
     tier_round(broker, manager)
-    broker.alter_topic_config(TOPIC, {"retention.bytes": "3000"})
+    broker.alter_topic_config(TOPIC, {"retention.bytes": "1800", "local.retention.bytes": "900"})
     tier_round(broker, manager)
 
 
@@ -153,16 +153,17 @@ def test_a_crash_at_each_copy_and_delete_step_then_a_restart_leaves_no_lost_and_
         assert_tier_whole(broker, fs, url + "/count")
     steps = counting.writes
     assert steps >= 20  # copies (metadata, objects, metadata) and deletes (metadata, objects, metadata)
+    left_behind = set()
     for step in range(steps):
         where, log_dir = f"{url}/crash-{step}", tmp_path / f"crash-{step}"
-        with open_broker(log_dir, where, options, **{"remote.log.storage.system.enable": "false"}) as broker:
-            # the topic's configs are checked against the broker's: create it on a tiered broker first
-            pass
         with open_broker(log_dir, where, options) as broker:
             broker.create_topic(TOPIC, 1, TIERED_TOPIC)
             broker.remote_log_manager.close()
             with pytest.raises(Crash):
                 _crash_scenario(broker, manager_over(broker, CrashingFileSystem(fs, crash_at=step), where))
+            crashed = view(broker, fs, where)
+            left_behind |= {m.state.name for m in crashed.remote}
+            described = {n.split(".", 1)[0] for n in crashed.objects if n.endswith(".metadata.json")}
         with open_broker(log_dir, where, options) as broker:  # the restart: recovery, then the rounds go on
             lg = broker.log_manager.get_log(TopicPartition(TOPIC, 0))
             start = lg.log_start_offset
@@ -173,6 +174,22 @@ def test_a_crash_at_each_copy_and_delete_step_then_a_restart_leaves_no_lost_and_
             assert v.log.log_start_offset >= start and v.log.log_end_offset == 24, f"step {step}"
             # every offset from the log start is in the remote tier or on local disk
             assert v.log.local_log_start_offset <= (v.remote[-1].end_offset + 1 if v.remote else start)
+    # the crashes did leave every kind of unfinished work for the restart to find
+    assert {"COPY_SEGMENT_STARTED", "DELETE_SEGMENT_STARTED"} <= left_behind, left_behind
+
+
+def test_objects_no_metadata_names_are_removed_as_orphans_at_start_up(tmp_path, tier):
+    url, options, fs = tier
+    with open_broker(tmp_path / "logs", url, options) as broker:
+        broker.create_topic(TOPIC, 1, TIERED_TOPIC)
+        produce(broker, 0, 20)
+        tier_round(broker, broker.remote_log_manager)
+        kept = view(broker, fs, url)
+        directory = kept.objects[0].rpartition("/")[0]
+        orphan = f"{directory}/{0:020d}-{remote_tier.new_segment_id()}.log"  # a copy dead before its first PUT
+        fs.pipe_file(orphan, b"partial")
+        tier_round(broker, manager_over(broker, fs, url))  # a restart's manager
+        assert view(broker, fs, url).objects == kept.objects
 
 
 def test_an_unreachable_remote_tier_makes_copying_retry_with_back_off_and_deletes_nothing_local(tmp_path, caplog):
@@ -184,7 +201,7 @@ def test_an_unreachable_remote_tier_makes_copying_retry_with_back_off_and_delete
             "remote.log.manager.task.retry.backoff.max.ms": "300"}) as broker:
         broker.remote_log_manager.close()
         # the same endpoint, with the client's own retries off so that the test is quick
-        unreachable = s3fs.S3FileSystem(**options, retries=1, config_kwargs={"retries": {"max_attempts": 1}})
+        unreachable = s3fs.S3FileSystem(**options, config_kwargs={"retries": {"max_attempts": 1}})
         manager = manager_over(broker, unreachable, url)
         broker.create_topic(TOPIC, 1, TIERED_TOPIC)
         produce(broker, 0, 40)
@@ -194,7 +211,7 @@ def test_an_unreachable_remote_tier_makes_copying_retry_with_back_off_and_delete
             caplog.clear()
             tier_round(broker, manager)
             warnings = [r.getMessage() for r in caplog.records]
-            assert len(warnings) == 1 and url in warnings[0], warnings
+            assert len(warnings) == 1 and url in warnings[0] and "Could not connect" in warnings[0], warnings
             backoffs.append(int(warnings[0].split("retrying in ")[1].split(" ms")[0]))
             caplog.clear()
             tier_round(broker, manager)  # within the back-off: no attempt
