@@ -5,10 +5,13 @@ from __future__ import annotations
 import logging
 import os
 
+import fsspec
 import pytest
 import s3fs
 
+from broker_core import Broker
 from broker_core.clock import MockTime
+from broker_core.config import BrokerConfig
 from broker_core.errors import InvalidConfigurationError
 from format import remote_tier
 from format.layout import TopicPartition
@@ -224,9 +227,7 @@ def test_an_unreachable_remote_tier_makes_copying_retry_with_back_off_and_delete
 
 def test_a_follower_copies_nothing_and_a_new_leader_continues_from_the_listed_metadata(tmp_path):
     url = (tmp_path / "remote").as_uri()
-    local = (tmp_path / "remote")
-    local.mkdir()
-    import fsspec
+    (tmp_path / "remote").mkdir()
     fs = fsspec.filesystem("file")
     with open_broker(tmp_path / "logs", url, {}) as broker:
         broker.remote_log_manager.close()
@@ -248,15 +249,13 @@ def test_a_follower_copies_nothing_and_a_new_leader_continues_from_the_listed_me
 # --- configuration ------------------------------------------------------------------------------
 
 
-def test_remote_storage_on_a_compacted_topic_is_refused_as_kafka_refuses_it(tmp_path, tier):
-    url, options, _ = tier
-    with open_broker(tmp_path / "logs", url, options) as broker:
+def test_remote_storage_on_a_compacted_topic_is_refused_as_kafka_refuses_it(tmp_path):
+    with open_broker(tmp_path / "logs", (tmp_path / "remote").as_uri(), {}) as broker:
         with pytest.raises(InvalidConfigurationError, match="Remote log storage is unsupported for the compacted topics"):
             broker.create_topic(TOPIC, 1, {"remote.storage.enable": "true", "cleanup.policy": "compact"})
 
 
 def test_remote_storage_on_a_broker_without_the_remote_log_storage_system_is_refused(tmp_path):
-    from broker_core import Broker
     with Broker(str(tmp_path / "logs"), background=False) as broker:
         with pytest.raises(InvalidConfigurationError, match="Tiered Storage functionality is disabled in the broker"):
             broker.create_topic(TOPIC, 1, {"remote.storage.enable": "true"})
@@ -274,16 +273,14 @@ def test_remote_storage_on_a_broker_without_the_remote_log_storage_system_is_ref
      "set as 1000"),
     ({"local.retention.ms": "-3"}, "Invalid value -3 for configuration local.retention.ms: Value must be at least -2"),
 ])
-def test_local_retention_above_the_total_is_refused_with_kafkas_message(tmp_path, tier, props, message):
-    url, options, _ = tier
-    with open_broker(tmp_path / "logs", url, options) as broker:
+def test_local_retention_above_the_total_is_refused_with_kafkas_message(tmp_path, props, message):
+    with open_broker(tmp_path / "logs", (tmp_path / "remote").as_uri(), {}) as broker:
         with pytest.raises(InvalidConfigurationError) as raised:
             broker.create_topic(TOPIC, 1, {"remote.storage.enable": "true", **props})
         assert str(raised.value) == message
 
 
 def test_remote_storage_options_stay_out_of_the_broker_configs_extra_and_need_a_url():
-    from broker_core.config import BrokerConfig
     config = BrokerConfig.from_props({"remote.log.storage.system.enable": "true", "remote.storage.url": "s3://b/p",
                                       "remote.storage.options.secret": "hush"})
     assert dict(config.remote_storage_options) == {"secret": "hush"} and "hush" not in repr(config)
