@@ -32,6 +32,13 @@ follower reads to the log end, a consumer to the high watermark, a
 read_committed consumer to the last stable offset, which a transaction holds
 until its marker is below the high watermark.
 
+With remote storage (``remote.storage.enable``, Kafka's tiered storage) the log has two start
+offsets: ``log_start_offset``, the first offset anywhere (the remote tier's first, checkpointed in
+``log-start-offset-checkpoint``), and ``local_log_start_offset``, the first on local disk, where local
+reads begin. Retention then keeps ``local.retention.*`` locally and deletes only segments the remote
+tier holds whole (``highest_offset_in_remote_storage``, set by the remote log manager); the remote log
+manager applies the totals and moves the log start offset.
+
 A log opened read-only (``Log.open(..., read_only=True)``) writes nothing and
 refuses every write; ``refresh()`` takes in what the directory's owner
 appended, rolled or deleted since. It keeps no producer state: its last

@@ -44,7 +44,9 @@ class LogSegmentData:
 def write_remote_tier_file(log_dir: str, url: str) -> None:
     """Record in ``log_dir`` where its remote tier lives (the URL only), for readers given the log dir."""
     path = os.path.join(log_dir, remote_tier.REMOTE_TIER_FILE)
-    text = f"remote.storage.url={_escape_property(url)}\n"
+    # Java's Properties.load takes ':' and '=' after the first separator as they are: the URL goes unescaped,
+    # so that the simplest key=value reader gets it whole too.
+    text = f"remote.storage.url={url}\n"
     try:
         with open(path) as f:
             if f.read() == text:
@@ -58,12 +60,6 @@ def write_remote_tier_file(log_dir: str, url: str) -> None:
         os.fsync(f.fileno())
     os.replace(tmp, path)
     fsync_dir(log_dir)
-
-
-def _escape_property(value: str) -> str:
-    # Java properties: a backslash escapes; ':' and '=' in a value are taken as they are, but escaping them
-    # is what java.util.Properties.store writes.
-    return value.replace("\\", "\\\\").replace(":", "\\:").replace("=", "\\=")
 
 
 class RemoteStorageManager:
