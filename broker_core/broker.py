@@ -200,8 +200,10 @@ class Broker:
         for log_dir in self.log_manager.log_dirs:
             write_remote_tier_file(log_dir, url)
         fs, _ = filesystem_for(url, self.config.remote_storage_options)
+        # In a cluster nothing is tiered until the replica manager says which partitions this broker leads.
+        sole = self.log_manager.sole_replica
         manager = RemoteLogManager(self.config, self.log_manager.all_logs, RemoteStorageManager(fs, url),
-                                   clock=self.clock)
+                                   clock=self.clock, is_leader=lambda tp: sole)
         manager.start_up(self.log_manager.scheduler)
         return manager
 
