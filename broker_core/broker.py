@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 from format import layout
 from format.compression import CompressionType
 from format.errors import InvalidTopicError as FormatInvalidTopicError
+from format.fs import filesystem_for
 from format.layout import TopicPartition
 from format.control import ControlRecordType
 from format.record import Record, SimpleRecord
@@ -44,10 +45,11 @@ from .log.log import (CONSUMER_REPLICA_ID, EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TI
 from .log.log_loader import UnreadableBytes
 from .log.log_manager import LogManager
 from .log.producer_state_manager import ActiveProducer
+from .log.remote import RemoteLogManager, RemoteStorageManager, write_remote_tier_file
 from .log.remote.remote_index_cache import DIR_NAME as REMOTE_INDEX_CACHE_DIR
 from .log.remote.remote_index_cache import RemoteIndexCache
-from .log.remote.remote_log_reader import (RemoteLogReader, fetch_offset_for_timestamp, local_log_start_offset,
-                                           log_start_offset_of, read_log, remote_storage_of)
+from .log.remote.remote_log_reader import (RemoteLogReader, fetch_offset_for_timestamp, log_start_offset_of,
+                                           read_log, remote_storage_of)
 from .log.topic_store import PendingChange, TopicMetadata, TopicStore, new_topic_id
 from .partitioner import StickyPartitioner, assign_partitions
 from .produced_records import RecordMetadata, as_record
@@ -190,6 +192,10 @@ class Broker:
         # manager's scheduler, by the broker's clock.
         self.compaction_leases = CompactionLeases(self.log_manager, clock)
         self.compaction_leases.schedule_expiration(self.log_manager.scheduler)
+        #: Tiered storage (``remote.log.storage.system.enable``): copies rolled segments to the remote tier.
+        self.remote_log_manager: RemoteLogManager | None = None
+        if self.config.remote_log_storage_system_enable and not read_only:
+            self.remote_log_manager = self._start_remote_log_manager()
         if background and not read_only:
             self.log_manager.start_background()
         #: The server's group coordinator when one runs over this broker (offsets in transactions go to it).
@@ -218,6 +224,18 @@ class Broker:
         meta = self.topics.get(topic)
         return None if meta is None else meta.topic_id
 
+    def _start_remote_log_manager(self) -> RemoteLogManager:
+        url = self.config.remote_storage_url
+        for log_dir in self.log_manager.log_dirs:
+            write_remote_tier_file(log_dir, url)
+        fs, _ = filesystem_for(url, self.config.remote_storage_options)
+        # In a cluster nothing is tiered until the replica manager says which partitions this broker leads.
+        sole = self.log_manager.sole_replica
+        manager = RemoteLogManager(self.config, self.log_manager.all_logs, RemoteStorageManager(fs, url),
+                                   clock=self.clock, is_leader=lambda tp: sole)
+        manager.start_up(self.log_manager.scheduler)
+        return manager
+
     def __enter__(self) -> "Broker":
         return self
 
@@ -227,6 +245,8 @@ class Broker:
     def close(self) -> None:
         if not getattr(self, "_closed", True):
             self._closed = True
+            if self.remote_log_manager is not None:
+                self.remote_log_manager.close()
             if self._transaction_coordinator is not None:
                 self._transaction_coordinator.shutdown()
             self.log_manager.shutdown()
@@ -422,7 +442,7 @@ class Broker:
             tiers = {}
             remote = self.remote_log_reader
             if remote is not None:
-                tiers = dict(local_log_start_offset=local_log_start_offset(lg))
+                tiers = dict(local_log_start_offset=lg.local_log_start_offset)
                 try:
                     listed = remote.segments(lg.topic_partition)
                 except KafkaStorageError:

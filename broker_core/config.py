@@ -43,7 +43,17 @@ registration and its renewal), ``broker.rack``, ``auto.leader.rebalance.enable``
 
 Settings Kafka deprecated before 4.0 (``message.format.version``,
 ``message.timestamp.difference.max.ms``, ``message.downconversion.enable``)
-and the tiered-storage and replication-throttle settings are not known here.
+and the replication-throttle settings are not known here.
+
+Tiered storage (KIP-405) keeps Kafka's names: the broker's
+``remote.log.storage.system.enable``, ``remote.log.manager.task.interval.ms``,
+``remote.log.manager.task.retry.backoff.ms`` / ``.backoff.max.ms``,
+``log.local.retention.ms`` / ``.bytes``; the topic's ``remote.storage.enable``,
+``local.retention.ms`` / ``.bytes`` (-2: the total, ``retention.ms`` /
+``.bytes``). Kafka leaves the storage manager pluggable; seglog's is fsspec,
+configured by ``remote.storage.url`` and ``remote.storage.options.<name>``
+(fsspec storage options, e.g. ``endpoint_url``, ``key``, ``secret``: kept in
+memory only, ``remote_storage_options``, and never shown).
 """
 
 from __future__ import annotations
@@ -82,6 +92,8 @@ __all__ = [
 ]
 
 DEFAULT_MAX_PARTITIONS = 20_000
+#: Broker settings ``remote.storage.options.<name>`` are the remote tier's fsspec storage options.
+REMOTE_STORAGE_OPTIONS_PREFIX = "remote.storage.options."
 
 LONG_MAX = (1 << 63) - 1
 INT_MAX = (1 << 31) - 1
@@ -335,6 +347,9 @@ _TOPIC_KEYS: tuple[_Key, ...] = (
     _Key("preallocate", _Type.BOOLEAN),
     _Key("min.insync.replicas", _Type.INT, _at_least(1)),
     _Key("unclean.leader.election.enable", _Type.BOOLEAN),
+    _Key("remote.storage.enable", _Type.BOOLEAN),
+    _Key("local.retention.ms", _Type.LONG, _at_least(-2)),
+    _Key("local.retention.bytes", _Type.LONG, _at_least(-2)),
 )
 _TOPIC_KEYS_BY_NAME = {key.name: key for key in _TOPIC_KEYS}
 
@@ -373,6 +388,9 @@ TOPIC_CONFIG_SYNONYMS: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "preallocate": ("log.preallocate",),
     "min.insync.replicas": ("min.insync.replicas",),
     "unclean.leader.election.enable": ("unclean.leader.election.enable",),
+    "remote.storage.enable": (),
+    "local.retention.ms": ("log.local.retention.ms",),
+    "local.retention.bytes": ("log.local.retention.bytes",),
 })
 
 
@@ -425,12 +443,49 @@ class LogConfig:
     preallocate: bool = False
     min_insync_replicas: int = 1
     unclean_leader_election_enable: bool = False
+    remote_storage_enable: bool = False
+    local_retention_ms: int = -2
+    local_retention_bytes: int = -2
+    #: The broker's ``remote.log.storage.system.enable`` (not a topic setting): Kafka validates a topic's
+    #: ``remote.storage.enable`` against it.
+    remote_log_storage_system_enable: bool = field(default=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         _coerce_fields(self, _TOPIC_KEYS)
         object.__setattr__(self, "cleanup_policy", _canonical_policy(self.cleanup_policy))
         _check_compaction_lags("min.compaction.lag.ms", self.min_compaction_lag_ms,
                                "max.compaction.lag.ms", self.max_compaction_lag_ms)
+        if self.remote_storage_enable:
+            self._check_remote_storage()
+
+    def _check_remote_storage(self) -> None:
+        # Kafka's LogConfig.validateTopicLogConfigValues for a topic with remote storage, in its order and words.
+        if not self.remote_log_storage_system_enable:
+            raise InvalidConfigurationError(
+                "Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote "
+                "log storage.", config_name="remote.storage.enable", value=True)
+        if self.compact:
+            raise InvalidConfigurationError("Remote log storage is unsupported for the compacted topics",
+                                            config_name="remote.storage.enable", value=True)
+        for local_name, local, total_name, total in (
+                ("local.retention.bytes", self.local_retention_bytes, "retention.bytes", self.retention_bytes),
+                ("local.retention.ms", self.local_retention_ms, "retention.ms", self.retention_ms)):
+            if total != -1 and local != -2:
+                if local == -1:
+                    raise _invalid(local_name, local, f"Value must not be -1 as {total_name} value is set as {total}")
+                if local > total:
+                    raise _invalid(local_name, local, f"Value must not be more than {total_name} property value: "
+                                                      f"{total}")
+
+    @property
+    def local_retention_ms_resolved(self) -> int:
+        """How long a segment stays on local disk: ``local.retention.ms``, or ``retention.ms`` for -2."""
+        return self.retention_ms if self.local_retention_ms == -2 else self.local_retention_ms
+
+    @property
+    def local_retention_bytes_resolved(self) -> int:
+        """How many bytes stay on local disk: ``local.retention.bytes``, or ``retention.bytes`` for -2."""
+        return self.retention_bytes if self.local_retention_bytes == -2 else self.local_retention_bytes
 
     # -- reading --
 
@@ -599,6 +654,13 @@ _BROKER_KEYS: tuple[_Key, ...] = (
     _Key("transactional.id.expiration.ms", _Type.INT, _at_least(1)),
     _Key("transaction.abort.timed.out.transaction.cleanup.interval.ms", _Type.INT, _at_least(1)),
     _Key("transaction.remove.expired.transaction.cleanup.interval.ms", _Type.INT, _at_least(1)),
+    _Key("remote.log.storage.system.enable", _Type.BOOLEAN),
+    _Key("remote.storage.url", _Type.STRING, nullable=True),
+    _Key("remote.log.manager.task.interval.ms", _Type.LONG, _at_least(1)),
+    _Key("remote.log.manager.task.retry.backoff.ms", _Type.LONG, _at_least(1)),
+    _Key("remote.log.manager.task.retry.backoff.max.ms", _Type.LONG, _at_least(1)),
+    _Key("log.local.retention.ms", _Type.LONG, _at_least(-2)),
+    _Key("log.local.retention.bytes", _Type.LONG, _at_least(-2)),
 )
 _BROKER_KEYS_BY_NAME = {key.name: key for key in _BROKER_KEYS}
 # Older spellings of the same setting; the one in _BROKER_KEYS wins when both are given.
@@ -714,6 +776,16 @@ class BrokerConfig:
     transactional_id_expiration_ms: int = 7 * 24 * _MS_PER_HOUR
     transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10_000
     transaction_remove_expired_transaction_cleanup_interval_ms: int = _MS_PER_HOUR
+    remote_log_storage_system_enable: bool = False
+    remote_storage_url: str | None = None
+    remote_log_manager_task_interval_ms: int = 30_000
+    remote_log_manager_task_retry_backoff_ms: int = 500
+    remote_log_manager_task_retry_backoff_max_ms: int = 30_000
+    log_local_retention_ms: int = -2
+    log_local_retention_bytes: int = -2
+    #: ``remote.storage.options.<name>``: the remote tier's fsspec storage options (credentials among them),
+    #: kept out of ``extra``, of DescribeConfigs and of every file.
+    remote_storage_options: Mapping[str, str] = field(default_factory=dict, hash=False, repr=False, compare=False)
     static_overrides: frozenset[str] = frozenset()
     extra: Mapping[str, str] = field(default_factory=dict, hash=False)
 
@@ -721,6 +793,11 @@ class BrokerConfig:
         _coerce_fields(self, _BROKER_KEYS)
         object.__setattr__(self, "log_cleanup_policy", _canonical_policy(self.log_cleanup_policy))
         object.__setattr__(self, "extra", MappingProxyType(dict(self.extra)))
+        object.__setattr__(self, "remote_storage_options", MappingProxyType(dict(self.remote_storage_options)))
+        if self.remote_log_storage_system_enable and not self.remote_storage_url:
+            raise InvalidConfigurationError(
+                "Invalid value null for configuration remote.storage.url: it must be set when "
+                "remote.log.storage.system.enable is true", config_name="remote.storage.url", value=None)
         # A value that differs from the default was set by someone, even when
         # the config was built in Python rather than from properties.
         defaults = {f.name: f.default for f in dataclasses.fields(self)}
@@ -757,10 +834,14 @@ class BrokerConfig:
         """
         changes: dict[str, Any] = {}
         extra: dict[str, str] = {}
+        remote_options: dict[str, str] = {}
         given: set[str] = set()
         for name, value in props.items():
             key = _BROKER_KEYS_BY_NAME.get(name)
-            if key is not None:
+            if name.startswith(REMOTE_STORAGE_OPTIONS_PREFIX):
+                remote_options[name[len(REMOTE_STORAGE_OPTIONS_PREFIX):]] = (
+                    value if isinstance(value, str) else _render(value))
+            elif key is not None:
                 given.add(name)
                 changes[key.attr] = value
             elif name not in _BROKER_ALIASES:
@@ -777,7 +858,7 @@ class BrokerConfig:
                 raise InvalidConfigurationError(
                     f"Invalid value {broker_id} for configuration broker.id: it must equal node.id ({node_id})",
                     config_name="broker.id", value=broker_id)
-        return cls(**changes, static_overrides=frozenset(given), extra=extra)
+        return cls(**changes, static_overrides=frozenset(given), extra=extra, remote_storage_options=remote_options)
 
     # -- resolved settings --
 
@@ -847,4 +928,7 @@ class BrokerConfig:
             preallocate=self.log_preallocate,
             min_insync_replicas=self.min_insync_replicas,
             unclean_leader_election_enable=self.unclean_leader_election_enable,
+            local_retention_ms=self.log_local_retention_ms,
+            local_retention_bytes=self.log_local_retention_bytes,
+            remote_log_storage_system_enable=self.remote_log_storage_system_enable,
         )

@@ -32,6 +32,13 @@ follower reads to the log end, a consumer to the high watermark, a
 read_committed consumer to the last stable offset, which a transaction holds
 until its marker is below the high watermark.
 
+With remote storage (``remote.storage.enable``, Kafka's tiered storage) the log has two start
+offsets: ``log_start_offset``, the first offset anywhere (the remote tier's first, checkpointed in
+``log-start-offset-checkpoint``), and ``local_log_start_offset``, the first on local disk, where local
+reads begin. Retention then keeps ``local.retention.*`` locally and deletes only segments the remote
+tier holds whole (``highest_offset_in_remote_storage``, set by the remote log manager); the remote log
+manager applies the totals and moves the log start offset.
+
 A log opened read-only (``Log.open(..., read_only=True)``) writes nothing and
 refuses every write; ``refresh()`` takes in what the directory's owner
 appended, rolled or deleted since. It keeps no producer state: its last
@@ -192,7 +199,14 @@ class Log:
         self._lock = threading.RLock()
         self._log_end_offset = next_offset
         self.recovery_point = recovery_point
-        self.log_start_offset = max(log_start_offset, segments[0].base_offset)
+        # The first offset on local disk; the log start offset is the first anywhere: with remote storage
+        # (Kafka's tiered storage) the remote tier holds the offsets between them.
+        self.local_log_start_offset = max(log_start_offset, segments[0].base_offset)
+        self.log_start_offset = (min(max(log_start_offset, 0), self.local_log_start_offset)
+                                 if config.remote_storage_enable else self.local_log_start_offset)
+        # The last offset the remote tier holds in a finished copy (-1: none known); only segments wholly at
+        # or below it may leave local disk (the remote log manager sets it).
+        self.highest_offset_in_remote_storage = -1
         self.last_flush_time = clock.milliseconds()
         self._closed = False
         self.read_only = read_only
@@ -272,17 +286,6 @@ class Log:
         return self._log_end_offset
 
     @property
-    def local_log_start_offset(self) -> int:
-        """The first offset on local disk; below it the records are in the remote tier, if anywhere: the one
-        set, else the first segment's base offset (or the log start offset above it)."""
-        stored = self.__dict__.get("_local_log_start_offset")
-        return max(self.log_start_offset, self._segments[0].base_offset) if stored is None else stored
-
-    @local_log_start_offset.setter
-    def local_log_start_offset(self, offset: int) -> None:
-        self.__dict__["_local_log_start_offset"] = offset
-
-    @property
     def high_watermark(self) -> int:
         """The offset below which records are committed (the log end while the log is the only replica;
         a read-only view's is the end of what it sees, or, of a replica, what its owner checkpointed)."""
@@ -343,7 +346,7 @@ class Log:
         missing) assign the epochs they carry that the cache lacks."""
         cache = self.leader_epoch_cache
         cache.truncate_from_end(self._log_end_offset)
-        start = self.log_start_offset if rebuild else min(recovered, default=None)
+        start = self.local_log_start_offset if rebuild else min(recovered, default=None)
         if start is not None:
             assigned = 0
             for segment in list(self._segments):
@@ -355,7 +358,8 @@ class Log:
                     if header.last_offset < start or header.partition_leader_epoch < 0:
                         continue
                     if latest is None or header.partition_leader_epoch > latest:
-                        cache.assign(header.partition_leader_epoch, max(header.base_offset, self.log_start_offset))
+                        cache.assign(header.partition_leader_epoch,
+                                     max(header.base_offset, self.local_log_start_offset))
                         assigned += 1
             if assigned:
                 log.info("%s: leader epochs rebuilt from the batches from offset %d: %s", self, start,
@@ -421,9 +425,9 @@ class Log:
         the replay starts at or below the first of them and indexes their aborted transactions again."""
         state = self.producer_state
         first_rebuilt = min(rebuilt_segments, default=None)
-        state.truncate_and_reload(self.log_start_offset, self._log_end_offset, self.clock.milliseconds(),
+        state.truncate_and_reload(self.local_log_start_offset, self._log_end_offset, self.clock.milliseconds(),
                                   at_most=first_rebuilt)
-        start = max(state.map_end_offset, self.log_start_offset)
+        start = max(state.map_end_offset, self.local_log_start_offset)
         replayed = 0
         for segment in list(self._segments):
             next_base = self._next_base(segment)
@@ -555,7 +559,7 @@ class Log:
             gone = self._segments.pop(0)
             self._bases.pop(0)
             gone.close()
-        self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
+        self._advance_local_log_start_offset(self._segments[0].base_offset)
 
     # --- append -----------------------------------------------------------
 
@@ -832,10 +836,13 @@ class Log:
     # --- reading -----------------------------------------------------------
 
     def _check_offset(self, offset: int) -> None:
-        if offset < self.log_start_offset or offset > self._log_end_offset:
-            below = offset < self.log_start_offset
+        # Local reads: below the local log start offset the records are in the remote tier, if anywhere.
+        if offset < self.local_log_start_offset or offset > self._log_end_offset:
+            below = offset < self.local_log_start_offset
+            which = "log start offset" if self.local_log_start_offset == self.log_start_offset else \
+                "local log start offset"
             raise OffsetOutOfRangeError(
-                f"{self}: offset {offset} is {'below the log start offset ' + str(self.log_start_offset) if below else 'beyond the log end offset ' + str(self._log_end_offset)}")
+                f"{self}: offset {offset} is {f'below the {which} {self.local_log_start_offset}' if below else 'beyond the log end offset ' + str(self._log_end_offset)}")
 
     def read(self, start_offset: int, max_bytes: int, min_one_message: bool = True,
              max_offset: int | None = None, isolation: FetchIsolation = FetchIsolation.HIGH_WATERMARK
@@ -887,7 +894,7 @@ class Log:
                     if self.read_only and not self._closed:
                         self._drop_vanished_segments()  # the owner's retention removed it since the last look
                     gone = self._closed or segment not in self._segments
-                    replaced = gone and not self._closed and start_offset >= self.log_start_offset
+                    replaced = gone and not self._closed and start_offset >= self.local_log_start_offset
                 if replaced:
                     return None
                 if gone:
@@ -947,7 +954,7 @@ class Log:
             return TimestampAndOffset(best.max_timestamp_so_far, best.offset_of_max_timestamp_so_far)
         for segment in segments:
             if segment.size and segment.max_timestamp_so_far >= timestamp:
-                found = segment.find_offset_by_timestamp(timestamp, self.log_start_offset)
+                found = segment.find_offset_by_timestamp(timestamp, self.local_log_start_offset)
                 if found is not None:
                     return found
         return None
@@ -1010,6 +1017,7 @@ class Log:
             self._log_end_offset = active.read_next_offset()
             self.recovery_point = min(self.recovery_point, self._log_end_offset)
             self.log_start_offset = min(self.log_start_offset, self._log_end_offset)
+            self.local_log_start_offset = min(self.local_log_start_offset, self._log_end_offset)
             self._high_watermark = min(self._high_watermark, self._log_end_offset)
             self.leader_epoch_cache.truncate_from_end(self._log_end_offset)
             self._load_producer_state()
@@ -1028,6 +1036,7 @@ class Log:
             self._log_end_offset = new_offset
             self.recovery_point = new_offset
             self.log_start_offset = new_offset
+            self.local_log_start_offset = new_offset
             self._high_watermark = new_offset
             self.leader_epoch_cache.clear()
             self.producer_state.truncate_fully_and_start_at(new_offset)
@@ -1056,8 +1065,8 @@ class Log:
             for segment in doomed:
                 self._segments.remove(segment)
                 self._bases.remove(segment.base_offset)
-            self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
-            self._high_watermark = max(self._high_watermark, self.log_start_offset)
+            self._advance_local_log_start_offset(self._segments[0].base_offset)
+            self._high_watermark = max(self._high_watermark, self.local_log_start_offset)
             self._forget_replicated_transactions()
             self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
             for segment in doomed:
@@ -1111,17 +1120,49 @@ class Log:
                 segment.change_file_suffixes(layout.SWAP_FILE_SUFFIX, "")
             fsync_dir(self.dir)
 
+    def _advance_local_log_start_offset(self, offset: int) -> None:
+        self.local_log_start_offset = max(self.local_log_start_offset, offset)
+        if not self.config.remote_storage_enable:
+            self.log_start_offset = max(self.log_start_offset, self.local_log_start_offset)
+
+    def maybe_increment_log_start_offset(self, offset: int, reason: str) -> None:
+        """Move the log start offset (the first offset anywhere) forward to ``offset``: the remote log manager,
+        after deleting remote segments. Local segments wholly below it go at the next retention pass."""
+        with self._lock:
+            if offset > self.log_start_offset:
+                log.info("%s: log start offset %d -> %d (%s)", self, self.log_start_offset, offset, reason)
+                self.log_start_offset = min(offset, self._log_end_offset)
+                self.local_log_start_offset = max(self.local_log_start_offset, self.log_start_offset)
+                self._high_watermark = max(self._high_watermark, self.log_start_offset)
+                self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
+
+    def _remote_copied(self, predicate: Callable[[LogSegment, LogSegment | None], bool]
+                       ) -> Callable[[LogSegment, LogSegment | None], bool]:
+        """With remote storage, a segment leaves local disk only once the remote tier holds all of it (Kafka's
+        UnifiedLog.isSegmentEligibleForDeletion)."""
+        if not self.config.remote_storage_enable:
+            return predicate
+        return lambda s, following: (following is not None
+                                     and following.base_offset - 1 <= self.highest_offset_in_remote_storage
+                                     and predicate(s, following))
+
     def delete_retention_ms_breached_segments(self) -> int:
-        if self.config.retention_ms < 0:
+        # With remote storage the local tail keeps local.retention.ms; the remote log manager applies the total.
+        remote = self.config.remote_storage_enable
+        retention_ms = self.config.local_retention_ms_resolved if remote else self.config.retention_ms
+        if retention_ms < 0:
             return 0
         now = self.clock.milliseconds()
-        return self.delete_old_segments(lambda s, _: now - s.largest_timestamp > self.config.retention_ms,
-                                        f"retention.ms {self.config.retention_ms} breached")
+        name = "local.retention.ms" if remote else "retention.ms"
+        return self.delete_old_segments(self._remote_copied(lambda s, _: now - s.largest_timestamp > retention_ms),
+                                        f"{name} {retention_ms} breached")
 
     def delete_retention_size_breached_segments(self) -> int:
-        if self.config.retention_bytes < 0:
+        remote = self.config.remote_storage_enable
+        retention_bytes = self.config.local_retention_bytes_resolved if remote else self.config.retention_bytes
+        if retention_bytes < 0:
             return 0
-        excess = [self.size - self.config.retention_bytes]
+        excess = [self.size - retention_bytes]
 
         def over(segment: LogSegment, _next) -> bool:
             if excess[0] - segment.size >= 0:
@@ -1131,7 +1172,8 @@ class Log:
 
         if excess[0] <= 0:
             return 0
-        return self.delete_old_segments(over, f"retention.bytes {self.config.retention_bytes} breached")
+        name = "local.retention.bytes" if remote else "retention.bytes"
+        return self.delete_old_segments(self._remote_copied(over), f"{name} {retention_bytes} breached")
 
     def delete_log_start_offset_breached_segments(self) -> int:
         return self.delete_old_segments(

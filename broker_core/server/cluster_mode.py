@@ -92,6 +92,10 @@ class ClusterMode:
         """Producer ids unique across the cluster: blocks granted through ``/latest_producer_id_block``."""
         return ZkProducerIdManager(lambda size: self.zk_client.allocate_producer_id_block(self.config.node_id, size))
 
+    def _leads(self, tp: TopicPartition) -> bool:
+        partition = self.replica_manager.partition(tp)
+        return partition is not None and partition.is_leader
+
     def start(self, broker: Broker, apis: KafkaApis, advertised: Mapping[str, EndPoint],
               fetch_purgatory: DelayedOperationPurgatory) -> None:
         config = self.config
@@ -111,6 +115,9 @@ class ClusterMode:
                                               on_leadership_change=self.coordinator_elections.on_leadership_change,
                                               on_appended=self._wake_fetches, clock=self.clock)
         cache_holder.append(self.replica_manager)
+        if broker.remote_log_manager is not None:
+            # Only a partition's leader copies to and deletes from the remote tier.
+            broker.remote_log_manager.is_leader = self._leads
         broker.leader_append = self._leader_append
         admin = AdminZkClient(self.zk_client, config.num_partitions, config.default_replication_factor)
         self.lease = SessionLease(self.store, config.broker_session_timeout_ms, config.broker_heartbeat_interval_ms,

@@ -57,6 +57,9 @@ KAFKA_TOPIC_DEFAULTS = {
     "segment.jitter.ms": "0",
     "segment.ms": "604800000",
     "unclean.leader.election.enable": "false",
+    "remote.storage.enable": "false",
+    "local.retention.ms": "-2",
+    "local.retention.bytes": "-2",
 }
 
 
@@ -525,8 +528,9 @@ def test_a_nullable_broker_setting_may_be_none():
 
 def test_every_topic_setting_has_known_broker_synonyms():
     assert set(TOPIC_CONFIG_SYNONYMS) == TOPIC_CONFIG_NAMES
-    for synonyms in TOPIC_CONFIG_SYNONYMS.values():
-        assert synonyms and set(synonyms) <= BROKER_CONFIG_NAMES
+    for name, synonyms in TOPIC_CONFIG_SYNONYMS.items():
+        # Kafka has no broker default for remote.storage.enable: each topic turns it on.
+        assert (synonyms or name == "remote.storage.enable") and set(synonyms) <= BROKER_CONFIG_NAMES
 
 
 def test_each_broker_synonym_drives_its_topic_setting():
@@ -540,9 +544,9 @@ def test_each_broker_synonym_drives_its_topic_setting():
         "min.compaction.lag.ms": "5000", "max.compaction.lag.ms": "5000", "file.delete.delay.ms": "5000",
         "compression.type": "gzip", "compression.gzip.level": "5", "compression.lz4.level": "5",
         "compression.zstd.level": "5", "preallocate": "true", "min.insync.replicas": "5",
-        "unclean.leader.election.enable": "true",
+        "unclean.leader.election.enable": "true", "local.retention.ms": "5000", "local.retention.bytes": "5000",
     }
-    assert set(probe) == TOPIC_CONFIG_NAMES
+    assert set(probe) == TOPIC_CONFIG_NAMES - {"remote.storage.enable"}
     for topic_name, value in probe.items():
         broker = BrokerConfig.from_props({TOPIC_CONFIG_SYNONYMS[topic_name][0]: value})
         changed = broker.log_config_defaults().overrides(LogConfig())

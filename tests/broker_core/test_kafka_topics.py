@@ -58,7 +58,7 @@ def kafka_like_dir(root: str) -> str:
     write_batch(os.path.join(metadata, "00000000000000000006.log"), 6, [
         config("table", "cleanup.policy", "compact"), config("table", "segment.ms", None),
         metadata_value(REMOVE_TOPIC_RECORD, {"topic_id": IDS["gone"]}),
-        config("orders", "remote.storage.enable", "false")])
+        config("orders", "message.downconversion.enable", "false")])
     with open(os.path.join(metadata, "quorum-state"), "w") as f:
         f.write('{"leaderId":1,"leaderEpoch":1,"votedId":-1,"data_version":1}')
     return root
@@ -69,7 +69,7 @@ def test_topics_of_a_kafka_log_dir_come_from_its_partition_directories_and_metad
     topics = kafka_topics(*filesystem_for(root))
     assert sorted(topics) == ["__consumer_offsets", "orders", "table"]
     assert topics["orders"].partitions == 3 and topics["table"].partitions == 1
-    assert topics["orders"].config == {"retention.ms": "1000"}  # remote.storage.enable is not seglog's
+    assert topics["orders"].config == {"retention.ms": "1000"}  # message.downconversion.enable is not seglog's
     assert topics["table"].config == {"cleanup.policy": "compact"}  # segment.ms was deleted after the snapshot
     assert topics["orders"].topic_id == topic_id_text(IDS["orders"])
 

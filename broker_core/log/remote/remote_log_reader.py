@@ -45,8 +45,6 @@ log = logging.getLogger(__name__)
 
 #: How long a partition's listing of remote segments serves before it is listed again.
 LISTING_TTL_MS = 5_000
-_REMOTE_STORAGE_URL = "remote.storage.url"
-_REMOTE_STORAGE_OPTIONS = "remote.storage.options."
 
 
 @dataclass(frozen=True)
@@ -60,17 +58,9 @@ class RemoteStorage:
 def remote_storage_of(config: BrokerConfig) -> RemoteStorage | None:
     """The remote tier the broker config names (``remote.storage.url``, ``remote.storage.options.<name>``);
     None when it names none."""
-    url = config.extra.get(_REMOTE_STORAGE_URL)
-    if not url:
+    if not config.remote_storage_url:
         return None
-    options = {k[len(_REMOTE_STORAGE_OPTIONS):]: v for k, v in config.extra.items()
-               if k.startswith(_REMOTE_STORAGE_OPTIONS)}
-    return RemoteStorage(url, options)
-
-
-def local_log_start_offset(lg: Log) -> int:
-    """The first offset on the log's local disk: below it, the records are in the remote tier if anywhere."""
-    return lg.local_log_start_offset
+    return RemoteStorage(config.remote_storage_url, dict(config.remote_storage_options))
 
 
 class RemoteLogReader:
@@ -134,7 +124,7 @@ class RemoteLogReader:
     def log_start_offset(self, lg: Log) -> int:
         """The earliest offset of either tier: the log's own when it counts the remote tier (its log start
         below its local one), else the first remote segment's, if that is earlier."""
-        local = local_log_start_offset(lg)
+        local = lg.local_log_start_offset
         if lg.log_start_offset < local:
             return lg.log_start_offset
         try:
@@ -157,7 +147,7 @@ class RemoteLogReader:
         for refresh in (False, True):
             listed = self.segments(tp, refresh=refresh)
             start = self.log_start_offset(lg)
-            local = local_log_start_offset(lg)
+            local = lg.local_log_start_offset
             if not listed or offset < start or offset < listed[0].base_offset or offset > listed[-1].end_offset:
                 if refresh:
                     raise OffsetOutOfRangeError(
@@ -269,7 +259,7 @@ def read_log(lg: Log, remote: RemoteLogReader | None, offset: int, max_bytes: in
              isolation: FetchIsolation = FetchIsolation.HIGH_WATERMARK) -> FetchDataInfo:
     """A fetch's read of ``lg`` from ``offset``: from the remote tier below the local log start offset (its
     records are all committed and stable), from local disk at or above it."""
-    if remote is not None and offset < local_log_start_offset(lg):
+    if remote is not None and offset < lg.local_log_start_offset:
         return remote.read(lg, offset, max_bytes, min_one_message)
     return lg.read(offset, max_bytes, min_one_message=min_one_message, isolation=isolation)
 
@@ -288,11 +278,11 @@ def fetch_offset_for_timestamp(lg: Log, remote: RemoteLogReader | None, timestam
     if timestamp == EARLIEST_TIMESTAMP:
         return TimestampAndOffset(NO_TIMESTAMP, log_start_offset_of(lg, remote))
     if timestamp == EARLIEST_LOCAL_TIMESTAMP:
-        return TimestampAndOffset(NO_TIMESTAMP, local_log_start_offset(lg))
+        return TimestampAndOffset(NO_TIMESTAMP, lg.local_log_start_offset)
     if timestamp == LATEST_TIERED_TIMESTAMP:
         return TimestampAndOffset(NO_TIMESTAMP, -1 if remote is None else remote.highest_offset(lg.topic_partition))
     if remote is not None and timestamp >= 0:
         found = remote.offset_for_timestamp(lg, timestamp)
-        if found is not None and found.offset < local_log_start_offset(lg):
+        if found is not None and found.offset < lg.local_log_start_offset:
             return found
     return lg.fetch_offset_for_timestamp(timestamp, isolation_level)
