@@ -6,23 +6,17 @@ import pytest
 from format import remote_tier
 from format.fs import filesystem_for
 from tests.broker_core.cli_kit import run
-from tests.connector.conftest import produce_numbered
-from tests.format.tiered_log_kit import tier_log_dir
+from tests.format.tiered_log_kit import ORDERS_PER_PARTITION, tiered_orders
 
 pytestmark = pytest.mark.slow
 
-PER_PARTITION = 200
+PER_PARTITION = ORDERS_PER_PARTITION
 
 
 @pytest.fixture()
 def tiered(tmp_path, s3_bucket):
-    bucket, creds = s3_bucket
-    log_dir = str(tmp_path / "logs")
-    produce_numbered(log_dir, "orders", 2, PER_PARTITION, config={"segment.bytes": "1000"})
-    url = f"s3://{bucket}/tier"
-    tiers = tier_log_dir(log_dir, "orders", url, creds, keep_local=2, in_both_tiers=1)
-    flags = [f"--storage-option={k}={v}" for k, v in creds.items()]
-    return log_dir, url, creds, flags, tiers
+    log_dir, url, creds, tiers = tiered_orders(tmp_path, s3_bucket)
+    return log_dir, url, creds, [f"--storage-option={k}={v}" for k, v in creds.items()], tiers
 
 
 def values(partition, first=0, last=PER_PARTITION):

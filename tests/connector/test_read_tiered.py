@@ -6,22 +6,18 @@ import pytest
 from pyspark.errors import PySparkException
 
 from format.fs import filesystem_for
-from tests.connector.conftest import T0, produce_numbered
+from tests.connector.conftest import T0
 from tests.connector.test_read_stream import expected, run_available_now
-from tests.format.tiered_log_kit import tier_log_dir
+from tests.format.tiered_log_kit import ORDERS_PER_PARTITION, tiered_orders
 
 pytestmark = pytest.mark.slow
 
-PER_PARTITION = 200
+PER_PARTITION = ORDERS_PER_PARTITION
 
 
 @pytest.fixture()
 def tiered(tmp_path, s3_bucket):
-    bucket, creds = s3_bucket
-    log_dir = str(tmp_path / "logs")
-    produce_numbered(log_dir, "orders", 2, PER_PARTITION, config={"segment.bytes": "1000"})
-    url = f"s3://{bucket}/tier"
-    tiers = tier_log_dir(log_dir, "orders", url, creds, keep_local=2, in_both_tiers=1)
+    log_dir, url, creds, tiers = tiered_orders(tmp_path, s3_bucket)
     return log_dir, url, {f"storage.{k}": v for k, v in creds.items()}, tiers
 
 

@@ -102,3 +102,20 @@ def tier_log_dir(log_dir: str, topic: str, url: str, storage_options: dict, *, k
     with open(path, "w", encoding="utf-8") as f:
         f.write(render_offset_checkpoint(starts, path))
     return out
+
+
+#: Records per partition of ``tiered_orders``.
+ORDERS_PER_PARTITION = 200
+
+
+def tiered_orders(tmp_path, s3_bucket) -> tuple[str, str, dict, object]:
+    """Topic ``orders`` (2 partitions of ``ORDERS_PER_PARTITION`` numbered records, 1000-byte segments) with all
+    but its last two segments moved to ``s3://<bucket>/tier`` and one of those also kept local: (log dir,
+    tier URL, storage options, what ``tier_log_dir`` answered)."""
+    from tests.connector.conftest import produce_numbered
+
+    bucket, creds = s3_bucket
+    log_dir = str(tmp_path / "logs")
+    produce_numbered(log_dir, "orders", 2, ORDERS_PER_PARTITION, config={"segment.bytes": "1000"})
+    url = f"s3://{bucket}/tier"
+    return log_dir, url, creds, tier_log_dir(log_dir, "orders", url, creds, keep_local=2, in_both_tiers=1)

@@ -16,8 +16,8 @@ from broker_core.errors import InvalidConfigurationError
 from format import remote_tier
 from format.layout import TopicPartition
 
-from remote_tier_kit import (T0, TIERED_TOPIC, TOPIC, assert_tier_whole, manager_over, open_broker, produce,
-                              tier_round, view)
+from tests.broker_core.log.remote.remote_tier_kit import (T0, TIERED_TOPIC, TOPIC, assert_tier_whole, manager_over,
+                                                          open_broker, produce, tier_round, view)
 
 
 @pytest.fixture()
@@ -251,7 +251,8 @@ def test_a_follower_copies_nothing_and_a_new_leader_continues_from_the_listed_me
 
 def test_remote_storage_on_a_compacted_topic_is_refused_as_kafka_refuses_it(tmp_path):
     with open_broker(tmp_path / "logs", (tmp_path / "remote").as_uri(), {}) as broker:
-        with pytest.raises(InvalidConfigurationError, match="Remote log storage is unsupported for the compacted topics"):
+        with pytest.raises(InvalidConfigurationError,
+                           match="Remote log storage is unsupported for the compacted topics"):
             broker.create_topic(TOPIC, 1, {"remote.storage.enable": "true", "cleanup.policy": "compact"})
 
 

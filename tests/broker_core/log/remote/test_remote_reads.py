@@ -21,7 +21,8 @@ from broker_core.server.broker_server import BrokerServer
 from format import remote_tier
 from format.record_batch import iter_batches
 from testbed.broker_process import BrokerProcess
-from tiered_partition_kit import EVENT_MS, PER_BATCH, RECORDS, remote_config, tier, value, write_topic
+from tests.broker_core.log.remote.tiered_partition_kit import (EVENT_MS, PER_BATCH, RECORDS, remote_config, tier, value,
+                                                               write_topic)
 
 pytestmark = pytest.mark.slow
 
