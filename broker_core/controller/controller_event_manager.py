@@ -86,6 +86,7 @@ class ControllerEventManager:
     def close(self) -> None:
         """Stop the thread and resign (another broker's controller takes over at once)."""
         self._closed.set()
-        self._thread.join(timeout=10)
+        if self._thread.ident is not None:  # a broker whose start failed never started it
+            self._thread.join(timeout=10)
         with self._lock:
             self.controller.shutdown()

@@ -33,7 +33,7 @@ from ..controller.controller_event_manager import ControllerEventManager
 from ..controller.etcd_connect import parse_etcd_connect
 from ..controller.etcd_metadata_store import EtcdMetadataStore
 from ..controller.kafka_controller import KafkaController
-from ..controller.kafka_zk_client import KafkaZkClient
+from ..controller.kafka_zk_client import BrokerRegistrationConflictError, KafkaZkClient
 from ..controller.session_lease import SessionLease
 from ..controller.zk_data import BrokerInfo
 from ..controller.metadata_store import MetadataStoreError
@@ -133,11 +133,27 @@ class ClusterMode:
         apis.transaction_coordinator.markers.destinations = self.marker_sender
         apis.transaction_coordinator.offsets_partition_for = cluster_apis.offsets_partition_for
         self._broker_info = BrokerInfo(config.node_id, tuple(advertised.values()), config.broker_rack)
-        self.zk_client.register_broker(self._broker_info, self.lease.lease)
+        self._register()
         self.replica_manager.startup()
         self.controller.start()
         log.info("[BrokerServer id=%d] registered in cluster %s at %s", config.node_id, config.etcd_connect,
                  ", ".join(e.connection_string for e in advertised.values()))
+
+    def _register(self) -> None:
+        """``/brokers/ids/N`` under this broker's lease. A registration of this node id under another lease is
+        waited out for up to ``broker.session.timeout.ms`` (a broker restarted at once after a crash finds its
+        previous session still alive until then); one that outlives it is another live broker: refused."""
+        deadline = time.monotonic() + self.config.broker_session_timeout_ms / 1000 + 2
+        while True:
+            try:
+                self.zk_client.register_broker(self._broker_info, self.lease.lease)
+                return
+            except BrokerRegistrationConflictError as exc:
+                if time.monotonic() >= deadline:
+                    raise
+                log.warning("[BrokerServer id=%d] %s; waiting for that session to end (broker.session.timeout.ms "
+                            "%d)", self.config.node_id, exc, self.config.broker_session_timeout_ms)
+                time.sleep(self.config.broker_heartbeat_interval_ms / 1000)
 
     def _leader_append(self, tp: TopicPartition, append) -> LogAppendInfo:
         """A coordinator's write, as the partition's leader with acks=all: within ``offsets.commit.timeout.ms``

@@ -99,11 +99,13 @@ def test_groups_view_prints_lag(shell_run):
 def test_segments_view_prints_every_segment(shell_run):
     log_dir, _, tables, _ = shell_run
     header, rows = tables[2]
-    assert header[:4] == ("topic", "partition", "base_offset", "next_offset") and header[-1] == "active"
+    assert header[:4] == ("topic", "partition", "base_offset", "next_offset")
+    assert header[-3:] == ("active", "tier", "location")
     orders_0 = sorted(int(name[:20]) for name in os.listdir(os.path.join(log_dir, "orders-0"))
                       if name.endswith(".log"))
     assert [int(row[2]) for row in rows if row[:2] == ("orders", "0")] == orders_0
-    assert [row[-1] for row in rows if row[:2] == ("orders", "0")] == ["false"] * (len(orders_0) - 1) + ["true"]
+    assert [row[-3:-1] for row in rows if row[:2] == ("orders", "0")] == (
+        [("false", "local")] * (len(orders_0) - 1) + [("true", "local")])
 
 
 def test_totals_per_topic(shell_run):
