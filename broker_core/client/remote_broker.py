@@ -395,16 +395,20 @@ class RemoteBroker:
     def _brokers(self) -> list[dict]:
         return self.client.send(ApiKey.METADATA, {"topics": [], "allow_auto_topic_creation": False})["brokers"]
 
-    def list_groups(self) -> list[str]:
-        """ListGroups of every broker (each lists the groups it coordinates), as Kafka's admin client asks."""
-        groups: set[str] = set()
+    def _ask_every_broker(self, api_key: ApiKey, body: Mapping[str, Any], what: str) -> list[dict]:
+        """The answers of every live broker to a request each answers for what it coordinates (ListGroups,
+        ListTransactions), as Kafka's admin client asks them."""
+        answers = []
         for broker in self._brokers():
-            response = self._group_request(ApiKey.LIST_GROUPS, {"states_filter": [], "types_filter": []},
-                                           lambda r: r["error_code"], client=self._client_at(
-                                               broker["node_id"], broker["host"], broker["port"]))
-            _raise_for(response["error_code"], None, "ListGroups")
-            groups.update(g["group_id"] for g in response["groups"])
-        return sorted(groups)
+            response = self._group_request(api_key, body, lambda r: r["error_code"],
+                                           client=self._client_at(broker["node_id"], broker["host"], broker["port"]))
+            _raise_for(response["error_code"], None, what)
+            answers.append(response)
+        return answers
+
+    def list_groups(self) -> list[str]:
+        answers = self._ask_every_broker(ApiKey.LIST_GROUPS, {"states_filter": [], "types_filter": []}, "ListGroups")
+        return sorted({g["group_id"] for response in answers for g in response["groups"]})
 
     def committed_offsets(self, group_id: str) -> dict[TopicPartition, OffsetAndMetadata]:
         """Every offset the group committed (OffsetFetch for all partitions, ``require_stable``): an
@@ -541,17 +545,12 @@ class RemoteBroker:
     def list_transactions(self, request: ListTransactionsRequest | None = None) -> list[TransactionListing]:
         """ListTransactions of every broker with ``request``'s filters (the duration filter needs version 1)."""
         request = request or ListTransactionsRequest()
-        listings: dict[str, TransactionListing] = {}
-        for broker in self._brokers():
-            response = self._group_request(ApiKey.LIST_TRANSACTIONS, {
-                "state_filters": list(request.state_filters),
-                "producer_id_filters": list(request.producer_id_filters),
-                "duration_filter": request.duration_filter_ms}, lambda r: r["error_code"],
-                client=self._client_at(broker["node_id"], broker["host"], broker["port"]))
-            _raise_for(response["error_code"], None, "ListTransactions")
-            listings.update((t["transactional_id"], TransactionListing(t["transactional_id"], t["producer_id"],
-                                                                       t["transaction_state"]))
-                            for t in response["transaction_states"])
+        answers = self._ask_every_broker(ApiKey.LIST_TRANSACTIONS, {
+            "state_filters": list(request.state_filters), "producer_id_filters": list(request.producer_id_filters),
+            "duration_filter": request.duration_filter_ms}, "ListTransactions")
+        listings = {t["transactional_id"]: TransactionListing(t["transactional_id"], t["producer_id"],
+                                                               t["transaction_state"])
+                    for response in answers for t in response["transaction_states"]}
         return [listings[t] for t in sorted(listings)]
 
     def describe_producers(self, topic: str, partition: int) -> list[ActiveProducer]:
