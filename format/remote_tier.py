@@ -50,7 +50,8 @@ from .errors import CorruptRecordError
 
 __all__ = [
     "RemoteLogSegmentState", "RemoteLogSegmentMetadata", "SEGMENT_SUFFIXES", "METADATA_SUFFIX",
-    "partition_path", "segment_object", "new_segment_id", "encode_metadata", "decode_metadata", "list_segments",
+    "partition_path", "segment_object", "new_segment_id", "encode_metadata", "decode_metadata", "read_metadata",
+    "list_segments",
     "REMOTE_TIER_FILE",
 ]
 
@@ -145,6 +146,16 @@ def decode_metadata(data: bytes, where: str) -> RemoteLogSegmentMetadata:
         raise CorruptRecordError(f"{where}: not remote log segment metadata: {exc}") from None
 
 
+def read_metadata(fs: AbstractFileSystem, name: str) -> RemoteLogSegmentMetadata | None:
+    """The metadata object ``name`` as it is now; None when it is gone (a delete finished since it was listed).
+    Read whole rather than opened: an object opened from a listing is held to the listed version, and a state
+    change (a new PUT) since then would fail the read."""
+    try:
+        return decode_metadata(fs.cat_file(name), name)
+    except FileNotFoundError:
+        return None
+
+
 def list_segments(fs: AbstractFileSystem, url: str, topic: str, topic_id: str, partition: int
                   ) -> list[RemoteLogSegmentMetadata]:
     """Every remote segment of the partition with its latest metadata, in base offset order (all states:
@@ -154,9 +165,5 @@ def list_segments(fs: AbstractFileSystem, url: str, topic: str, topic_id: str, p
         names = fs.ls(directory, detail=False)
     except FileNotFoundError:
         return []
-    found = []
-    for name in sorted(names):
-        if name.endswith(METADATA_SUFFIX):
-            with fs.open(name, "rb") as f:
-                found.append(decode_metadata(f.read(), name))
+    found = [m for m in (read_metadata(fs, n) for n in sorted(names) if n.endswith(METADATA_SUFFIX)) if m is not None]
     return sorted(found, key=lambda m: (m.base_offset, m.event_timestamp_ms))

@@ -103,10 +103,13 @@ class TieredLogDirectory(LogDirectory):
                 continue
             stamp = entry.get("ETag") or entry.get("LastModified") or entry.get("mtime")
             version = (name, stamp, entry.get("size"))
-            if stamp is None or version not in self._metadata:
-                with fs.open(name, "rb") as f:
-                    self._metadata[version] = remote_tier.decode_metadata(f.read(), name)
-            found.append(self._metadata[version])
+            metadata = self._metadata.get(version) if stamp is not None else None
+            if metadata is None:
+                metadata = remote_tier.read_metadata(fs, name)
+                if metadata is None:
+                    continue  # deleted since the listing
+                self._metadata[version] = metadata
+            found.append(metadata)
         return sorted(found, key=lambda m: (m.base_offset, m.event_timestamp_ms))
 
     def segments(self, tp: TopicPartition) -> list[SegmentInfo]:
