@@ -22,6 +22,8 @@ import threading
 from dataclasses import dataclass
 from typing import Protocol, Sequence
 
+from ..security.principal import ANONYMOUS, KafkaPrincipal
+
 DEFAULT_QUEUED_MAX_REQUESTS = 500
 
 
@@ -35,6 +37,8 @@ class Request:
     client_address: tuple[str, int]
     frame: bytes  # without the size prefix
     start_time_ms: int  # when the frame was complete (monotonic)
+    principal: KafkaPrincipal = ANONYMOUS  # who the connection authenticated as
+    security_protocol: str = "PLAINTEXT"  # of the listener the request came in on
 
 
 @dataclass(frozen=True, eq=False)
