@@ -14,21 +14,7 @@ import sys
 import pytest
 
 from testbed.etcd import EtcdServer
-from testbed.processes import port_free, stop_process, wait_until_answered
-
-
-def free_port_pair(rng: random.Random) -> int:
-    """A port whose gRPC sibling (port + 10000, SeaweedFS's convention) is free too."""
-    for _ in range(200):
-        port = rng.randrange(20000, 45000)
-        if port_free(port) and port_free(port + 10000):
-            return port
-    raise RuntimeError("no free loopback port pair found")
-
-
-def _weed_binary() -> str:
-    candidate = os.path.join(os.path.dirname(sys.executable), "weed")
-    return candidate if os.path.exists(candidate) else (shutil.which("weed") or "weed")
+from testbed.seaweedfs import SeaweedFS
 
 
 @pytest.fixture(scope="session")
@@ -85,29 +71,8 @@ def apache_kafka(tmp_path_factory):
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory):
     """A SeaweedFS server with its S3 gateway on 127.0.0.1; yields storage options for s3fs."""
-    rng = random.Random()
-    data_dir = tmp_path_factory.mktemp("seaweedfs")
-    ports = {}
-    for name in ("master", "volume", "filer", "s3"):
-        while True:
-            port = free_port_pair(rng)
-            if port not in ports.values():
-                ports[name] = port
-                break
-    log = open(data_dir / "weed.log", "wb")
-    proc = subprocess.Popen(
-        [_weed_binary(), "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-dir={data_dir}",
-         f"-master.port={ports['master']}", f"-volume.port={ports['volume']}", f"-filer.port={ports['filer']}",
-         "-s3", f"-s3.port={ports['s3']}", "-s3.port.iceberg=0", "-s3.port.lance=0", "-volume.max=10"],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    endpoint = f"http://127.0.0.1:{ports['s3']}"
-    try:
-        wait_until_answered(proc, "SeaweedFS", endpoint + "/", lambda response: response.status == 200,
-                            data_dir / "weed.log", timeout_s=60, interval_s=0.3)
-        yield {"key": "seglog", "secret": "seglog-secret", "endpoint_url": endpoint}
-    finally:
-        stop_process(proc)
-        log.close()
+    with SeaweedFS(tmp_path_factory.mktemp("seaweedfs")) as server:
+        yield server.storage_options
 
 
 @pytest.fixture()
