@@ -36,8 +36,8 @@ from . import group_offsets
 from .clock import SYSTEM_CLOCK, Clock
 from .config import BrokerConfig, LogConfig
 from .coordinator.group.offset_and_metadata import OffsetAndMetadata
-from .errors import (InvalidPartitionsError, InvalidReplicationFactorError, InvalidRequestError, InvalidTopicError,
-                     KafkaStorageError, LogDirReadOnlyError, PolicyViolationError, TopicAlreadyExistsError,
+from .errors import (InvalidConfigurationError, InvalidPartitionsError, InvalidReplicationFactorError,
+                     InvalidRequestError, InvalidTopicError, KafkaStorageError, LogDirReadOnlyError, PolicyViolationError, TopicAlreadyExistsError,
                      UnknownTopicOrPartitionError)
 from .log.compaction_leases import CompactionLeases
 from .log.log import (CONSUMER_REPLICA_ID, EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIERED_TIMESTAMP,
@@ -48,8 +48,8 @@ from .log.producer_state_manager import ActiveProducer
 from .log.remote import RemoteLogManager, RemoteStorageManager, write_remote_tier_file
 from .log.remote.remote_index_cache import DIR_NAME as REMOTE_INDEX_CACHE_DIR
 from .log.remote.remote_index_cache import RemoteIndexCache
-from .log.remote.remote_log_reader import (RemoteLogReader, fetch_offset_for_timestamp, log_start_offset_of,
-                                           read_log, remote_storage_of)
+from .log.remote.remote_log_reader import (RemoteLogReader, collect_aborted_transactions, fetch_offset_for_timestamp,
+                                           log_start_offset_of, read_log, remote_storage_of, tier_of)
 from .log.topic_store import PendingChange, TopicMetadata, TopicStore, new_topic_id
 from .partitioner import StickyPartitioner, assign_partitions
 from .produced_records import RecordMetadata, as_record
@@ -179,6 +179,8 @@ class Broker:
                                       sole_replica=sole_replica)
         try:
             self.topics = TopicStore(self.log_manager.log_dirs)
+            if not read_only:
+                self._check_remote_storage_system()
             self.log_manager.load_logs()
             if not read_only:
                 self._settle_pending_changes()
@@ -209,6 +211,20 @@ class Broker:
         self.leader_append: Callable[[TopicPartition, Callable[[Log, int | None], LogAppendInfo]],
                                      LogAppendInfo] | None = None
         self._closed = False
+
+    def _check_remote_storage_system(self) -> None:
+        """Refuse to start without ``remote.log.storage.system.enable`` over a topic with remote storage, in
+        Kafka's words (LogConfig.validateRemoteStorageOnlyIfSystemEnabled for configs read from the store)."""
+        if self.config.remote_log_storage_system_enable:
+            return
+        tiered = sorted(m.name for m in self.topics.all()
+                        if str(m.config.get("remote.storage.enable", "false")).strip().lower() == "true")
+        if tiered:
+            raise InvalidConfigurationError(
+                "You have to delete all topics with the property remote.storage.enable=true before disabling "
+                f"tiered storage cluster-wide (remote.log.storage.system.enable=false; topics with it in "
+                f"{', '.join(self.log_manager.log_dirs)}: {', '.join(tiered)})",
+                config_name="remote.log.storage.system.enable", value=False)
 
     def _remote_log_reader(self) -> RemoteLogReader | None:
         storage = remote_storage_of(self.config)
@@ -284,6 +300,9 @@ class Broker:
 
     def log_config(self, topic: str) -> LogConfig:
         defaults = self.config.log_config_defaults()
+        if self.read_only:
+            # A reader takes the topics as their owner configured them; the owner checked them.
+            defaults = replace(defaults, remote_log_storage_system_enable=True)
         meta = self.topics.get(topic) if hasattr(self, "topics") else None
         return defaults.with_overrides(meta.config) if meta and meta.config else defaults
 
@@ -440,7 +459,7 @@ class Broker:
         for p in range(meta.partitions):
             lg = self._readable_log(name, p)
             tiers = {}
-            remote = self.remote_log_reader
+            remote = tier_of(lg, self.remote_log_reader)
             if remote is not None:
                 tiers = dict(local_log_start_offset=lg.local_log_start_offset)
                 try:
@@ -467,6 +486,7 @@ class Broker:
             for key, value in (set_configs or {}).items():
                 overrides[key] = str(value).lower() if isinstance(value, bool) else str(value)
             config = self.config.log_config_defaults().with_overrides(overrides)  # validates
+            self.log_config(name).check_update(config)
             self.topics.update(name, config=overrides)
             self.log_manager.update_config(name, config)
             return overrides
@@ -625,7 +645,7 @@ class Broker:
         if level == IsolationLevel.READ_COMMITTED:
             batches = list(iter_batches(info.records))
             upper = batches[-1].header.next_offset if batches else offset
-            aborted = tuple(lg.collect_aborted_transactions(offset, upper))
+            aborted = tuple(collect_aborted_transactions(lg, self.remote_log_reader, offset, upper))
         return FetchResult(topic, partition, info.records, lg.high_watermark,
                            log_start_offset_of(lg, self.remote_log_reader), last_stable, aborted)
 

@@ -477,6 +477,13 @@ class LogConfig:
                     raise _invalid(local_name, local, f"Value must not be more than {total_name} property value: "
                                                       f"{total}")
 
+    def check_update(self, new: LogConfig) -> None:
+        """Refuse a topic config change from this config to ``new`` that Kafka refuses: turning
+        ``remote.storage.enable`` off (the remote tier would be left unread and undeleted)."""
+        if self.remote_storage_enable and not new.remote_storage_enable:
+            raise InvalidConfigurationError("Disabling remote storage feature on the topic level is not supported.",
+                                            config_name="remote.storage.enable", value=False)
+
     @property
     def local_retention_ms_resolved(self) -> int:
         """How long a segment stays on local disk: ``local.retention.ms``, or ``retention.ms`` for -2."""

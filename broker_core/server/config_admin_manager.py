@@ -136,9 +136,11 @@ class ConfigAdminManager:
             else:
                 wanted = {c.name: c.value for c in resource.configs}
             # The values first, then the topic, as Kafka's controller checks them.
-            self.broker.config.log_config_defaults().with_overrides(wanted)
+            defaults = self.broker.config.log_config_defaults()
+            new = defaults.with_overrides(wanted)
             if overrides is None:
                 raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
+            defaults.with_overrides(current).check_update(new)
             if not validate_only:
                 self.store_topic_overrides(name, wanted, [k for k in current if k not in wanted])
 

@@ -44,7 +44,8 @@ from ..cluster.partition import NO_PARTITION_LEADER_EPOCH, check_leader_epoch
 from ..errors import KafkaError, UnknownServerError, UnknownTopicOrPartitionError
 from ..log.leader_epoch_file_cache import EpochEndOffset
 from ..log.log import CONSUMER_REPLICA_ID, FetchIsolation, IsolationLevel, Log
-from ..log.remote.remote_log_reader import RemoteLogReader, log_start_offset_of, read_log
+from ..log.remote.remote_log_reader import (RemoteLogReader, collect_aborted_transactions, log_start_offset_of,
+                                           read_log)
 from ..purgatory.delayed_operation import DelayedOperation
 
 log = logging.getLogger(__name__)
@@ -153,8 +154,8 @@ def _read_partition(logs: LogSource, fp: FetchPartition, max_bytes: int, min_one
         last_stable_offset = lg.last_stable_offset
         aborted = None
         if params.isolation is FetchIsolation.TXN_COMMITTED:
-            aborted = tuple(lg.collect_aborted_transactions(fp.fetch_offset, _next_offset(info.records,
-                                                                                          fp.fetch_offset)))
+            aborted = tuple(collect_aborted_transactions(lg, remote, fp.fetch_offset,
+                                                         _next_offset(info.records, fp.fetch_offset)))
         return LogReadResult(fp, info.records, high_watermark, last_stable_offset, log_start_offset_of(lg, remote),
                              fetch_offset_metadata=LogOffsetMetadata(fp.fetch_offset, info.segment_base_offset,
                                                                      info.position),

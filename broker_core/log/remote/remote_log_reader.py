@@ -31,14 +31,15 @@ from format.fs import filesystem_for
 from format.index import OffsetIndex, TimeIndex
 from format.layout import TopicPartition
 from format.record_batch import NO_TIMESTAMP
+from format.txn_index import AbortedTxn, collect_aborted_txns, parse_aborted_txns
 from format.remote_tier import RemoteLogSegmentMetadata, RemoteLogSegmentState
 from format.segment import FetchDataInfo, LogSegment
 
 from ...clock import SYSTEM_CLOCK, Clock
 from ...config import BrokerConfig
 from ...errors import CorruptMessageError, KafkaStorageError, OffsetOutOfRangeError
-from ..log import (EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIERED_TIMESTAMP, FetchIsolation,
-                   IsolationLevel, Log)
+from ..log import (EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIERED_TIMESTAMP, MAX_TIMESTAMP,
+                   FetchIsolation, IsolationLevel, Log)
 from .remote_index_cache import RemoteIndexCache
 
 log = logging.getLogger(__name__)
@@ -189,6 +190,58 @@ class RemoteLogReader:
                 return found
         return None
 
+    def max_timestamp(self, lg: Log) -> TimestampAndOffset | None:
+        """The remote record with the largest timestamp (the first of equals) among the remote segments below
+        the local ones, found in the time index of the segment whose metadata names that timestamp; None when
+        the remote tier holds no timestamped record."""
+        start = self.log_start_offset(lg)
+        candidates = sorted((m for m in self.segments(lg.topic_partition)
+                             if m.end_offset >= start and m.base_offset < lg.local_log_start_offset
+                             and m.max_timestamp_ms >= 0), key=lambda m: (-m.max_timestamp_ms, m.base_offset))
+        for m in candidates:
+            try:
+                found = self._with_segment(m, lambda segment: segment.find_offset_by_timestamp(
+                    m.max_timestamp_ms, max(start, m.base_offset)), time_index=True)
+            except FileNotFoundError as exc:
+                raise self._storage_error(m, exc) from None
+            if found is not None:
+                return found
+        return None
+
+    def collect_aborted_transactions(self, lg: Log, start_offset: int, upper_bound_offset: int
+                                     ) -> tuple[list[AbortedTxn], bool]:
+        """The aborted transactions overlapping [start_offset, upper_bound_offset) that the ``.txnindex`` of
+        the remote segment holding ``start_offset`` and the remote segments after it list, and whether the
+        search is complete (Kafka's RemoteLogManager.collectAbortedTransactions); when not, the local
+        segments' indexes follow."""
+        found: list[AbortedTxn] = []
+        for m in self.segments(lg.topic_partition):
+            if m.end_offset < start_offset or m.base_offset >= lg.local_log_start_offset:
+                continue
+            result = collect_aborted_txns(self._txn_index(m), start_offset, upper_bound_offset)
+            found.extend(result.aborted_txns)
+            if result.is_complete:
+                return found, True
+        return found, False
+
+    def _txn_index(self, m: RemoteLogSegmentMetadata) -> list[AbortedTxn]:
+        if ".txnindex" not in m.objects:
+            return []  # copied without one: no transaction aborted in the segment
+        path = remote_tier.segment_object(self.root, m, ".txnindex")
+
+        def load() -> bytes:
+            try:
+                return self.fs.cat_file(path)
+            except Exception as exc:  # noqa: BLE001 - each fsspec backend raises its own
+                raise self._storage_error(m, exc, path) from None
+
+        data = load() if self.index_cache is None else self.index_cache.get(f"{m.name}.txnindex", load)
+        try:
+            return parse_aborted_txns(data, path)
+        except CorruptRecordError as exc:
+            log.error("%s: %s", self, exc)
+            raise KafkaStorageError(f"{m.topic}-{m.partition}: {exc}") from None
+
     def _with_segment(self, m: RemoteLogSegmentMetadata, use: Callable[[LogSegment], object],
                       time_index: bool = False):
         """``use(segment)`` on the remote segment ``m`` opened for ranged reads; its errors as the broker's."""
@@ -255,17 +308,39 @@ class RemoteLogReader:
 # --- both tiers -------------------------------------------------------------------
 
 
+def tier_of(lg: Log, remote: RemoteLogReader | None) -> RemoteLogReader | None:
+    """The remote tier ``lg`` is read from: the broker's, when the log's topic has ``remote.storage.enable``
+    (a topic without it has no remote segments the broker may serve, whatever the store holds)."""
+    return remote if remote is not None and lg.config.remote_storage_enable else None
+
+
 def read_log(lg: Log, remote: RemoteLogReader | None, offset: int, max_bytes: int, *, min_one_message: bool = True,
              isolation: FetchIsolation = FetchIsolation.HIGH_WATERMARK) -> FetchDataInfo:
     """A fetch's read of ``lg`` from ``offset``: from the remote tier below the local log start offset (its
     records are all committed and stable), from local disk at or above it."""
+    remote = tier_of(lg, remote)
     if remote is not None and offset < lg.local_log_start_offset:
         return remote.read(lg, offset, max_bytes, min_one_message)
     return lg.read(offset, max_bytes, min_one_message=min_one_message, isolation=isolation)
 
 
+def collect_aborted_transactions(lg: Log, remote: RemoteLogReader | None, start_offset: int,
+                                 upper_bound_offset: int) -> list[AbortedTxn]:
+    """The aborted transactions overlapping [start_offset, upper_bound_offset) across both tiers: a
+    read_committed fetch below the local log start offset lists those of the remote segments' transaction
+    indexes, then the local segments' as far as the search must go."""
+    remote = tier_of(lg, remote)
+    if remote is None or start_offset >= lg.local_log_start_offset:
+        return lg.collect_aborted_transactions(start_offset, upper_bound_offset)
+    found, complete = remote.collect_aborted_transactions(lg, start_offset, upper_bound_offset)
+    if not complete:
+        found += lg.collect_aborted_transactions(lg.local_log_start_offset, upper_bound_offset)
+    return found
+
+
 def log_start_offset_of(lg: Log, remote: RemoteLogReader | None) -> int:
     """The earliest offset of either tier (the log's own without a remote tier)."""
+    remote = tier_of(lg, remote)
     return lg.log_start_offset if remote is None else remote.log_start_offset(lg)
 
 
@@ -273,14 +348,20 @@ def fetch_offset_for_timestamp(lg: Log, remote: RemoteLogReader | None, timestam
                                isolation_level: IsolationLevel | int | None = None) -> TimestampAndOffset | None:
     """ListOffsets across both tiers (Kafka's UnifiedLog.fetchOffsetByTimestamp): earliest (-2) is the first
     offset of either tier, earliest-local (-4) the first on local disk, latest-tiered (-5) the last offset a
-    complete remote segment holds (-1 when none); a timestamp is looked for in the remote tier first; the rest
-    as the local log answers them."""
+    complete remote segment holds (-1 when none); max-timestamp (-3) the record with the largest timestamp of
+    either tier; a timestamp is looked for in the remote tier first; the rest as the local log answers them."""
+    remote = tier_of(lg, remote)
     if timestamp == EARLIEST_TIMESTAMP:
         return TimestampAndOffset(NO_TIMESTAMP, log_start_offset_of(lg, remote))
     if timestamp == EARLIEST_LOCAL_TIMESTAMP:
         return TimestampAndOffset(NO_TIMESTAMP, lg.local_log_start_offset)
     if timestamp == LATEST_TIERED_TIMESTAMP:
         return TimestampAndOffset(NO_TIMESTAMP, -1 if remote is None else remote.highest_offset(lg.topic_partition))
+    if remote is not None and timestamp == MAX_TIMESTAMP:
+        local = lg.fetch_offset_for_timestamp(timestamp, isolation_level)
+        found = remote.max_timestamp(lg)
+        # On a tie the earlier record, as within the local log.
+        return found if found is not None and (local is None or found.timestamp >= local.timestamp) else local
     if remote is not None and timestamp >= 0:
         found = remote.offset_for_timestamp(lg, timestamp)
         if found is not None and found.offset < lg.local_log_start_offset:

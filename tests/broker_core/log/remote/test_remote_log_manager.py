@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import os
+import subprocess
+import sys
 
 import fsspec
 import pytest
@@ -260,6 +262,39 @@ def test_remote_storage_on_a_broker_without_the_remote_log_storage_system_is_ref
     with Broker(str(tmp_path / "logs"), background=False) as broker:
         with pytest.raises(InvalidConfigurationError, match="Tiered Storage functionality is disabled in the broker"):
             broker.create_topic(TOPIC, 1, {"remote.storage.enable": "true"})
+
+
+def test_disabling_remote_storage_on_a_topic_is_refused_as_kafka_3_refuses_it(tmp_path):
+    with open_broker(tmp_path / "logs", (tmp_path / "remote").as_uri(), {}) as broker:
+        broker.create_topic(TOPIC, 1, TIERED_TOPIC)
+        for change in ({"set_configs": {"remote.storage.enable": "false"}}, {"delete_configs": ["remote.storage.enable"]}):
+            with pytest.raises(InvalidConfigurationError) as raised:
+                broker.alter_topic_config(TOPIC, **change)
+            assert str(raised.value) == "Disabling remote storage feature on the topic level is not supported."
+        assert broker.describe_topic(TOPIC).config["remote.storage.enable"] == "true"
+        broker.alter_topic_config(TOPIC, {"local.retention.bytes": "3000"})  # other changes go through
+
+
+REMOTE_STORAGE_STILL_USED = ("You have to delete all topics with the property remote.storage.enable=true before "
+                             "disabling tiered storage cluster-wide")
+
+
+def test_a_broker_without_the_remote_log_storage_system_refuses_to_start_over_a_topic_with_remote_storage(tmp_path):
+    log_dir = tmp_path / "logs"
+    with open_broker(log_dir, (tmp_path / "remote").as_uri(), {}) as broker:
+        broker.create_topic(TOPIC, 1, TIERED_TOPIC)
+        broker.create_topic("plain", 1)
+    with pytest.raises(InvalidConfigurationError) as raised:
+        Broker(str(log_dir), background=False)
+    assert str(raised.value).startswith(REMOTE_STORAGE_STILL_USED)
+    assert f"topics with it in {log_dir}: {TOPIC}" in str(raised.value)
+    done = subprocess.run([sys.executable, "-m", "broker_core.cli", "broker", "--log-dir", str(log_dir),
+                           "--listeners", "PLAINTEXT://127.0.0.1:0"], capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and REMOTE_STORAGE_STILL_USED in done.stderr, done.stderr
+    assert "Error:" not in done.stderr.replace("ERROR", "")  # no Python class name for the user
+    # A reader of the log dir (nothing it does needs the remote log storage system) still opens it.
+    with Broker(str(log_dir), read_only=True) as reader:
+        assert reader.describe_topic(TOPIC).config["remote.storage.enable"] == "true"
 
 
 @pytest.mark.parametrize("props, message", [

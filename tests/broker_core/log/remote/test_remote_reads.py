@@ -8,13 +8,13 @@ import time
 
 import pytest
 import s3fs
-from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, OffsetSpec
 
 from broker_core.broker import Broker
 from broker_core.cli import main
 from broker_core.client.protocol_client import ProtocolClient
-from broker_core.errors import KafkaStorageError
+from broker_core.errors import KafkaStorageError, OffsetOutOfRangeError
 from broker_core.log.remote.remote_index_cache import DIR_NAME
 from broker_core.protocol import ApiKey
 from broker_core.server.broker_server import BrokerServer
@@ -37,7 +37,7 @@ def tiered(tmp_path, s3_bucket):
     tier; yields (log dir, broker settings naming the tier, the remote segments, the s3fs options)."""
     bucket, options = s3_bucket
     log_dir = str(tmp_path / "logs")
-    write_topic(log_dir, "t")
+    write_topic(log_dir, "t", remote_config(bucket, options))
     copied = tier(log_dir, "t", 0, bucket, options)
     assert len(copied) >= 10
     return log_dir, remote_config(bucket, options), copied, options
@@ -158,9 +158,37 @@ def test_the_embedded_broker_answers_both_tiers_offsets(tiered):
         assert broker.list_offsets("t", 0, "earliest").offset == 0
         assert broker.list_offsets("t", 0, "earliest_local").offset == copied[-1].end_offset + 1
         assert broker.list_offsets("t", 0, "latest_tiered").offset == copied[-1].end_offset
-    with Broker(log_dir, background=False) as broker:  # no remote tier named: local disk only
-        assert broker.list_offsets("t", 0, "earliest").offset == copied[-1].end_offset + 1
-        assert broker.list_offsets("t", 0, "latest_tiered").offset == -1
+    with Broker(log_dir, read_only=True) as reader:  # no remote tier named: the log's own offsets, local disk
+        assert reader.list_offsets("t", 0, "earliest").offset == 0  # the log keeps its start across both tiers
+        assert reader.list_offsets("t", 0, "earliest_local").offset == copied[-1].end_offset + 1
+        assert reader.list_offsets("t", 0, "latest_tiered").offset == -1
+
+
+def test_a_topic_without_remote_storage_is_never_read_from_the_remote_tier(tmp_path, s3_bucket):
+    bucket, options = s3_bucket
+    log_dir = str(tmp_path / "plain-logs")
+    config = remote_config(bucket, options)
+    write_topic(log_dir, "plain", config, topic_config={})
+    copied = tier(log_dir, "plain", 0, bucket, options)  # its segments in the tier all the same
+    local_start = copied[-1].end_offset + 1
+    with Broker(log_dir, config, background=False) as broker:
+        assert broker.list_offsets("plain", 0, "earliest").offset == local_start
+        assert broker.list_offsets("plain", 0, "latest_tiered").offset == -1
+        with pytest.raises(OffsetOutOfRangeError):
+            broker.fetch("plain", 0, 0)
+        assert broker.fetch("plain", 0, local_start).log_start_offset == local_start
+        assert broker.describe_topic("plain").partitions[0].remote_log_start_offset is None
+
+
+def test_disabling_remote_storage_with_incremental_alter_configs_is_refused_with_kafkas_message(server):
+    admin = AdminClient({"bootstrap.servers": server.bootstrap_servers})
+    resource = ConfigResource("topic", "t", incremental_configs=[
+        ConfigEntry("remote.storage.enable", "false", incremental_operation=AlterConfigOpType.SET)])
+    with pytest.raises(KafkaException) as raised:
+        admin.incremental_alter_configs([resource])[resource].result(TIMEOUT_S)
+    error = raised.value.args[0]
+    assert error.code() == KafkaError.INVALID_CONFIG
+    assert "Disabling remote storage feature on the topic level is not supported." in error.str()
 
 
 def test_the_index_cache_stays_under_its_bound(tiered):
@@ -220,22 +248,22 @@ def test_topics_describe_shows_local_and_remote_log_start_offsets_and_sizes(tier
     assert fields["RemoteSegments"] == str(len(copied))
     assert fields["LogEndOffset"] == str(RECORDS)
     assert int(fields["Size"]) > 0 and fields["Segments"] == "3"
-    # Without the tier named, describe shows local disk alone.
+    # Without the tier named, describe shows no remote tier.
     assert main(["topics", "describe", "--log-dir", log_dir, "--topic", "t"]) == 0
     out = capsys.readouterr().out
-    assert f"LogStartOffset: {local_start}" in out and "Remote" not in out
+    assert "LogStartOffset: 0" in out and "Remote" not in out  # the log's own start offset, both tiers
 
 
 def test_an_unreachable_remote_tier_fails_only_reads_of_the_tier(tiered):
     log_dir, _, copied, _ = tiered
-    unreachable = {"remote.storage.url": "s3://nowhere/tier",
+    unreachable = {"remote.log.storage.system.enable": "true", "remote.storage.url": "s3://nowhere/tier",
                    "remote.storage.options.endpoint_url": "http://127.0.0.1:9",  # nothing listens there
                    "remote.storage.options.key": "k", "remote.storage.options.secret": "s"}
     local_start = copied[-1].end_offset + 1
     with Broker(log_dir, unreachable, background=False) as broker:
         local = broker.fetch("t", 0, local_start)
         assert [r.offset for r in local.decoded()][:1] == [local_start]
-        assert local.log_start_offset == local_start  # the earliest this broker can tell
+        assert local.log_start_offset == 0  # the log's own, kept across both tiers while the tier is unlisted
         with pytest.raises(KafkaStorageError, match="s3://nowhere/tier: cannot list"):
             broker.fetch("t", 0, 0)
         (described,) = broker.describe_topic("t").partitions

@@ -22,9 +22,13 @@ SEGMENT_BYTES = 1_400
 INDEX_INTERVAL_BYTES = 200
 
 
+#: The topic's remote storage: its older segments are in the remote tier, kept there for good.
+TIERED = {"remote.storage.enable": "true", "retention.ms": "-1"}
+
+
 def remote_config(bucket: str, options: dict) -> dict[str, str]:
-    """The broker settings naming the remote tier ``s3://<bucket>/tier`` with the s3fs ``options``."""
-    return {"remote.storage.url": f"s3://{bucket}/tier",
+    """The settings of a broker with tiered storage in ``s3://<bucket>/tier`` with the s3fs ``options``."""
+    return {"remote.log.storage.system.enable": "true", "remote.storage.url": f"s3://{bucket}/tier",
             **{f"remote.storage.options.{k}": str(v) for k, v in options.items()}}
 
 
@@ -32,11 +36,13 @@ def value(i: int) -> bytes:
     return b"record-%05d" % i + b"." * 60
 
 
-def write_topic(log_dir: str, topic: str, partitions: int = 1, records: int = RECORDS) -> None:
-    """``records`` numbered records in batches of ``PER_BATCH`` into each partition, in small segments."""
-    with Broker(log_dir, background=False) as broker:
+def write_topic(log_dir: str, topic: str, broker_config: dict[str, str], partitions: int = 1,
+                records: int = RECORDS, topic_config: dict[str, str] = TIERED) -> None:
+    """``records`` numbered records in batches of ``PER_BATCH`` into each partition, in small segments, by a
+    broker with ``broker_config``; the topic has ``topic_config`` (remote storage by default)."""
+    with Broker(log_dir, broker_config, background=False) as broker:
         broker.create_topic(topic, partitions, {"segment.bytes": SEGMENT_BYTES,
-                                                "index.interval.bytes": INDEX_INTERVAL_BYTES})
+                                                "index.interval.bytes": INDEX_INTERVAL_BYTES, **topic_config})
         for p in range(partitions):
             for first in range(0, records, PER_BATCH):
                 broker.produce(topic, [SimpleRecord(value(i), b"k%d" % i, timestamp=EVENT_MS + i)
@@ -50,7 +56,7 @@ def tier(log_dir: str, topic: str, partition: int, bucket: str, options: dict, k
     fs = s3fs.S3FileSystem(**options)
     root = f"{bucket}/tier"
     copied: list[RemoteLogSegmentMetadata] = []
-    with Broker(log_dir, background=False) as broker:
+    with Broker(log_dir, remote_config(bucket, options), background=False) as broker:
         topic_id = broker.describe_topic(topic).topic_id
         lg = broker.log_manager.get_log(layout.TopicPartition(topic, partition))
         segments = lg.segments[:-keep_local]
