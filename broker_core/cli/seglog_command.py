@@ -97,9 +97,10 @@ def _describe_lines(description, only=None) -> list[str]:
             line += f"\tSegments: {p.segments}"
         if p.local_log_start_offset is not None:  # a broker with a remote tier: both tiers
             line += f"\tLocalLogStartOffset: {p.local_log_start_offset}"
-        if p.remote_segments is not None:  # left out while the tier cannot be listed
-            line += (f"\tRemoteLogStartOffset: {p.remote_log_start_offset}\tRemoteSize: {p.remote_size_bytes}\t"
-                     f"RemoteSegments: {p.remote_segments}")
+        if p.remote_log_start_offset is not None:  # left out while the tier cannot be listed
+            line += f"\tRemoteLogStartOffset: {p.remote_log_start_offset}"
+        if p.remote_segments is not None:  # known where the tier is read (not over the Kafka protocol)
+            line += f"\tRemoteSize: {p.remote_size_bytes}\tRemoteSegments: {p.remote_segments}"
         lines.append(line)
     return lines
 

@@ -44,7 +44,8 @@ from ..coordinator.transaction.requests import ListTransactionsRequest, Transact
 from ..errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError, FencedLeaderEpochError,
                       GroupIdNotFoundError, KafkaError, LeaderNotAvailableError, NonEmptyGroupError,
                       NotCoordinatorError, NotLeaderOrFollowerError, UnknownLeaderEpochError,
-                      UnknownTopicOrPartitionError, UnstableOffsetCommitError, error_for_code)
+                      UnknownTopicOrPartitionError, UnstableOffsetCommitError, UnsupportedVersionError,
+                      error_for_code)
 from ..group_offsets import GroupDescription, GroupMember, PartitionLag
 from ..log.producer_state_manager import ActiveProducer
 from ..partitioner import StickyPartitioner, assign_partitions
@@ -232,6 +233,8 @@ class RemoteBroker:
         (meta,) = response["topics"]
         _raise_for(meta["error_code"], f"topic {name!r} does not exist", name)
         sizes = self._partition_sizes(name, [p["partition_index"] for p in meta["partitions"]])
+        overrides = self._overrides(name)
+        tiered = overrides.get("remote.storage.enable", "").lower() == "true"
         partitions = []
         for p in sorted(meta["partitions"], key=lambda p: p["partition_index"]):
             index = p["partition_index"]
@@ -239,9 +242,24 @@ class RemoteBroker:
             start = self._offset(name, index, _SPECS["earliest"], client=leader)
             end = self._offset(name, index, _SPECS["latest"], client=leader)
             size = None if sizes is None else sizes.get(index)
+            tiers = self._tier_offsets(name, index, start.offset, leader) if tiered else {}
             partitions.append(PartitionDescription(index, p["leader_id"], start.offset, end.offset, end.offset,
-                                                   size, None, tuple(p["replica_nodes"]), tuple(p["isr_nodes"])))
-        return TopicDescription(name, topic_id_text(meta["topic_id"]), partitions, self._overrides(name))
+                                                   size, None, tuple(p["replica_nodes"]), tuple(p["isr_nodes"]),
+                                                   **tiers))
+        return TopicDescription(name, topic_id_text(meta["topic_id"]), partitions, overrides)
+
+    def _tier_offsets(self, name: str, index: int, log_start_offset: int, leader: ProtocolClient) -> dict[str, int]:
+        """A tiered partition's local log start offset (ListOffsets earliest-local, -4) and the remote tier's
+        first offset (the log start offset while the tier holds any, latest-tiered -5 at or past it; -1 when it
+        holds none); nothing from a broker older than ListOffsets v9. No Kafka API tells the remote tier's
+        bytes or segments: those are left out."""
+        try:
+            local = self._offset(name, index, -4, client=leader).offset
+            highest_tiered = self._offset(name, index, -5, client=leader).offset
+        except UnsupportedVersionError:
+            return {}
+        return {"local_log_start_offset": local,
+                "remote_log_start_offset": log_start_offset if highest_tiered >= log_start_offset else -1}
 
     def _partition_sizes(self, name: str, partitions: list[int]) -> dict[int, int] | None:
         """Bytes of each of ``partitions`` of topic ``name``, from whichever log dir holds it (DescribeLogDirs);

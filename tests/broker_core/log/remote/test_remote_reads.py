@@ -254,6 +254,25 @@ def test_topics_describe_shows_local_and_remote_log_start_offsets_and_sizes(tier
     assert "LogStartOffset: 0" in out and "Remote" not in out  # the log's own start offset, both tiers
 
 
+def test_topics_describe_over_bootstrap_shows_the_tier_offsets_that_log_dir_shows(tiered, server, capsys):
+    log_dir, config, copied, _ = tiered
+
+    def described(*how: str) -> dict[str, str]:
+        assert main(["topics", "describe", *how, "--topic", "t"]) == 0
+        (line,) = [line for line in capsys.readouterr().out.splitlines() if "Partition: 0" in line]
+        return dict(field.split(": ", 1) for field in line.strip().split("\t"))
+
+    over_bootstrap = described("--bootstrap", server.bootstrap_servers)
+    from_log_dir = described("--log-dir", log_dir,
+                             *[arg for k, v in config.items() for arg in ("--broker-config", f"{k}={v}")])
+    tier_fields = ("LogStartOffset", "LocalLogStartOffset", "RemoteLogStartOffset", "LogEndOffset")
+    assert {f: over_bootstrap[f] for f in tier_fields} == {f: from_log_dir[f] for f in tier_fields}
+    assert over_bootstrap["LocalLogStartOffset"] == str(copied[-1].end_offset + 1)
+    assert over_bootstrap["RemoteLogStartOffset"] == "0"
+    # No Kafka API tells the remote tier's bytes and segments: left out, not made up.
+    assert "RemoteSize" not in over_bootstrap and from_log_dir["RemoteSegments"] == str(len(copied))
+
+
 def test_an_unreachable_remote_tier_fails_only_reads_of_the_tier(tiered):
     log_dir, _, copied, _ = tiered
     unreachable = {"remote.log.storage.system.enable": "true", "remote.storage.url": "s3://nowhere/tier",
