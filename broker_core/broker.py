@@ -340,11 +340,12 @@ class Broker:
 
     def create_topic(self, name: str, partitions: int | None = None,
                      config: Mapping[str, object] | None = None, *,
-                     replication_factor: int | None = None) -> TopicDescription:
+                     replication_factor: int | None = None, topic_id: str | None = None) -> TopicDescription:
         """Create a topic, all its partitions or none: the creation is checked against
         ``max.partitions``, the descriptors and the log dirs' room first, and a creation
         that fails (or is interrupted) half-way is rolled back (at the next open). One broker holds
-        one replica: a ``replication_factor`` above 1 is INVALID_REPLICATION_FACTOR."""
+        one replica: a ``replication_factor`` above 1 is INVALID_REPLICATION_FACTOR. ``topic_id`` is the
+        cluster's id of the topic (a new one when None)."""
         self._check_writable(f"create topic {name!r}")
         if replication_factor not in (None, 1):
             raise InvalidReplicationFactorError(
@@ -368,7 +369,7 @@ class Broker:
                     raise InvalidTopicError(f"topic {name!r} collides with existing topic {other.name!r}: "
                                             f"'.' and '_' are interchangeable in metric names")
             self.check_new_partitions(f"topic {name!r}", partitions)
-            self._add_partitions(TopicMetadata(name, new_topic_id(), partitions, overrides), 0)
+            self._add_partitions(TopicMetadata(name, topic_id or new_topic_id(), partitions, overrides), 0)
         return self.describe_topic(name)
 
     def create_partitions(self, name: str, total: int) -> TopicDescription:

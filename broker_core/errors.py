@@ -474,3 +474,7 @@ class UnstableOffsetCommitError(KafkaError, code=88, name="UNSTABLE_OFFSET_COMMI
 
 class TransactionalIdNotFoundError(KafkaError, code=105, name="TRANSACTIONAL_ID_NOT_FOUND"):
     """The transaction coordinator holds no such transactional id."""
+
+
+class OffsetMovedToTieredStorageError(KafkaError, code=109, name="OFFSET_MOVED_TO_TIERED_STORAGE"):
+    """A follower fetched below the leader's local log start offset: those offsets are in the remote tier only."""

@@ -255,6 +255,12 @@ class _EpochFormatter:
         return EpochEntry(_parse_int(epoch), _parse_int(start_offset))
 
 
+def parse_leader_epoch_checkpoint(text: str, source: str) -> list[EpochEntry]:
+    """The epochs of a leader-epoch checkpoint's text (a remote segment's ``.leader_epoch_checkpoint``);
+    ``source`` names it in errors."""
+    return parse_checkpoint(text, LeaderEpochCheckpointFile.CURRENT_VERSION, _EpochFormatter(), source)
+
+
 class LeaderEpochCheckpointFile:
     """A partition's leader epochs: "epoch start_offset" lines, version 0."""
 

@@ -15,6 +15,7 @@ from typing import Mapping, Sequence
 
 from ..errors import (InvalidPartitionsError, InvalidReplicaAssignmentError, TopicAlreadyExistsError,
                       UnknownTopicOrPartitionError)
+from ..log.topic_store import new_topic_id
 from .kafka_zk_client import KafkaZkClient
 from .replica_assignment import (BrokerMetadata, assign_new_partitions, assign_replicas_to_brokers,
                                  validate_replica_assignment)
@@ -61,7 +62,7 @@ class AdminZkClient:
         if self.zk_client.get_topic_assignment(topic) is not None:
             raise TopicAlreadyExistsError(f"Topic '{topic}' already exists.")
         self.zk_client.set_topic_config(topic, dict(config or {}))
-        self.zk_client.create_topic_assignment(topic, assignment)
+        self.zk_client.create_topic_assignment(topic, assignment, new_topic_id())
         return assignment
 
     def add_partitions(self, topic: str, total_partitions: int,
@@ -90,7 +91,8 @@ class AdminZkClient:
                         f"{total_partitions - len(existing)} are being added")
             else:
                 added = assign_new_partitions(existing, total_partitions, brokers, self._rng)
-            if self.zk_client.set_topic_assignment(topic, {**existing, **added}, current.mod_revision) is not None:
+            if self.zk_client.set_topic_assignment(topic, {**existing, **added}, current.mod_revision,
+                                                   self.zk_client.get_topic_id(topic)) is not None:
                 return added
 
     def delete_topic(self, topic: str) -> None:

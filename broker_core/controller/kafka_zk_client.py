@@ -139,17 +139,24 @@ class KafkaZkClient:
 
     # -- topics --
 
-    def create_topic_assignment(self, topic: str, assignment: Mapping[int, Sequence[int]]) -> int:
-        revision = self.store.create(zk_data.topic_path(topic),
-                                     zk_data.encode_topic_assignment({p: tuple(r) for p, r in assignment.items()}))
+    def create_topic_assignment(self, topic: str, assignment: Mapping[int, Sequence[int]],
+                                topic_id: str | None = None) -> int:
+        revision = self.store.create(zk_data.topic_path(topic), zk_data.encode_topic_assignment(
+            {p: tuple(r) for p, r in assignment.items()}, topic_id))
         if revision is None:
             raise TopicAlreadyExistsError(f"Topic '{topic}' already exists.")
         return revision
 
-    def set_topic_assignment(self, topic: str, assignment: Mapping[int, Sequence[int]], mod_revision: int) -> int | None:
+    def set_topic_assignment(self, topic: str, assignment: Mapping[int, Sequence[int]], mod_revision: int,
+                             topic_id: str | None = None) -> int | None:
         return self.store.compare_and_set(
-            zk_data.topic_path(topic), zk_data.encode_topic_assignment({p: tuple(r) for p, r in assignment.items()}),
-            mod_revision)
+            zk_data.topic_path(topic),
+            zk_data.encode_topic_assignment({p: tuple(r) for p, r in assignment.items()}, topic_id), mod_revision)
+
+    def get_topic_id(self, topic: str) -> str | None:
+        """The topic's id as its assignment holds it; None for a topic unknown or written without one."""
+        found = self.store.get(zk_data.topic_path(topic))
+        return zk_data.decode_topic_id(topic, found.value) if found else None
 
     def get_topic_assignment(self, topic: str) -> Versioned[dict[int, tuple[int, ...]]] | None:
         found = self.store.get(zk_data.topic_path(topic))

@@ -241,8 +241,23 @@ def decode_broker_info(broker_id: int, data: bytes) -> BrokerInfo:
     return BrokerInfo(broker_id, tuple(parsed), rack)
 
 
-def encode_topic_assignment(assignment: Mapping[int, tuple[int, ...] | list[int]]) -> bytes:
-    return _dump({"version": 1, "partitions": {str(p): list(assignment[p]) for p in sorted(assignment)}})
+def encode_topic_assignment(assignment: Mapping[int, tuple[int, ...] | list[int]], topic_id: str | None = None
+                            ) -> bytes:
+    """A topic's replicas and, as Kafka's ``/brokers/topics/T`` holds it since 2.8, its ``topic_id``: one id for
+    the topic on every broker (its partitions' ``partition.metadata``, its directory in the remote tier)."""
+    obj = {"version": 1, "partitions": {str(p): list(assignment[p]) for p in sorted(assignment)}}
+    if topic_id is not None:
+        obj["topic_id"] = topic_id
+    return _dump(obj)
+
+
+def decode_topic_id(topic: str, data: bytes) -> str | None:
+    """The topic's id in its assignment; None for a topic written without one."""
+    path = topic_path(topic)
+    found = _json(path, data).get("topic_id")
+    if found is not None and not isinstance(found, str):
+        raise ValueError(f"{path}: topic_id {found!r} is not a string")
+    return found
 
 
 def decode_topic_assignment(topic: str, data: bytes) -> dict[int, tuple[int, ...]]:

@@ -62,7 +62,7 @@ from typing import Callable
 import fsspec
 
 from format import layout, transactions
-from format.checkpoint import LeaderEpochCheckpointFile, fsync_dir
+from format.checkpoint import EpochEntry, LeaderEpochCheckpointFile, fsync_dir
 from format.compression import CompressionType
 from format.control import ControlRecordType, EndTransactionMarker
 from format.errors import CheckpointError, CorruptRecordError
@@ -1040,6 +1040,27 @@ class Log:
             self._high_watermark = new_offset
             self.leader_epoch_cache.clear()
             self.producer_state.truncate_fully_and_start_at(new_offset)
+
+    def build_remote_log_aux_state(self, local_log_start_offset: int, log_start_offset: int,
+                                   epochs: list[EpochEntry], producer_snapshot: bytes | None) -> None:
+        """A follower starting where its leader's local log starts (Kafka's buildRemoteLogAuxState): emptied
+        and started at ``local_log_start_offset``, its log start offset the leader's ``log_start_offset`` (the
+        offsets between are in the remote tier), its leader epochs and producer state those the remote segment
+        ending below ``local_log_start_offset`` was copied with."""
+        with self._lock:
+            self.truncate_fully_and_start_at(local_log_start_offset)
+            if self.config.remote_storage_enable:
+                self.log_start_offset = min(log_start_offset, local_log_start_offset)
+            for entry in epochs:
+                if entry.start_offset < local_log_start_offset:
+                    self.leader_epoch_cache.assign(entry.epoch, max(entry.start_offset, self.log_start_offset))
+            if producer_snapshot is not None:
+                self.producer_state.restore_snapshot(local_log_start_offset, producer_snapshot)
+            self._load_producer_state()
+        log.info("%s: starts at offset %d, the leader's local log start offset; log start offset %d, leader "
+                 "epochs %s and %s from the remote tier", self, local_log_start_offset, self.log_start_offset,
+                 [(e.epoch, e.start_offset) for e in self.leader_epoch_cache.epoch_entries()],
+                 "the producer state" if producer_snapshot is not None else "no producer snapshot")
 
     def delete_old_segments(self, predicate: Callable[[LogSegment, LogSegment | None], bool], reason: str) -> int:
         """Delete segments from the oldest while ``predicate(segment, next_segment)`` holds.

@@ -384,8 +384,17 @@ class ProducerStateManager:
         """Write the state as ``<map end offset>.snapshot`` (unless that one exists); returns its path."""
         if self.read_only or self.map_end_offset in self._snapshots:
             return None
-        path = self._snapshot_path(self.map_end_offset)
-        data = encode_snapshot([e.to_snapshot() for e in self.producers.values()])
+        return self._write_snapshot(self.map_end_offset,
+                                    encode_snapshot([e.to_snapshot() for e in self.producers.values()]))
+
+    def restore_snapshot(self, offset: int, data: bytes) -> str:
+        """Keep ``data`` (a snapshot file's bytes, as a remote segment holds it) as ``<offset>.snapshot``, for
+        the next ``truncate_and_reload`` to load (a follower starting at a leader's remote tier)."""
+        self.delete_snapshot(offset)
+        return self._write_snapshot(offset, data)
+
+    def _write_snapshot(self, offset: int, data: bytes) -> str:
+        path = self._snapshot_path(offset)
         tmp = path + ".tmp"
         with open(tmp, "wb") as f:
             f.write(data)
@@ -393,7 +402,7 @@ class ProducerStateManager:
             os.fsync(f.fileno())
         os.replace(tmp, path)
         fsync_dir(self.log_dir)
-        bisect.insort(self._snapshots, self.map_end_offset)
+        bisect.insort(self._snapshots, offset)
         return path
 
     def _load_snapshot(self, offset: int) -> bool:

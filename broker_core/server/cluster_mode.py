@@ -107,7 +107,8 @@ class ClusterMode:
         def leader_endpoint(broker_id: int) -> EndPoint | None:
             return cache_holder[0].metadata_cache.endpoint(broker_id, inter_broker_listener) if cache_holder else None
 
-        self.fetcher_manager = ReplicaFetcherManager(config.node_id, leader_endpoint)
+        self.fetcher_manager = ReplicaFetcherManager(config.node_id, leader_endpoint,
+                                                     remote_log_reader=broker.remote_log_reader)
         self.coordinator_elections = CoordinatorElections(config.node_id, apis.group_coordinator,
                                                           apis.transaction_coordinator)
         self.replica_manager = ReplicaManager(broker, self.zk_client, self.fetcher_manager,

@@ -41,7 +41,7 @@ from format.record_batch import batch_spans
 from format.txn_index import AbortedTxn
 
 from ..cluster.partition import NO_PARTITION_LEADER_EPOCH, check_leader_epoch
-from ..errors import KafkaError, UnknownServerError, UnknownTopicOrPartitionError
+from ..errors import KafkaError, OffsetMovedToTieredStorageError, UnknownServerError, UnknownTopicOrPartitionError
 from ..log.leader_epoch_file_cache import EpochEndOffset
 from ..log.log import CONSUMER_REPLICA_ID, FetchIsolation, IsolationLevel, Log
 from ..log.remote.remote_log_reader import (RemoteLogReader, collect_aborted_transactions, log_start_offset_of,
@@ -147,6 +147,11 @@ def _read_partition(logs: LogSource, fp: FetchPartition, max_bytes: int, min_one
         if diverging is not None:
             return LogReadResult(fp, b"", lg.high_watermark, lg.last_stable_offset,
                                  log_start_offset_of(lg, remote), diverging_epoch=diverging)
+        if params.is_from_follower and lg.config.remote_storage_enable and fp.fetch_offset < lg.local_log_start_offset:
+            # A follower rebuilds what lies below the local log start offset from the remote tier (KIP-405).
+            raise OffsetMovedToTieredStorageError(
+                f"{lg}: offset {fp.fetch_offset} fetched by broker {params.replica_id} is below the local log start "
+                f"offset {lg.local_log_start_offset}: in the remote tier only")
         info = read_log(lg, remote, fp.fetch_offset, max_bytes, min_one_message=min_one_message,
                         isolation=params.isolation)
         # Taken after the read, so the records served never lie past the high watermark reported.

@@ -14,6 +14,7 @@ from format.layout import TopicPartition
 
 from ..cluster.partition import Partition
 from ..network.endpoint import EndPoint
+from ..log.remote.remote_log_reader import RemoteLogReader
 from .replica_fetcher_thread import ReplicaFetcherThread
 
 __all__ = ["ReplicaFetcherManager"]
@@ -21,8 +22,10 @@ __all__ = ["ReplicaFetcherManager"]
 
 class ReplicaFetcherManager:
     def __init__(self, broker_id: int, leader_endpoint: Callable[[int], EndPoint | None],
-                 on_appended: Callable[[TopicPartition], None] = lambda tp: None) -> None:
+                 on_appended: Callable[[TopicPartition], None] = lambda tp: None,
+                 remote_log_reader: RemoteLogReader | None = None) -> None:
         self.broker_id = broker_id
+        self._remote_log_reader = remote_log_reader
         self._leader_endpoint = leader_endpoint
         self._on_appended = on_appended
         self._threads: dict[int, ReplicaFetcherThread] = {}
@@ -37,7 +40,8 @@ class ReplicaFetcherManager:
                     thread.remove_partitions([tp])
             thread = self._threads.get(leader_id)
             if thread is None:
-                thread = ReplicaFetcherThread(self.broker_id, leader_id, self._leader_endpoint, self._on_appended)
+                thread = ReplicaFetcherThread(self.broker_id, leader_id, self._leader_endpoint, self._on_appended,
+                                              self._remote_log_reader)
                 self._threads[leader_id] = thread
             thread.add_partition(partition)
             self._stop_idle_threads()

@@ -11,7 +11,9 @@ fetches from its log end, naming the epoch of its last batch; an answer with
 a DivergingEpoch truncates there (KIP-320) and fetches again. Records are
 appended as the leader wrote them (``Log.append_as_follower``: its offsets and
 epochs), and the follower's high watermark follows the leader's, never past
-its own log end. A fenced or refused partition (the leader has not taken in
+its own log end. A partition whose leader answers OFFSET_MOVED_TO_TIERED_STORAGE (its local log starts
+past this log's end, the rest in the remote tier) starts at the leader's local log start offset with the
+leader epochs and producer state of the remote segment below it (KIP-405). A fenced or refused partition (the leader has not taken in
 the new epoch yet) starts over from truncation after
 ``replica.fetch.backoff.ms``, as does a connection that fails.
 """
@@ -27,8 +29,10 @@ from format.layout import TopicPartition
 
 from ..client.protocol_client import ProtocolClient
 from ..cluster.partition import Partition
-from ..errors import NONE, KafkaError, error_for_code
+from ..errors import NONE, KafkaError, OffsetMovedToTieredStorageError, error_for_code
 from ..log.leader_epoch_file_cache import EpochEndOffset
+from ..log.log import EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP
+from ..log.remote.remote_log_reader import RemoteLogReader
 from ..network.endpoint import EndPoint
 from ..protocol import ApiKey, ProtocolError
 from .offset_truncation import truncate_by_leader_epoch, truncate_to_diverging_epoch
@@ -39,6 +43,8 @@ log = logging.getLogger(__name__)
 
 FETCH_VERSION = 12
 OFFSET_FOR_LEADER_EPOCH_VERSION = 4
+# The first version answering earliest-local (-4).
+LIST_OFFSETS_VERSION = 8
 # Kafka's defaults.
 REPLICA_FETCH_WAIT_MAX_MS = 500
 REPLICA_FETCH_MIN_BYTES = 1
@@ -63,8 +69,11 @@ class ReplicaFetcherThread:
     """Fetches the partitions ``add_partition`` hands it from ``leader_id`` until ``shutdown``."""
 
     def __init__(self, broker_id: int, leader_id: int, leader_endpoint: Callable[[int], EndPoint | None],
-                 on_appended: Callable[[TopicPartition], None] = lambda tp: None) -> None:
+                 on_appended: Callable[[TopicPartition], None] = lambda tp: None,
+                 remote_log_reader: RemoteLogReader | None = None) -> None:
         self.broker_id = broker_id
+        #: The remote tier, where a follower finds what it needs to start at its leader's local log start.
+        self._remote = remote_log_reader
         self.leader_id = leader_id
         self._leader_endpoint = leader_endpoint
         self._on_appended = on_appended
@@ -215,11 +224,14 @@ class ReplicaFetcherThread:
             for answer in topic["partitions"]:
                 state = by_tp.get(TopicPartition(topic["topic"], answer["partition_index"]))
                 if state is not None and self._current(state):
-                    self._process(state, answer)
+                    self._process(client, state, answer)
 
-    def _process(self, state: _FetchState, answer: dict) -> None:
+    def _process(self, client: ProtocolClient, state: _FetchState, answer: dict) -> None:
         lg = state.partition.log
         tp = state.partition.topic_partition
+        if answer["error_code"] == OffsetMovedToTieredStorageError.code:
+            self._start_at_leader_local_log(client, state)
+            return
         if answer["error_code"] != NONE:
             self._fail(state, error_for_code(answer["error_code"])(f"fetch of {tp} from broker {self.leader_id}"))
             return
@@ -233,3 +245,39 @@ class ReplicaFetcherThread:
             lg.append_as_follower(bytes(records))
             self._on_appended(tp)
         lg.update_high_watermark(answer["high_watermark"])
+
+    # --- tiered storage ----------------------------------------------------------------
+
+    def _start_at_leader_local_log(self, client: ProtocolClient, state: _FetchState) -> None:
+        """The leader's local log starts past this log's end, the offsets between only in the remote tier:
+        start this log at the leader's local log start offset with the leader epochs and producer state of
+        the remote segment ending below it (Kafka's ReplicaFetcherTierStateMachine), then fetch from there."""
+        lg = state.partition.log
+        tp = state.partition.topic_partition
+        moved = f"fetch of {tp} at offset {lg.log_end_offset} from broker {self.leader_id}"
+        if self._remote is None or not lg.config.remote_storage_enable:
+            self._fail(state, OffsetMovedToTieredStorageError(f"{moved}; this broker names no remote tier to "
+                                                              f"build the partition's state from"))
+            return
+        try:
+            local_start = self._list_offset(client, state, EARLIEST_LOCAL_TIMESTAMP)
+            log_start = self._list_offset(client, state, EARLIEST_TIMESTAMP)
+            epochs, snapshot = self._remote.remote_log_aux_state(tp, local_start - 1)
+        except KafkaError as exc:
+            self._fail(state, exc)
+            return
+        lg.build_remote_log_aux_state(local_start, log_start, epochs, snapshot)
+        log.info("%s: %s: %s answered OFFSET_MOVED_TO_TIERED_STORAGE; fetching from the leader's local log "
+                 "start offset %d", self, tp, moved, local_start)
+
+    def _list_offset(self, client: ProtocolClient, state: _FetchState, timestamp: int) -> int:
+        tp = state.partition.topic_partition
+        response = client.send(ApiKey.LIST_OFFSETS, {
+            "replica_id": self.broker_id, "isolation_level": 0, "topics": [{"name": tp.topic, "partitions": [{
+                "partition_index": tp.partition, "current_leader_epoch": state.leader_epoch,
+                "timestamp": timestamp}]}]}, version=LIST_OFFSETS_VERSION)
+        answer = response["topics"][0]["partitions"][0]
+        if answer["error_code"] != NONE:
+            raise error_for_code(answer["error_code"])(f"ListOffsets {timestamp} of {tp} from broker "
+                                                       f"{self.leader_id}")
+        return answer["offset"]

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from typing import Callable, Mapping
 
 from format import remote_tier
-from format.errors import CorruptRecordError
+from format.checkpoint import EpochEntry, parse_leader_epoch_checkpoint
+from format.errors import CheckpointError, CorruptRecordError
 from format.file_records import FileRecords, TimestampAndOffset
 from format.fs import filesystem_for
 from format.index import OffsetIndex, TimeIndex
@@ -189,6 +190,41 @@ class RemoteLogReader:
             if found is not None:
                 return found
         return None
+
+    def remote_log_aux_state(self, tp: TopicPartition, offset: int) -> tuple[list[EpochEntry], bytes | None]:
+        """The leader epochs and the producer snapshot the remote segment holding ``offset`` was copied with:
+        what a follower starting past it needs (Kafka's ReplicaFetcherTierStateMachine), listed afresh.
+        KafkaStorageError when no complete remote segment holds ``offset`` or its objects cannot be read."""
+        topic_id = self.topic_id_of(tp.topic)
+        if topic_id is None:
+            raise KafkaStorageError(f"{tp.topic}-{tp.partition}: the topic has no id here to find its remote tier")
+        directory = remote_tier.partition_path(self.root, tp.topic, topic_id, tp.partition)
+        try:
+            self.fs.invalidate_cache(directory)
+            listed = remote_tier.list_segments(self.fs, self.root, tp.topic, topic_id, tp.partition)
+        except CorruptRecordError as exc:
+            raise KafkaStorageError(f"remote tier {self.storage.url}: {exc}") from None
+        except Exception as exc:  # noqa: BLE001 - each fsspec backend raises its own
+            raise KafkaStorageError(f"remote tier {self.storage.url}: cannot list {directory}: {exc}") from None
+        found = next((m for m in listed if m.state is RemoteLogSegmentState.COPY_SEGMENT_FINISHED
+                      and m.base_offset <= offset <= m.end_offset), None)
+        if found is None:
+            raise KafkaStorageError(f"{tp.topic}-{tp.partition}: no complete remote segment in {directory} holds "
+                                    f"offset {offset}")
+        objects = {}
+        for suffix in (".leader_epoch_checkpoint", ".snapshot"):
+            if suffix in found.objects:
+                path = remote_tier.segment_object(self.root, found, suffix)
+                try:
+                    objects[suffix] = self.fs.cat_file(path)
+                except Exception as exc:  # noqa: BLE001 - each fsspec backend raises its own
+                    raise self._storage_error(found, exc, path) from None
+        checkpoint = remote_tier.segment_object(self.root, found, ".leader_epoch_checkpoint")
+        try:
+            epochs = parse_leader_epoch_checkpoint(objects.get(".leader_epoch_checkpoint", b"").decode(), checkpoint)
+        except (CheckpointError, UnicodeDecodeError) as exc:
+            raise KafkaStorageError(f"{tp.topic}-{tp.partition}: {exc}") from None
+        return epochs, objects.get(".snapshot")
 
     def max_timestamp(self, lg: Log) -> TimestampAndOffset | None:
         """The remote record with the largest timestamp (the first of equals) among the remote segments below

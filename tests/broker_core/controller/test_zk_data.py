@@ -94,3 +94,12 @@ def test_a_malformed_etcd_connect_is_refused_naming_the_value(value, reason):
     with pytest.raises(InvalidConfigurationError,
                        match=re.escape(f"Invalid value {value} for configuration etcd.connect: {reason}")):
         parse_etcd_connect(value)
+
+
+def test_a_topic_assignment_carries_the_topic_id_as_kafkas_topic_znode_does():
+    data = zk_data.encode_topic_assignment({0: (1, 2), 1: (2, 1)}, "q1ZtCzCuRYGYZc7HrMFV4A")
+    assert json.loads(data) == {"version": 1, "partitions": {"0": [1, 2], "1": [2, 1]},
+                                "topic_id": "q1ZtCzCuRYGYZc7HrMFV4A"}
+    assert zk_data.decode_topic_id("events", data) == "q1ZtCzCuRYGYZc7HrMFV4A"
+    assert zk_data.decode_topic_assignment("events", data) == {0: (1, 2), 1: (2, 1)}
+    assert zk_data.decode_topic_id("events", zk_data.encode_topic_assignment({0: (1,)})) is None

@@ -1,0 +1,115 @@
+"""Tiered storage in a cluster of two ``seglog broker`` processes over etcd, the remote tier a shared local
+directory: a follower whose log ends below its leader's local log start offset is answered
+OFFSET_MOVED_TO_TIERED_STORAGE and starts at the leader's local log start from the remote tier's state,
+as Kafka's followers do (KIP-405)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from broker_core.broker import Broker
+from broker_core.protocol import ApiKey
+from format.fs import filesystem_for
+from format.layout import TopicPartition
+from format.log_dir import read_topic_id
+from format.record import SimpleRecord
+from format.record_batch import build_batch, iter_batches
+from tests.broker_core.cluster.cluster_kit import ClusterKit
+
+pytestmark = pytest.mark.slow
+
+TOPIC = "events"
+TOPIC_CONFIG = {"remote.storage.enable": "true", "segment.bytes": "2048", "local.retention.bytes": "4096",
+                "retention.ms": "-1", "min.insync.replicas": "1"}
+OFFSET_MOVED_TO_TIERED_STORAGE = 109
+
+
+@pytest.fixture()
+def tiered_cluster(tmp_path, etcd_server):
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    kit = ClusterKit(tmp_path / "brokers", etcd_server.connect("/tiered"), size=2, **{
+        "default.replication.factor": "2", "remote.log.storage.system.enable": "true",
+        "remote.storage.url": remote.as_uri(), "remote.log.manager.task.interval.ms": "200",
+        "log.retention.check.interval.ms": "200", "log.segment.delete.delay.ms": "0"})
+    kit.start_all()
+    try:
+        yield kit
+    finally:
+        kit.close()
+
+
+def _value(n: int) -> bytes:
+    return f"event-{n:05d}".encode().ljust(100, b".")
+
+
+def _produce(kit: ClusterKit, node_id: int, first: int, count: int, acks: int) -> None:
+    with kit.client(node_id) as client:
+        for n in range(first, first + count):
+            response = client.send(ApiKey.PRODUCE, {
+                "transactional_id": None, "acks": acks, "timeout_ms": 10_000, "topic_data": [{
+                    "name": TOPIC, "partition_data": [{"index": 0, "records": build_batch(
+                        [SimpleRecord(value=_value(n))], default_timestamp=int(time.time() * 1000))}]}]})
+            assert response["responses"][0]["partition_responses"][0]["error_code"] == 0
+
+
+def _offsets(kit: ClusterKit, node_id: int, timestamp: int, replica_id: int = -1) -> dict:
+    with kit.client(node_id) as client:
+        response = client.send(ApiKey.LIST_OFFSETS, {"replica_id": replica_id, "isolation_level": 0, "topics": [{
+            "name": TOPIC, "partitions": [{"partition_index": 0, "current_leader_epoch": -1,
+                                           "timestamp": timestamp}]}]}, version=9)
+    return response["topics"][0]["partitions"][0]
+
+
+def _fetch_as_replica(kit: ClusterKit, leader: int, replica_id: int, offset: int) -> dict:
+    with kit.client(leader) as client:
+        response = client.send(ApiKey.FETCH, {
+            "replica_id": replica_id, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0,
+            "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "",
+            "topics": [{"topic": TOPIC, "partitions": [{"partition": 0, "current_leader_epoch": -1,
+                                                        "fetch_offset": offset, "last_fetched_epoch": -1,
+                                                        "log_start_offset": -1,
+                                                        "partition_max_bytes": 1 << 20}]}]}, version=12)
+    return response["responses"][0]["partitions"][0]
+
+
+def test_a_follower_behind_the_leaders_local_log_start_starts_there_with_the_remote_tiers_epochs_and_state(
+        tiered_cluster):
+    kit = tiered_cluster
+    assert kit.create_topic(TOPIC, 1, 2, TOPIC_CONFIG)["error_code"] == 0
+    leader = kit.wait_for_isr(TOPIC, (1, 2)).leader
+    follower = 3 - leader
+    # One topic id on both replicas (the cluster's, from etcd): the remote tier's directory is the same for all.
+    ids = {read_topic_id(*filesystem_for(f"{kit.log_dir(n)}/{TOPIC}-0")) for n in (1, 2)}
+    assert len(ids) == 1 and None not in ids
+    _produce(kit, leader, 0, 10, acks=-1)
+    kit.stop(follower)
+    _produce(kit, leader, 10, 300, acks=1)
+    local_start = kit.wait_until(lambda: (o := _offsets(kit, leader, -4)["offset"]) > 10 and o,
+                                 "the leader's older segments tiered and deleted locally")
+    # A consumer below the local log start reads the remote tier; a replica is sent to it.
+    moved = _fetch_as_replica(kit, leader, follower, 10)
+    assert moved["error_code"] == OFFSET_MOVED_TO_TIERED_STORAGE and not moved["records"]
+    assert _fetch_as_replica(kit, leader, -1, 10)["error_code"] == 0
+
+    kit.start(follower)
+    kit.wait_for_isr(TOPIC, (1, 2), timeout_s=60)
+    with Broker(kit.log_dir(leader), read_only=True) as reader:
+        lg = reader.log_manager.log_or_raise(TopicPartition(TOPIC, 0))
+        leader_epochs = lg.leader_epoch_cache.epoch_entries()
+        end, leader_local_start = lg.log_end_offset, lg.local_log_start_offset
+    with Broker(kit.log_dir(follower), read_only=True) as reader:
+        lg = reader.log_manager.log_or_raise(TopicPartition(TOPIC, 0))
+        assert lg.log_start_offset == 0  # the offsets below its local log are in the remote tier
+        # Started at the leader's local log start offset when it asked, not at 10 with the remote tier's data.
+        assert local_start <= lg.local_log_start_offset <= leader_local_start
+        assert lg.segments[0].base_offset == lg.local_log_start_offset
+        assert lg.leader_epoch_cache.epoch_entries() == leader_epochs
+        follower_start, values, offset = lg.local_log_start_offset, [], lg.local_log_start_offset
+        while offset < end:
+            batches = list(iter_batches(bytes(lg.read(offset, 1 << 20, max_offset=end).records)))
+            values += [r.value for b in batches for r in b.records()]
+            offset = batches[-1].header.next_offset
+    assert values == [_value(n) for n in range(follower_start, end)]
