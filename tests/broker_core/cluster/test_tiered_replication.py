@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from confluent_kafka import Producer
 
 from broker_core.broker import Broker
 from broker_core.protocol import ApiKey
@@ -86,8 +87,15 @@ def test_a_follower_behind_the_leaders_local_log_start_starts_there_with_the_rem
     assert len(ids) == 1 and None not in ids
     _produce(kit, leader, 0, 10, acks=-1)
     kit.stop(follower)
-    _produce(kit, leader, 10, 300, acks=1)
-    local_start = kit.wait_until(lambda: (o := _offsets(kit, leader, -4)["offset"]) > 10 and o,
+    # An idempotent producer's batches, then plain ones: its state is in the remote tier's snapshots only.
+    producer = Producer({"bootstrap.servers": f"127.0.0.1:{kit.ports[leader]}", "enable.idempotence": True,
+                         "linger.ms": 0, "batch.size": 1024})
+    for n in range(10, 150):
+        producer.produce(TOPIC, _value(n), partition=0)
+        producer.poll(0)
+    assert producer.flush(30) == 0
+    _produce(kit, leader, 150, 160, acks=1)
+    local_start = kit.wait_until(lambda: (o := _offsets(kit, leader, -4)["offset"]) > 150 and o,
                                  "the leader's older segments tiered and deleted locally")
     # A consumer below the local log start reads the remote tier; a replica is sent to it.
     moved = _fetch_as_replica(kit, leader, follower, 10)
@@ -97,10 +105,13 @@ def test_a_follower_behind_the_leaders_local_log_start_starts_there_with_the_rem
     kit.start(follower)
     kit.wait_for_isr(TOPIC, (1, 2), timeout_s=60)
     with Broker(kit.log_dir(leader), read_only=True) as reader:
+        leader_producers = reader.describe_producers(TOPIC, 0)
         lg = reader.log_manager.log_or_raise(TopicPartition(TOPIC, 0))
         leader_epochs = lg.leader_epoch_cache.epoch_entries()
         end, leader_local_start = lg.log_end_offset, lg.local_log_start_offset
     with Broker(kit.log_dir(follower), read_only=True) as reader:
+        assert [(p.producer_id, p.last_sequence) for p in reader.describe_producers(TOPIC, 0)] == \
+            [(p.producer_id, p.last_sequence) for p in leader_producers] != []
         lg = reader.log_manager.log_or_raise(TopicPartition(TOPIC, 0))
         assert lg.log_start_offset == 0  # the offsets below its local log are in the remote tier
         # Started at the leader's local log start offset when it asked, not at 10 with the remote tier's data.
