@@ -19,8 +19,8 @@ ratios hold better):
 
 Records are 100-byte JSON-like values with 10-byte keys in batches of 135 records (16,268 bytes: what fills
 Kafka's default ``batch.size``), appended with ``Log.append`` from a pool of distinct batches (as in
-``connector_bench.py``), in 4 partitions of ``segment.bytes`` 8 MiB (``--segment-mib``). SeaweedFS (``weed server`` with its S3
-gateway, ``testbed.seaweedfs``) keeps its data under ``--dir``. Nothing is pinned: Spark runs ``local[2]``,
+``connector_bench.py``), in 4 partitions of ``segment.bytes`` 8 MiB (``--segment-mib``). SeaweedFS
+(``weed server`` with its S3 gateway, ``testbed.seaweedfs``) keeps its data under ``--dir``. Nothing is pinned: Spark runs ``local[2]``,
 the brokers and SeaweedFS beside it.
 
 Run ``python bench/tiered_bench.py``; ``--quick`` for a smoke run, ``--markdown`` for rows to paste into

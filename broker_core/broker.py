@@ -37,8 +37,8 @@ from .clock import SYSTEM_CLOCK, Clock
 from .config import BrokerConfig, LogConfig
 from .coordinator.group.offset_and_metadata import OffsetAndMetadata
 from .errors import (InvalidConfigurationError, InvalidPartitionsError, InvalidReplicationFactorError,
-                     InvalidRequestError, InvalidTopicError, KafkaStorageError, LogDirReadOnlyError, PolicyViolationError, TopicAlreadyExistsError,
-                     UnknownTopicOrPartitionError)
+                     InvalidRequestError, InvalidTopicError, KafkaStorageError, LogDirReadOnlyError,
+                     PolicyViolationError, TopicAlreadyExistsError, UnknownTopicOrPartitionError)
 from .log.compaction_leases import CompactionLeases
 from .log.log import (CONSUMER_REPLICA_ID, EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIERED_TIMESTAMP,
                       LATEST_TIMESTAMP, MAX_TIMESTAMP, FetchIsolation, IsolationLevel, Log, LogAppendInfo)

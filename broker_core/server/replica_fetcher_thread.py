@@ -13,8 +13,8 @@ appended as the leader wrote them (``Log.append_as_follower``: its offsets and
 epochs), and the follower's high watermark follows the leader's, never past
 its own log end. A partition whose leader answers OFFSET_MOVED_TO_TIERED_STORAGE (its local log starts
 past this log's end, the rest in the remote tier) starts at the leader's local log start offset with the
-leader epochs and producer state of the remote segment below it (KIP-405). A fenced or refused partition (the leader has not taken in
-the new epoch yet) starts over from truncation after
+leader epochs and producer state of the remote segment below it (KIP-405). A fenced or refused partition
+(the leader has not taken in the new epoch yet) starts over from truncation after
 ``replica.fetch.backoff.ms``, as does a connection that fails.
 """
 

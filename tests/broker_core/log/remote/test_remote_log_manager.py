@@ -267,7 +267,8 @@ def test_remote_storage_on_a_broker_without_the_remote_log_storage_system_is_ref
 def test_disabling_remote_storage_on_a_topic_is_refused_as_kafka_3_refuses_it(tmp_path):
     with open_broker(tmp_path / "logs", (tmp_path / "remote").as_uri(), {}) as broker:
         broker.create_topic(TOPIC, 1, TIERED_TOPIC)
-        for change in ({"set_configs": {"remote.storage.enable": "false"}}, {"delete_configs": ["remote.storage.enable"]}):
+        for change in ({"set_configs": {"remote.storage.enable": "false"}},
+                       {"delete_configs": ["remote.storage.enable"]}):
             with pytest.raises(InvalidConfigurationError) as raised:
                 broker.alter_topic_config(TOPIC, **change)
             assert str(raised.value) == "Disabling remote storage feature on the topic level is not supported."
