@@ -37,6 +37,7 @@ from ..network.endpoint import EndPoint, advertised_endpoints
 from ..network.request_channel import DEFAULT_QUEUED_MAX_REQUESTS, RequestChannel
 from ..network.socket_server import SocketServer
 from ..purgatory import DelayedOperationPurgatory
+from ..security.credential_store import open_credential_store
 from .delayed_fetch import DelayedFetch
 from .handler_pool import KafkaRequestHandlerPool
 from .kafka_apis import KafkaApis
@@ -66,6 +67,8 @@ class BrokerServer:
         self._coordinator_loader: threading.Thread | None = None
         #: Cluster mode (``etcd.connect``): registration, replicas, fetchers, the controller.
         self.cluster_mode = None
+        #: The users' SCRAM credentials (``CredentialStore``), what SASL listeners authenticate against.
+        self.credentials = None
         self._lock = threading.Lock()
         self._shut_down = threading.Event()
 
@@ -105,13 +108,17 @@ class BrokerServer:
             self._coordinator_loader.start()
             queue_size = int(config.extra.get("queued.max.requests", DEFAULT_QUEUED_MAX_REQUESTS))
             self._request_channel = RequestChannel(queue_size)
+            # The users' SCRAM credentials: etcd's /config/users in a cluster, the log dirs' file otherwise.
+            self.credentials = open_credential_store(
+                log_dirs, self.cluster_mode.store if self.cluster_mode is not None else None)
             self.socket_server = SocketServer(config, self._request_channel, clock=self.clock)
             advertised = advertised_endpoints(self.socket_server.bound_endpoints, config.advertised_listeners,
                                               config.extra)
             self.apis = KafkaApis(self.broker, self._request_channel, cluster_id=self.cluster_id,
                                   advertised=advertised, fetch_purgatory=self._fetch_purgatory,
                                   producer_id_manager=producer_ids, group_coordinator=self.group_coordinator,
-                                  transaction_coordinator=self.transaction_coordinator)
+                                  transaction_coordinator=self.transaction_coordinator,
+                                  credentials=self.credentials)
             if self.cluster_mode is not None:
                 self.cluster_mode.start(self.broker, self.apis, advertised, self._fetch_purgatory)
             self._handler_pool = KafkaRequestHandlerPool(self._request_channel, self.apis, config.num_io_threads)
