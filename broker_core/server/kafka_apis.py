@@ -64,7 +64,8 @@ from ..coordinator.group.broker_store import ensure_offsets_topic
 from ..coordinator.group.requests import COORDINATOR_TYPE_TRANSACTION
 from ..coordinator.transaction import TransactionCoordinator, TxnMarker
 from ..coordinator.transaction import wire as txn_wire
-from ..errors import (NONE, FencedLeaderEpochError, IllegalSaslStateError, InvalidConfigurationError, InvalidPartitionsError, InvalidReplicaAssignmentError,
+from ..errors import IllegalSaslStateError
+from ..errors import (NONE, FencedLeaderEpochError, InvalidConfigurationError, InvalidPartitionsError, InvalidReplicaAssignmentError,
                       InvalidReplicationFactorError, InvalidRequestError, InvalidRequiredAcksError, InvalidTopicError,
                       KafkaError, KafkaStorageError, TopicAlreadyExistsError, UnknownServerError, UnknownTopicIdError,
                       UnknownTopicOrPartitionError)
@@ -168,6 +169,8 @@ class KafkaApis:
             ApiKey.DESCRIBE_CLUSTER: self.handle_describe_cluster_request,
             ApiKey.DESCRIBE_TOPIC_PARTITIONS: self.handle_describe_topic_partitions_request,
             ApiKey.API_VERSIONS: self.handle_api_versions_request,
+            ApiKey.SASL_HANDSHAKE: self.handle_sasl_handshake_request,
+            ApiKey.SASL_AUTHENTICATE: self.handle_sasl_authenticate_request,
             ApiKey.CREATE_TOPICS: self.handle_create_topics_request,
             ApiKey.DELETE_TOPICS: self.handle_delete_topics_request,
             ApiKey.INIT_PRODUCER_ID: self.handle_init_producer_id_request,
@@ -177,8 +180,6 @@ class KafkaApis:
             ApiKey.DESCRIBE_LOG_DIRS: self.handle_describe_log_dirs_request,
             ApiKey.CREATE_PARTITIONS: self.handle_create_partitions_request,
             ApiKey.DESCRIBE_PRODUCERS: self.handle_describe_producers_request,
-            ApiKey.SASL_HANDSHAKE: self.handle_sasl_handshake_request,
-            ApiKey.SASL_AUTHENTICATE: self.handle_sasl_authenticate_request,
             ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: self.handle_describe_user_scram_credentials_request,
             ApiKey.ALTER_USER_SCRAM_CREDENTIALS: self.handle_alter_user_scram_credentials_request,
             SeglogApiKey.COMPACTION_LEASE: self.handle_compaction_lease_request,
@@ -275,6 +276,28 @@ class KafkaApis:
 
     def handle_api_versions_request(self, request: Request, parsed: KafkaRequest) -> None:
         self._send(request, parsed, {"error_code": NONE, "api_keys": self.api_versions, "throttle_time_ms": 0})
+
+    def api_versions_response(self, frame: bytes) -> bytes:
+        """The answer to an ApiVersions request ``frame``, both without size prefix: what a SASL listener's
+        authenticator answers before the connection has authenticated."""
+        try:
+            parsed = parse_request(frame)
+        except UnsupportedVersionError as exc:
+            return api_versions_fallback_response(exc.header)[4:]
+        body = {"error_code": NONE, "api_keys": self.api_versions, "throttle_time_ms": 0}
+        return b"".join(encode_response_buffers(parsed.header, body))[4:]
+
+    # --- SaslHandshake and SaslAuthenticate, after authentication ----------------------------
+
+    def handle_sasl_handshake_request(self, request: Request, parsed: KafkaRequest) -> None:
+        # Until a SASL connection has authenticated, its network thread answers these; what reaches the
+        # handlers comes after that, or on a listener without SASL: out of place, as Kafka answers.
+        self._send(request, parsed, {"error_code": IllegalSaslStateError.code, "mechanisms": []})
+
+    def handle_sasl_authenticate_request(self, request: Request, parsed: KafkaRequest) -> None:
+        self._send(request, parsed, {"error_code": IllegalSaslStateError.code, "error_message":
+                                     "SaslAuthenticate request received after successful authentication",
+                                     "auth_bytes": b"", "session_lifetime_ms": 0})
 
     # --- Metadata ---------------------------------------------------------------------
 
@@ -1261,18 +1284,7 @@ class KafkaApis:
             topics.append({"name": topic["name"], "partitions": partitions})
         self._send(request, parsed, {"throttle_time_ms": 0, "topics": topics})
 
-    # --- SASL and users ---------------------------------------------------------------------
-    # A SASL listener's authenticator answers the handshake and the tokens before authentication (and a
-    # re-authentication's); what reaches these handlers is a connection that needs no more of them.
-
-    def handle_sasl_handshake_request(self, request: Request, parsed: KafkaRequest) -> None:
-        """ILLEGAL_SASL_STATE, as Kafka answers a SaslHandshake on a connection that is not authenticating."""
-        self._send(request, parsed, {"error_code": IllegalSaslStateError.code, "mechanisms": []})
-
-    def handle_sasl_authenticate_request(self, request: Request, parsed: KafkaRequest) -> None:
-        self._send(request, parsed, {
-            "error_code": IllegalSaslStateError.code, "auth_bytes": b"", "session_lifetime_ms": 0,
-            "error_message": "SaslAuthenticate request received after successful authentication"})
+    # --- users: their SCRAM credentials (KIP-554) ----------------------------------------------
 
     def handle_describe_user_scram_credentials_request(self, request: Request, parsed: KafkaRequest) -> None:
         self._send(request, parsed, describe_user_scram_credentials(self.credentials, parsed.body))

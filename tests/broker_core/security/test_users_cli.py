@@ -105,9 +105,9 @@ def test_the_log_dir_of_a_running_broker_is_refused_and_bootstrap_changes_its_us
             "SCRAM-SHA-256", "--iterations", "16384")
         assert _ok("list", "--bootstrap", bootstrap).splitlines()[1:] == [
             "alice SCRAM-SHA-512 4096", "bob   SCRAM-SHA-256 16384"]
-        assert _authenticates(server.credentials, "SCRAM-SHA-256", "bob", "bob-secret")
+        assert _authenticates(server.credential_store, "SCRAM-SHA-256", "bob", "bob-secret")
         _ok("delete", "--bootstrap", bootstrap, "--user", "bob")
-        assert not _authenticates(server.credentials, "PLAIN", "bob", "bob-secret")
+        assert not _authenticates(server.credential_store, "PLAIN", "bob", "bob-secret")
         code, _, err = run("users", "add", "--bootstrap", bootstrap, "--user", "eve", "--password", "x",
                            "--iterations", "1")
         assert code == 1 and err == "seglog users: UNACCEPTABLE_CREDENTIAL: user 'eve': Too few iterations\n"

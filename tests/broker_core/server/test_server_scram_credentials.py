@@ -41,7 +41,7 @@ def test_a_user_added_with_confluent_kafka_is_described_and_authenticates_agains
     assert [(i.mechanism, i.iterations) for i in described.scram_credential_infos] == [
         (confluent_admin.ScramMechanism.SCRAM_SHA_512, 8192)]
     for mechanism in ("SCRAM-SHA-512", "PLAIN"):
-        auth = authenticator(broker_server.credentials)
+        auth = authenticator(broker_server.credential_store)
         assert log_in(auth, mechanism, "alice", "alice-secret")["error_code"] == 0
         assert str(auth.principal) == "User:alice"
 
@@ -123,7 +123,7 @@ def test_credentials_survive_a_broker_restart_and_no_password_reaches_the_log_di
     assert not any(b"alice-secret-9" in p.read_bytes() for p in log_dir.rglob("*") if p.is_file())
     server = start_broker(log_dir)
     try:
-        assert log_in(authenticator(server.credentials), "SCRAM-SHA-256", "alice", "alice-secret-9")["error_code"] == 0
+        assert log_in(authenticator(server.credential_store), "SCRAM-SHA-256", "alice", "alice-secret-9")["error_code"] == 0
     finally:
         server.shutdown(timeout_ms=10_000)
 
