@@ -12,6 +12,7 @@ from kafka.admin import KafkaAdminClient, UserScramCredentialDeletion, UserScram
 from broker_core.client.protocol_client import ProtocolClient
 from broker_core.protocol import ApiKey
 from broker_core.security.credential_admin import deletion, upsertion
+from broker_core.security.sasl_authenticator import SaslAuthenticationFailed
 from broker_core.security.scram import ScramMechanism
 
 from server_kit import start_broker
@@ -142,3 +143,23 @@ def test_a_sasl_handshake_on_a_plaintext_connection_is_an_illegal_sasl_state_and
     assert answer["error_code"] == 34 and answer["error_message"] == (
         "SaslAuthenticate request received after successful authentication")
     assert client.send(ApiKey.METADATA, {"topics": None})["brokers"]
+
+
+def test_in_cluster_mode_a_user_added_through_one_broker_is_known_to_every_broker(tmp_path, etcd_server):
+    connect = etcd_server.connect("/seglog")
+    servers = [start_broker(tmp_path / f"logs-{n}", **{"node.id": n, "etcd.connect": connect}) for n in (1, 2)]
+    try:
+        with ProtocolClient(servers[0].bootstrap_servers) as first:
+            assert _alter(first, upsertions=[upsertion("alice", SHA512, "alice-secret")])[0]["error_code"] == 0
+        assert log_in(authenticator(servers[1].credential_store), "PLAIN", "alice", "alice-secret")["error_code"] == 0
+        with ProtocolClient(servers[1].bootstrap_servers) as second:
+            (described,) = second.send(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, {"users": None})["results"]
+            assert described["user"] == "alice" and described["credential_infos"] == [
+                {"mechanism": 2, "iterations": 4096}]
+            assert _alter(second, deletions=[deletion("alice", SHA512)])[0]["error_code"] == 0
+        with pytest.raises(SaslAuthenticationFailed):
+            log_in(authenticator(servers[0].credential_store), "SCRAM-SHA-512", "alice", "alice-secret")
+        assert not any((tmp_path / f"logs-{n}" / "seglog-scram-credentials.json").exists() for n in (1, 2))
+    finally:
+        for server in servers:
+            server.shutdown(timeout_ms=10_000)
