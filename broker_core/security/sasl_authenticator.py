@@ -35,7 +35,8 @@ from ..protocol import ApiKey, ProtocolError, UnsupportedVersionError, encode_re
 from ..protocol.api import Request as KafkaRequest
 from .credential_store import CredentialStore
 from .principal import ANONYMOUS, USER_TYPE, KafkaPrincipal
-from .sasl_server import SERVED_MECHANISMS, SaslServer, SaslServerError, create_sasl_server
+from .sasl_mechanisms import SERVED_MECHANISMS, create_sasl_server
+from .sasl_server import SaslServer, SaslServerError
 
 __all__ = ["SaslServerAuthenticator", "SaslAuthenticationFailed"]
 

@@ -1,4 +1,4 @@
-"""The server side of one SASL mechanism exchange, and the mechanisms a broker can serve.
+"""The server side of one SASL mechanism exchange.
 
 A ``SaslServer`` is fed the client's tokens (``evaluate_response``) and answers the next challenge
 until it is ``complete``; its ``authorization_id`` is then the user the connection acts as. It
@@ -12,12 +12,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from .credential_store import CredentialStore
-
-__all__ = ["SaslServer", "SaslServerError", "SERVED_MECHANISMS", "create_sasl_server"]
-
-#: The mechanisms seglog serves; any other enabled name (GSSAPI, OAUTHBEARER) is refused at the handshake.
-SERVED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+__all__ = ["SaslServer", "SaslServerError"]
 
 
 class SaslServerError(Exception):
@@ -43,17 +38,3 @@ class SaslServer(Protocol):
     def authorization_id(self) -> str:
         """The authenticated user; only meaningful once complete."""
         ...
-
-
-def create_sasl_server(mechanism: str, credentials: CredentialStore) -> SaslServer:
-    """The server for one exchange of ``mechanism`` (one of ``SERVED_MECHANISMS``)."""
-    from .plain_server import PlainSaslServer
-    from .scram import ScramMechanism
-    from .scram_server import ScramSaslServer
-
-    if mechanism == "PLAIN":
-        return PlainSaslServer(credentials)
-    scram_mechanism = ScramMechanism.for_name(mechanism)
-    if scram_mechanism is None:
-        raise ValueError(f"SASL mechanism {mechanism!r} is not served (served: {', '.join(SERVED_MECHANISMS)})")
-    return ScramSaslServer(scram_mechanism, credentials)

@@ -37,7 +37,8 @@ from ..network.endpoint import EndPoint, advertised_endpoints
 from ..network.request_channel import DEFAULT_QUEUED_MAX_REQUESTS, RequestChannel
 from ..network.socket_server import SocketServer
 from ..purgatory import DelayedOperationPurgatory
-from ..security.credential_store import CredentialStore, open_credential_store
+from ..security.credential_store import CredentialStore
+from .credential_stores import open_credential_store
 from .delayed_fetch import DelayedFetch
 from .handler_pool import KafkaRequestHandlerPool
 from .kafka_apis import KafkaApis

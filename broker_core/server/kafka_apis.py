@@ -86,7 +86,8 @@ from ..protocol.messages.compaction import ACQUIRE, RELEASE, RENEW
 from ..protocol.types import topic_id_bytes, topic_id_text
 from ..purgatory import DelayedOperationPurgatory, TopicPartitionOperationKey
 from ..security.credential_admin import alter_user_scram_credentials, describe_user_scram_credentials
-from ..security.credential_store import CredentialStore, open_credential_store
+from ..security.credential_store import CredentialStore
+from .credential_stores import open_credential_store
 from .config_admin_manager import AlterableConfig, AlterConfigsResource, ConfigAdminManager
 from .delayed_fetch import (READ_COMMITTED, DelayedFetch, FetchParams, FetchPartition, FetchPartitionStatus,
                             LogReadResult, read_from_local_log)

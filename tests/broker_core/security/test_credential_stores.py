@@ -13,9 +13,10 @@ from broker_core.controller.etcd_metadata_store import EtcdMetadataStore
 from broker_core.controller.etcd_connect import parse_etcd_connect
 from broker_core.controller.in_memory_metadata_store import InMemoryMetadataStore
 from broker_core.controller.metadata_store import Put
-from broker_core.security.credential_etcd import EtcdCredentialStore
+from broker_core.controller.credential_etcd import EtcdCredentialStore
 from broker_core.security.credential_file import STORE_FILE, FileCredentialStore, read_credentials
-from broker_core.security.credential_store import open_credential_store, verify_password
+from broker_core.security.credential_store import verify_password
+from broker_core.server.credential_stores import open_credential_store
 from broker_core.security.scram import ScramCredential, ScramMechanism
 
 SHA256, SHA512 = ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512

@@ -9,7 +9,7 @@ from broker_core.controller import zk_data
 from broker_core.controller.in_memory_metadata_store import InMemoryMetadataStore
 from broker_core.controller.metadata_store import Put
 from broker_core.protocol import ApiKey
-from broker_core.security.credential_etcd import EtcdCredentialStore
+from broker_core.controller.credential_etcd import EtcdCredentialStore
 from broker_core.security.principal import ANONYMOUS, KafkaPrincipal
 from broker_core.security.sasl_authenticator import SaslAuthenticationFailed
 from broker_core.security.sasl_client import SaslClient

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from ..controller import zk_data
-from ..controller.metadata_store import Compare, Delete, MetadataStore, Put
-from .scram import ScramCredential, ScramMechanism
+from . import zk_data
+from .metadata_store import Compare, Delete, MetadataStore, Put
+from ..security.scram import ScramCredential, ScramMechanism
 
 __all__ = ["EtcdCredentialStore"]
 
