@@ -39,6 +39,7 @@ from ..network.socket_server import SocketServer
 from ..purgatory import DelayedOperationPurgatory
 from .delayed_fetch import DelayedFetch
 from .handler_pool import KafkaRequestHandlerPool
+from ..security.authorizer import Authorizer, authorizer_for
 from .kafka_apis import KafkaApis
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,7 @@ class BrokerServer:
         self.cluster_id: str | None = None
         self.socket_server: SocketServer | None = None
         self.apis: KafkaApis | None = None
+        self.authorizer: Authorizer | None = None
         self._request_channel: RequestChannel | None = None
         self._handler_pool: KafkaRequestHandlerPool | None = None
         self._fetch_purgatory: DelayedOperationPurgatory[DelayedFetch] | None = None
@@ -108,10 +110,12 @@ class BrokerServer:
             self.socket_server = SocketServer(config, self._request_channel, clock=self.clock)
             advertised = advertised_endpoints(self.socket_server.bound_endpoints, config.advertised_listeners,
                                               config.extra)
+            self.authorizer = authorizer_for(config, log_dirs, None if self.cluster_mode is None
+                                             else self.cluster_mode.store)
             self.apis = KafkaApis(self.broker, self._request_channel, cluster_id=self.cluster_id,
                                   advertised=advertised, fetch_purgatory=self._fetch_purgatory,
                                   producer_id_manager=producer_ids, group_coordinator=self.group_coordinator,
-                                  transaction_coordinator=self.transaction_coordinator)
+                                  transaction_coordinator=self.transaction_coordinator, authorizer=self.authorizer)
             if self.cluster_mode is not None:
                 self.cluster_mode.start(self.broker, self.apis, advertised, self._fetch_purgatory)
             self._handler_pool = KafkaRequestHandlerPool(self._request_channel, self.apis, config.num_io_threads)
@@ -143,6 +147,8 @@ class BrokerServer:
                 self.socket_server.stop_processing_requests()
             if self.apis is not None:
                 self.apis.complete_delayed_fetches()
+            if self.authorizer is not None:
+                self.authorizer.close()
             if self.cluster_mode is not None:
                 self.cluster_mode.shutdown()  # answers the produces waiting for acks=all
             if self._request_channel is not None and not self._request_channel.wait_until_idle(timeout_ms / 1000):
