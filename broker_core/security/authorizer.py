@@ -157,12 +157,12 @@ def _applies(binding: AclBinding, principal: str, host: str) -> bool:
     return (entry.principal in (principal, WILDCARD_PRINCIPAL)) and (entry.host in (host, WILDCARD_HOST))
 
 
-def authorizer_for(config, log_dirs: list[str], metadata_store=None) -> Authorizer | None:
+def authorizer_for(config, log_dirs: list[str], acl_store: AclStore | None = None) -> Authorizer | None:
     """The broker's authorizer from its settings: none when ``authorizer.class.name`` is empty; ACLs in etcd
-    when the broker is in a cluster (``metadata_store``), else in its log dirs. An invalid ``super.users``
+    in ``acl_store`` when given (etcd, for a broker in a cluster), else in its log dirs. An invalid ``super.users``
     raises ``InvalidConfigurationError``."""
     from ..errors import InvalidConfigurationError
-    from .acl_store import EtcdAclStore, LogDirAclStore
+    from .acl_store import LogDirAclStore
 
     if not (config.authorizer_class_name or "").strip():
         return None
@@ -170,6 +170,6 @@ def authorizer_for(config, log_dirs: list[str], metadata_store=None) -> Authoriz
         super_users = parse_super_users(config.super_users)
     except ValueError as exc:
         raise InvalidConfigurationError(str(exc), config_name="super.users", value=config.super_users) from None
-    store = EtcdAclStore(metadata_store) if metadata_store is not None else LogDirAclStore(log_dirs)
+    store = acl_store if acl_store is not None else LogDirAclStore(log_dirs)
     return Authorizer(store, super_users=super_users,
                       allow_everyone_if_no_acl_found=config.allow_everyone_if_no_acl_found)

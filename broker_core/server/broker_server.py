@@ -111,7 +111,7 @@ class BrokerServer:
             advertised = advertised_endpoints(self.socket_server.bound_endpoints, config.advertised_listeners,
                                               config.extra)
             self.authorizer = authorizer_for(config, log_dirs, None if self.cluster_mode is None
-                                             else self.cluster_mode.store)
+                                             else self.cluster_mode.acl_store())
             self.apis = KafkaApis(self.broker, self._request_channel, cluster_id=self.cluster_id,
                                   advertised=advertised, fetch_purgatory=self._fetch_purgatory,
                                   producer_id_manager=producer_ids, group_coordinator=self.group_coordinator,

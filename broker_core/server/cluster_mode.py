@@ -30,6 +30,7 @@ from ..clock import SYSTEM_CLOCK, Clock
 from ..config import BrokerConfig
 from ..controller.admin_zk_client import AdminZkClient
 from ..controller.controller_event_manager import ControllerEventManager
+from ..controller.etcd_acl_store import EtcdAclStore
 from ..controller.etcd_connect import parse_etcd_connect
 from ..controller.etcd_metadata_store import EtcdMetadataStore
 from ..controller.kafka_controller import KafkaController
@@ -76,6 +77,10 @@ class ClusterMode:
         self._fetch_purgatory: DelayedOperationPurgatory | None = None
         self._broker_info: BrokerInfo | None = None
         self._stopping = threading.Event()
+
+    def acl_store(self) -> EtcdAclStore:
+        """The cluster's ACLs, in etcd (read by the authorizer when ``authorizer.class.name`` is set)."""
+        return EtcdAclStore(self.store)
 
     def cluster_id(self, log_dirs: list[str]) -> str:
         """The cluster's id from etcd (this broker's proposal when it is the first), checked against the

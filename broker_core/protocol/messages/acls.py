@@ -1,7 +1,7 @@
-"""CreateAcls, DescribeAcls and DeleteAcls: the ACL admin APIs (Kafka's message JSON, v0-3, flexible from v2).
+"""CreateAcls, DescribeAcls and DeleteAcls: the ACL admin APIs (Kafka's message JSON, v1-3, flexible from v2).
 
-v1 adds the resource pattern type (LITERAL before it), v2 flexible versions, v3 the USER resource type. The
-enum fields are int8 codes of Kafka's ``ResourceType``, ``PatternType``, ``AclOperation`` and
+v1 added the resource pattern type (Kafka 4 no longer serves v0), v2 flexible versions, v3 the USER
+resource type. The enum fields are int8 codes of Kafka's ``ResourceType``, ``PatternType``, ``AclOperation`` and
 ``AclPermissionType`` (``broker_core.security.acl``).
 """
 
@@ -15,7 +15,7 @@ __all__ = ["CREATE_ACLS", "DESCRIBE_ACLS", "DELETE_ACLS"]
 
 
 DESCRIBE_ACLS = api(
-    ApiKey.DESCRIBE_ACLS, "0-3", flexible="2+",
+    ApiKey.DESCRIBE_ACLS, "1-3", flexible="2+",
     request=(
         F("ResourceTypeFilter", "int8", "0+"),
         F("ResourceNameFilter", "string", "0+", nullable="0+"),
@@ -28,7 +28,7 @@ DESCRIBE_ACLS = api(
     response=(
         F("ThrottleTimeMs", "int32", "0+"),
         F("ErrorCode", "int16", "0+"),
-        F("ErrorMessage", "string", "0+", nullable="0+", default=None),
+        F("ErrorMessage", "string", "0+", nullable="0+"),
         F("Resources", "[]DescribeAclsResource", "0+", fields=(
             F("ResourceType", "int8", "0+"),
             F("ResourceName", "string", "0+"),
@@ -44,7 +44,7 @@ DESCRIBE_ACLS = api(
 )
 
 CREATE_ACLS = api(
-    ApiKey.CREATE_ACLS, "0-3", flexible="2+",
+    ApiKey.CREATE_ACLS, "1-3", flexible="2+",
     request=(
         F("Creations", "[]AclCreation", "0+", fields=(
             F("ResourceType", "int8", "0+"),
@@ -60,13 +60,13 @@ CREATE_ACLS = api(
         F("ThrottleTimeMs", "int32", "0+"),
         F("Results", "[]AclCreationResult", "0+", fields=(
             F("ErrorCode", "int16", "0+"),
-            F("ErrorMessage", "string", "0+", nullable="0+", default=None),
+            F("ErrorMessage", "string", "0+", nullable="0+"),
         )),
     ),
 )
 
 DELETE_ACLS = api(
-    ApiKey.DELETE_ACLS, "0-3", flexible="2+",
+    ApiKey.DELETE_ACLS, "1-3", flexible="2+",
     request=(
         F("Filters", "[]DeleteAclsFilter", "0+", fields=(
             F("ResourceTypeFilter", "int8", "0+"),
@@ -82,10 +82,10 @@ DELETE_ACLS = api(
         F("ThrottleTimeMs", "int32", "0+"),
         F("FilterResults", "[]DeleteAclsFilterResult", "0+", fields=(
             F("ErrorCode", "int16", "0+"),
-            F("ErrorMessage", "string", "0+", nullable="0+", default=None),
+            F("ErrorMessage", "string", "0+", nullable="0+"),
             F("MatchingAcls", "[]DeleteAclsMatchingAcl", "0+", fields=(
                 F("ErrorCode", "int16", "0+"),
-                F("ErrorMessage", "string", "0+", nullable="0+", default=None),
+                F("ErrorMessage", "string", "0+", nullable="0+"),
                 F("ResourceType", "int8", "0+"),
                 F("ResourceName", "string", "0+"),
                 F("PatternType", "int8", "1+", default=3),

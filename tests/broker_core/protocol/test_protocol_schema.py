@@ -52,6 +52,9 @@ EXPECTED_VERSIONS = {
     ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
     ApiKey.LIST_TRANSACTIONS: (0, 1),
     ApiKey.DESCRIBE_PRODUCERS: (0, 0),
+    ApiKey.DESCRIBE_ACLS: (1, 3),
+    ApiKey.CREATE_ACLS: (1, 3),
+    ApiKey.DELETE_ACLS: (1, 3),
     SeglogApiKey.COMPACTION_LEASE: (0, 0),
     SeglogApiKey.REPLACE_SEGMENTS: (0, 0),
 }
