@@ -542,6 +542,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .cluster_command import add_parser as add_cluster_parser
     add_cluster_parser(commands)
+
+    from .acls_command import add_parser as add_acls_parser
+    add_acls_parser(commands)
     return parser
 
 

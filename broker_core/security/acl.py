@@ -78,6 +78,9 @@ class PatternType(enum.IntEnum):
 _E = type[enum.IntEnum]
 
 
+_KIND_NAMES: dict = {}
+
+
 def parse_enum(kind: _E, text: str) -> enum.IntEnum:
     """``Read``, ``read``, ``DescribeConfigs``, ``describe_configs`` → the member, as Kafka's tools accept them.
     Raises ValueError naming the kind and the text."""
@@ -86,7 +89,7 @@ def parse_enum(kind: _E, text: str) -> enum.IntEnum:
         if member.name.replace("_", "") == wanted:
             return member
     known = ", ".join(m.name for m in kind if m.name not in ("UNKNOWN",))
-    raise ValueError(f"unknown {kind.__name__} {text!r} (one of {known})")
+    raise ValueError(f"unknown {_KIND_NAMES.get(kind, kind.__name__)} {text!r} (one of {known})")
 
 
 def enum_name(kind: _E, code: int) -> str:
@@ -96,6 +99,9 @@ def enum_name(kind: _E, code: int) -> str:
     except ValueError:
         return "UNKNOWN"
 
+
+_KIND_NAMES.update({AclOperation: "operation", AclPermissionType: "permission type", ResourceType: "resource type",
+                    PatternType: "resource pattern type"})
 
 # Kafka's AclEntry.supportedOperations: what an ACL on each resource type may name.
 _SUPPORTED = {
