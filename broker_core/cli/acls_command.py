@@ -8,7 +8,8 @@
                      [--principal P]...
     seglog acls remove (--log-dir D | --bootstrap H:P) [principals, hosts, operations] [resources]
 
-With ``--bootstrap`` the running broker changes its ACLs (CreateAcls, DescribeAcls, DeleteAcls; every broker of
+The output is kafka-acls.sh's (``Adding ACLs for resource `...```, ``Current ACLs for resource `...```). With
+``--bootstrap`` the running broker changes its ACLs (CreateAcls, DescribeAcls, DeleteAcls; every broker of
 a cluster sees them); with ``--log-dir`` the ACL file of the log dirs is changed directly, which a broker reads
 when it starts. As in kafka-acls.sh: hosts default to ``*``, operations to ALL, the pattern type to LITERAL;
 ``--producer`` is WRITE, DESCRIBE and CREATE on the topics (WRITE and DESCRIBE on a transactional id),
@@ -164,7 +165,7 @@ def _bindings(args: argparse.Namespace) -> list[AclBinding]:
     operations = _operations(args)
     entries = _entries(args, lambda permission: [(None, op) for op in operations])
     if not entries:
-        raise UsageError("acls add needs --allow-principal or --deny-principal")
+        raise UsageError("You must specify one of: --allow-principal, --deny-principal when trying to add ACLs.")
     return [AclBinding(ResourcePattern(resource_type, name, pattern_type), entry)
             for resource_type, name in resources for entry, _ in entries]
 
@@ -188,7 +189,7 @@ def _convenience_bindings(args: argparse.Namespace, pattern_type: PatternType) -
         wanted += [(ResourceType.GROUP, g, o.READ) for g in args.group]
     entries = _entries(args, lambda permission: [(None, o.ALL)])
     if not entries:
-        raise UsageError("acls add needs --allow-principal or --deny-principal")
+        raise UsageError("You must specify one of: --allow-principal, --deny-principal when trying to add ACLs.")
     bindings = []
     for resource_type, name, operation in wanted:
         pattern = ResourcePattern(resource_type, name,
@@ -206,35 +207,50 @@ def _filters(args: argparse.Namespace, pattern_type: PatternType) -> list[AclBin
     return [AclBindingFilter(resource_type, name, pattern_type) for resource_type, name in resources]
 
 
-def _current_lines(acls, pattern_filters: list[AclBindingFilter], principals: list[str] | None) -> list[str]:
-    """kafka-acls.sh's ``Current ACLs for resource `...`:`` blocks."""
-    found: set[AclBinding] = set()
-    for f in pattern_filters:
-        found.update(b for b in acls.describe(f) if not principals or b.entry.principal in principals)
+def _resource_lines(bindings) -> list[str]:
+    """kafka-acls.sh's ``Current ACLs for resource `...`:`` blocks, resources and entries in order."""
     lines = []
-    for pattern, bindings in groupby(sorted(found), key=lambda b: b.pattern):
-        lines.append(f"Current ACLs for resource `{pattern}`: ")
-        lines += [f" \t{b.entry} " for b in bindings]
+    for pattern, found in groupby(sorted(bindings), key=lambda b: b.pattern):
+        lines.append(f"Current ACLs for resource `{pattern}`:")
+        lines += [f"\t{b.entry}" for b in found]
         lines.append("")
     return lines
 
 
 def _add(acls, args: argparse.Namespace) -> list[str]:
     bindings = _bindings(args)
-    acls.create(bindings)
     lines = []
-    for pattern, added in groupby(sorted(bindings), key=lambda b: b.pattern):
-        lines.append(f"Adding ACLs for resource `{pattern}`: ")
-        lines += [f" \t{b.entry} " for b in added]
-        lines.append("")
-    patterns = sorted({b.pattern for b in bindings})
-    return lines + _current_lines(acls, [AclBindingFilter(p.resource_type, p.name, p.pattern_type)
-                                         for p in patterns], None)
+    wanted = []
+    for pattern, entries in groupby(sorted(set(bindings)), key=lambda b: b.pattern):
+        existing = set(acls.describe(AclBindingFilter(pattern.resource_type, pattern.name, pattern.pattern_type)))
+        new = []
+        for binding in entries:
+            if binding in existing:
+                lines.append(f"Acl {binding} already exists.")
+            else:
+                new.append(binding)
+        if new:
+            lines.append(f"Adding ACLs for resource `{pattern}`: ")
+            lines += [(" " if i == 0 else "") + f"\t{b.entry}" for i, b in enumerate(new)]
+            lines.append("")
+            wanted += new
+    if wanted:
+        acls.create(wanted)
+    return lines
 
 
 def _list(acls, args: argparse.Namespace) -> list[str]:
     pattern_type = _pattern_type(args, tuple(PatternType)[1:])
-    return _current_lines(acls, _filters(args, pattern_type), args.principal)
+    found: set[AclBinding] = set()
+    for f in _filters(args, pattern_type):
+        found.update(acls.describe(f))
+    if not args.principal:
+        return _resource_lines(found)
+    lines = []
+    for principal in args.principal:
+        lines.append(f"ACLs for principal `{principal}`")
+        lines += _resource_lines(b for b in found if b.entry.principal == principal)
+    return lines
 
 
 def _remove(acls, args: argparse.Namespace) -> list[str]:
@@ -249,13 +265,9 @@ def _remove(acls, args: argparse.Namespace) -> list[str]:
         filters = [AclBindingFilter(f.resource_type, f.name, f.pattern_type, e.principal, e.host, e.operation,
                                     e.permission_type) for f in pattern_filters for e, _ in entries]
     else:
-        filters = pattern_filters
-    lines = []
-    for f in pattern_filters:
-        if f.name is not None:
-            lines.append(f"Removing ACLs from resource `{ResourcePattern(f.resource_type, f.name, f.pattern_type)}`")
+        filters = pattern_filters  # every ACL of the resources
     acls.delete(filters)
-    return lines + _current_lines(acls, pattern_filters, None)
+    return []
 
 
 _ACTIONS = {"add": _add, "list": _list, "remove": _remove}
