@@ -198,7 +198,7 @@ class AclBinding:
             raise ValueError(f"{self}: the host is empty (use * for every host)")
 
     def __str__(self) -> str:
-        return f"{self.pattern} {self.entry}"
+        return f"(pattern={self.pattern}, entry={self.entry})"
 
 
 @dataclass(frozen=True)
