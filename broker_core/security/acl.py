@@ -19,7 +19,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-__all__ = ["supported_operations", "AclOperation", "AclPermissionType", "ResourceType", "PatternType", "ResourcePattern",
+__all__ = ["supported_operations", "AclOperation", "AclPermissionType", "ResourceType", "PatternType",
+           "ResourcePattern",
            "AccessControlEntry", "AclBinding", "AclBindingFilter", "WILDCARD_RESOURCE", "WILDCARD_HOST",
            "WILDCARD_PRINCIPAL", "CLUSTER_NAME", "implied_operations", "parse_enum", "enum_name"]
 

@@ -14,7 +14,8 @@ from tests.broker_core.server.test_server_authorization import produce_one, secu
 
 def acls_tool(bootstrap: str, *args: str) -> list[str]:
     done = run_tool("kafka-acls.sh", "--bootstrap-server", bootstrap, *args)
-    assert done.returncode == 0, f"kafka-acls.sh {' '.join(args)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+    assert done.returncode == 0, \
+        f"kafka-acls.sh {' '.join(args)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
     return [line for line in done.stdout.splitlines() if "WARN" not in line]
 
 
