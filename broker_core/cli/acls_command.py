@@ -142,17 +142,16 @@ def _pattern_type(args: argparse.Namespace, allowed: tuple[PatternType, ...]) ->
     return pattern_type
 
 
-def _entries(args: argparse.Namespace, operations_for) -> list[tuple[AccessControlEntry, ResourceType]]:
-    """(entry, resource type it is for) for each principal × host × operation, as kafka-acls.sh makes them."""
+def _entries(args: argparse.Namespace, operations: list[AclOperation]) -> list[AccessControlEntry]:
+    """An entry for each principal × host × operation, as kafka-acls.sh makes them (hosts default to ``*``)."""
     entries = []
     for permission, principals, hosts in ((AclPermissionType.ALLOW, args.allow_principal, args.allow_host),
                                           (AclPermissionType.DENY, args.deny_principal, args.deny_host)):
         for principal in principals or ():
             if ":" not in principal:
                 raise UsageError(f"principal {principal!r} is not TYPE:NAME (e.g. User:alice)")
-            for host in hosts or [WILDCARD_HOST]:
-                for resource_type, operation in operations_for(permission):
-                    entries.append((AccessControlEntry(principal, host, operation, permission), resource_type))
+            entries += [AccessControlEntry(principal, host, operation, permission)
+                        for host in hosts or [WILDCARD_HOST] for operation in operations]
     return entries
 
 
@@ -163,12 +162,11 @@ def _bindings(args: argparse.Namespace) -> list[AclBinding]:
         return _convenience_bindings(args, pattern_type)
     if not resources:
         raise UsageError("acls add needs a resource: --topic, --group, --transactional-id or --cluster")
-    operations = _operations(args)
-    entries = _entries(args, lambda permission: [(None, op) for op in operations])
+    entries = _entries(args, _operations(args))
     if not entries:
         raise UsageError("You must specify one of: --allow-principal, --deny-principal when trying to add ACLs.")
     return [AclBinding(ResourcePattern(resource_type, name, pattern_type), entry)
-            for resource_type, name in resources for entry, _ in entries]
+            for resource_type, name in resources for entry in entries]
 
 
 def _convenience_bindings(args: argparse.Namespace, pattern_type: PatternType) -> list[AclBinding]:
@@ -188,14 +186,14 @@ def _convenience_bindings(args: argparse.Namespace, pattern_type: PatternType) -
             raise UsageError("--consumer needs --topic and --group")
         wanted += [(ResourceType.TOPIC, t, op) for t in args.topic for op in (o.READ, o.DESCRIBE)]
         wanted += [(ResourceType.GROUP, g, o.READ) for g in args.group]
-    entries = _entries(args, lambda permission: [(None, o.ALL)])
+    entries = _entries(args, [o.ALL])
     if not entries:
         raise UsageError("You must specify one of: --allow-principal, --deny-principal when trying to add ACLs.")
     bindings = []
     for resource_type, name, operation in wanted:
         pattern = ResourcePattern(resource_type, name,
                                   PatternType.LITERAL if resource_type == ResourceType.CLUSTER else pattern_type)
-        for entry, _ in entries:
+        for entry in entries:
             bindings.append(AclBinding(pattern, AccessControlEntry(entry.principal, entry.host, operation,
                                                                    entry.permission_type)))
     return bindings
@@ -260,11 +258,10 @@ def _remove(acls, args: argparse.Namespace) -> list[str]:
     if not _resources(args):
         raise UsageError("acls remove needs a resource: --topic, --group, --transactional-id or --cluster")
     pattern_filters = _filters(args, pattern_type)
-    operations = _operations(args) if args.operation else [AclOperation.ANY]
-    entries = _entries(args, lambda permission: [(None, op) for op in operations])
+    entries = _entries(args, _operations(args) if args.operation else [AclOperation.ANY])
     if entries:
         filters = [AclBindingFilter(f.resource_type, f.name, f.pattern_type, e.principal, e.host, e.operation,
-                                    e.permission_type) for f in pattern_filters for e, _ in entries]
+                                    e.permission_type) for f in pattern_filters for e in entries]
     else:
         filters = pattern_filters  # every ACL of the resources
     acls.delete(filters)

@@ -82,7 +82,9 @@ class AclStore:
 
 
 class LogDirAclStore(AclStore):
-    """``seglog-acls.json`` in every log dir; the newest version found wins at load."""
+    """``seglog-acls.json`` in every log dir; the newest version found wins at load. A change is applied to what
+    the file holds then, so a broker's changes and ``seglog acls --log-dir``'s do not undo each other (the
+    broker reads the other's when it starts)."""
 
     def __init__(self, log_dirs: list[str]) -> None:
         self.log_dirs = list(log_dirs)
@@ -124,6 +126,7 @@ class LogDirAclStore(AclStore):
 
     def update(self, add: Iterable[AclBinding] = (), remove: Iterable[AclBinding] = ()) -> None:
         with self._lock:
+            self._load()  # what another writer (seglog acls --log-dir) stored since
             bindings = (set(self._bindings) - set(remove)) | set(add)
             resources = [{"resourceType": RESOURCE_TYPE_NAMES[p.resource_type], "name": p.name,
                           "patternType": p.pattern_type.name, **encode_resource_acls(entries)}

@@ -174,7 +174,7 @@ def authorize_request(ctx: RequestContext, parsed: KafkaRequest) -> Decision:
         if denied:
             refused.append((items, denied))
     if refused and rule.close_on_refusal is not None and rule.close_on_refusal(body):
-        return Decision(close=f"{_api_name(key)} refused: {refused[0][1][0]}")
+        return Decision(close=f"{_api_name(key)} with acks=0 refused: {len(refused[0][1])} entries not authorized")
     return Decision(request=_with(parsed, kept, rule, ctx, refused))
 
 

@@ -201,3 +201,10 @@ def test_operations_are_read_as_kafka_acls_sh_writes_them():
     assert parse_enum(AclOperation, "idempotent_write") is O.IDEMPOTENT_WRITE
     with pytest.raises(ValueError, match="unknown operation 'Fly'"):
         parse_enum(AclOperation, "Fly")
+
+
+def test_two_writers_of_one_log_dir_keep_each_others_acls(tmp_path):
+    broker, command = LogDirAclStore([str(tmp_path)]), LogDirAclStore([str(tmp_path)])
+    command.update(add=[acl("Topic:a", "Read")])
+    broker.update(add=[acl("Topic:b", "Read")])
+    assert LogDirAclStore([str(tmp_path)]).bindings() == {acl("Topic:a", "Read"), acl("Topic:b", "Read")}
