@@ -419,3 +419,10 @@ def test_a_deny_for_one_client_address_refuses_that_address_only(tmp_path):
         (near,) = send_from("127.0.0.1", port, ApiKey.METADATA, body, 9)["topics"]
         assert (far["error_code"], far["partitions"]) == (TOPIC_AUTH, [])
         assert (near["error_code"], len(near["partitions"])) == (NONE, 1)
+
+
+def test_a_super_users_value_without_principal_types_stops_the_broker_from_starting(tmp_path):
+    from broker_core.errors import InvalidConfigurationError
+
+    with pytest.raises(InvalidConfigurationError, match="super.users: 'admin' is not TYPE:NAME"):
+        start_broker(tmp_path / "logs", **AUTHORIZER, **{"super.users": "User:root;admin"})
