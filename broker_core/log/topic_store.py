@@ -79,9 +79,14 @@ def read_topics(fs, root: str) -> dict[str, TopicMetadata]:
         raise ValueError(f"{path}: unreadable topic metadata: {exc}") from exc
 
 
-def atomic_write(path: str, text: str) -> None:
+def atomic_write(path: str, text: str, mode: int = 0o666) -> None:
+    """Replace ``path`` with ``text`` durably: a temp file (created with ``mode``, less the umask), fsync,
+    rename, fsync of the directory."""
     tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    if mode != 0o666:
+        os.fchmod(fd, mode)  # a temp file left by an earlier crash keeps its own mode otherwise
+    with open(fd, "w", encoding="utf-8") as f:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())

@@ -1,5 +1,5 @@
 """Where ACLs are kept: ``AclStore``; in the log dirs of a single broker (``LogDirAclStore``), in etcd for a
-cluster (``controller.etcd_acl_store``).
+cluster (``acl_etcd_store``).
 
 Both keep Kafka's ZooKeeper JSON for the ACLs of one resource
 (``{"version":1,"acls":[{"principal":"User:alice","permissionType":"Allow",

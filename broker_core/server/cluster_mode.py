@@ -30,7 +30,6 @@ from ..clock import SYSTEM_CLOCK, Clock
 from ..config import BrokerConfig
 from ..controller.admin_zk_client import AdminZkClient
 from ..controller.controller_event_manager import ControllerEventManager
-from ..controller.etcd_acl_store import EtcdAclStore
 from ..controller.etcd_connect import parse_etcd_connect
 from ..controller.etcd_metadata_store import EtcdMetadataStore
 from ..controller.kafka_controller import KafkaController
@@ -43,6 +42,7 @@ from ..log.log import LogAppendInfo
 from ..meta_properties import ensure_meta_properties, random_uuid, read_meta_properties
 from ..network.endpoint import EndPoint
 from ..offsets_topic import OFFSETS_TOPIC
+from ..security.acl_etcd_store import EtcdAclStore
 from ..purgatory import DelayedOperationPurgatory, TopicPartitionOperationKey
 from .cluster_apis import ClusterApis
 from .coordinator_elections import CoordinatorElections

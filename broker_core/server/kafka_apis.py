@@ -64,6 +64,7 @@ from ..coordinator.group.broker_store import ensure_offsets_topic
 from ..coordinator.group.requests import COORDINATOR_TYPE_TRANSACTION
 from ..coordinator.transaction import TransactionCoordinator, TxnMarker
 from ..coordinator.transaction import wire as txn_wire
+from ..errors import IllegalSaslStateError
 from ..errors import (NONE, FencedLeaderEpochError, InvalidConfigurationError, InvalidPartitionsError, InvalidReplicaAssignmentError,
                       InvalidReplicationFactorError, InvalidRequestError, InvalidRequiredAcksError, InvalidTopicError,
                       KafkaError, KafkaStorageError, TopicAlreadyExistsError, UnknownServerError, UnknownTopicIdError,
@@ -88,6 +89,8 @@ from ..security.acl import AclOperation, ResourceType
 from ..security.authorizer import Authorizer
 from .acl_apis import AclApis
 from .auth_helper import FilteredRequest, RequestContext, authorize_request
+from ..security.credential_admin import alter_user_scram_credentials, describe_user_scram_credentials
+from ..security.credential_store import CredentialStore, open_credential_store
 from .config_admin_manager import AlterableConfig, AlterConfigsResource, ConfigAdminManager
 from .delayed_fetch import (READ_COMMITTED, DelayedFetch, FetchParams, FetchPartition, FetchPartitionStatus,
                             LogReadResult, read_from_local_log)
@@ -147,6 +150,7 @@ class KafkaApis:
                  advertised: Mapping[str, EndPoint], fetch_purgatory: DelayedOperationPurgatory[DelayedFetch],
                  producer_id_manager: ProducerIdManager, group_coordinator: GroupCoordinator | None = None,
                  transaction_coordinator: TransactionCoordinator | None = None,
+                 credentials: CredentialStore | None = None,
                  authorizer: Authorizer | None = None) -> None:
         self.broker = broker
         #: ``authorizer.class.name`` set: every request is checked against the ACLs (``auth_helper.RULES``).
@@ -162,6 +166,8 @@ class KafkaApis:
         self.transaction_coordinator = transaction_coordinator
         self.config_admin = ConfigAdminManager(broker)
         self.acl_apis = AclApis(self, authorizer)
+        #: The users' SCRAM credentials (the log dirs' file, or etcd in cluster mode).
+        self.credentials = credentials if credentials is not None else open_credential_store(self.config.log_dirs)
         self._handlers: dict[ApiKey | SeglogApiKey, Callable[[Request, KafkaRequest], None]] = {
             ApiKey.PRODUCE: self.handle_produce_request,
             ApiKey.FETCH: self.handle_fetch_request,
@@ -171,6 +177,8 @@ class KafkaApis:
             ApiKey.DESCRIBE_CLUSTER: self.handle_describe_cluster_request,
             ApiKey.DESCRIBE_TOPIC_PARTITIONS: self.handle_describe_topic_partitions_request,
             ApiKey.API_VERSIONS: self.handle_api_versions_request,
+            ApiKey.SASL_HANDSHAKE: self.handle_sasl_handshake_request,
+            ApiKey.SASL_AUTHENTICATE: self.handle_sasl_authenticate_request,
             ApiKey.CREATE_TOPICS: self.handle_create_topics_request,
             ApiKey.DELETE_TOPICS: self.handle_delete_topics_request,
             ApiKey.INIT_PRODUCER_ID: self.handle_init_producer_id_request,
@@ -183,6 +191,8 @@ class KafkaApis:
             ApiKey.CREATE_ACLS: self.acl_apis.handle_create_acls_request,
             ApiKey.DESCRIBE_ACLS: self.acl_apis.handle_describe_acls_request,
             ApiKey.DELETE_ACLS: self.acl_apis.handle_delete_acls_request,
+            ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: self.handle_describe_user_scram_credentials_request,
+            ApiKey.ALTER_USER_SCRAM_CREDENTIALS: self.handle_alter_user_scram_credentials_request,
             SeglogApiKey.COMPACTION_LEASE: self.handle_compaction_lease_request,
             SeglogApiKey.REPLACE_SEGMENTS: self.handle_replace_segments_request,
         }
@@ -304,6 +314,28 @@ class KafkaApis:
 
     def handle_api_versions_request(self, request: Request, parsed: KafkaRequest) -> None:
         self._send(request, parsed, {"error_code": NONE, "api_keys": self.api_versions, "throttle_time_ms": 0})
+
+    def api_versions_response(self, frame: bytes) -> bytes:
+        """The answer to an ApiVersions request ``frame``, both without size prefix: what a SASL listener's
+        authenticator answers before the connection has authenticated."""
+        try:
+            parsed = parse_request(frame)
+        except UnsupportedVersionError as exc:
+            return api_versions_fallback_response(exc.header)[4:]
+        body = {"error_code": NONE, "api_keys": self.api_versions, "throttle_time_ms": 0}
+        return b"".join(encode_response_buffers(parsed.header, body))[4:]
+
+    # --- SaslHandshake and SaslAuthenticate, after authentication ----------------------------
+
+    def handle_sasl_handshake_request(self, request: Request, parsed: KafkaRequest) -> None:
+        # Until a SASL connection has authenticated, its network thread answers these; what reaches the
+        # handlers comes after that, or on a listener without SASL: out of place, as Kafka answers.
+        self._send(request, parsed, {"error_code": IllegalSaslStateError.code, "mechanisms": []})
+
+    def handle_sasl_authenticate_request(self, request: Request, parsed: KafkaRequest) -> None:
+        self._send(request, parsed, {"error_code": IllegalSaslStateError.code, "error_message":
+                                     "SaslAuthenticate request received after successful authentication",
+                                     "auth_bytes": b"", "session_lifetime_ms": 0})
 
     # --- Metadata ---------------------------------------------------------------------
 
@@ -1289,6 +1321,14 @@ class KafkaApis:
                 partitions.append(entry)
             topics.append({"name": topic["name"], "partitions": partitions})
         self._send(request, parsed, {"throttle_time_ms": 0, "topics": topics})
+
+    # --- users: their SCRAM credentials (KIP-554) ----------------------------------------------
+
+    def handle_describe_user_scram_credentials_request(self, request: Request, parsed: KafkaRequest) -> None:
+        self._send(request, parsed, describe_user_scram_credentials(self.credentials, parsed.body))
+
+    def handle_alter_user_scram_credentials_request(self, request: Request, parsed: KafkaRequest) -> None:
+        self._send(request, parsed, alter_user_scram_credentials(self.credentials, parsed.body))
 
     # --- introspection ----------------------------------------------------------------
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from broker_core.controller.etcd_acl_store import EtcdAclStore
+from broker_core.security.acl_etcd_store import EtcdAclStore
 from broker_core.controller.etcd_connect import parse_etcd_connect
 from broker_core.controller.etcd_metadata_store import EtcdMetadataStore
 from broker_core.errors import NONE, TopicAuthorizationFailedError

@@ -206,6 +206,12 @@ CASES: dict[str, Case] = {
                       lambda r: (_single(CLUSTER)(r), r["resources"] == [] or pytest.fail(r))),
     "delete acls": (ApiKey.DELETE_ACLS, None, {"filters": [ANY_FILTER]},
                     lambda r: _single(CLUSTER)(r["filter_results"][0])),
+    "describe user scram credentials": (ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, None, {"users": None},
+                                        lambda r: (_single(CLUSTER)(r), r["results"] == [] or pytest.fail(r))),
+    "alter user scram credentials": (ApiKey.ALTER_USER_SCRAM_CREDENTIALS, None, {"deletions": [], "upsertions": [
+        {"name": "mallory", "mechanism": 2, "iterations": 8192, "salt": b"s" * 16, "salted_password": b"p" * 64}]},
+                                     lambda r: (_single(CLUSTER)(r["results"][0]),
+                                                r["results"][0]["user"] == "mallory" or pytest.fail(r))),
     "compaction lease": (SeglogApiKey.COMPACTION_LEASE, 0, {"lease_id": "x", "operation": 0, "lease_ms": 1000,
                                                             "topics": [{"name": "granted", "partitions": [0]}]},
                          _single(CLUSTER)),
@@ -225,6 +231,7 @@ def test_each_api_without_its_acl_answers_kafkas_error_and_no_data(server, case)
     assert server.broker.list_offsets("secret", 0, "latest").offset == 1
     assert "retention.ms" not in server.broker.topics.get("secret").config
     assert server.broker.topics.get("fresh") is None
+    assert "mallory" not in server.apis.credentials.users()
     with ProtocolClient(server.bootstrap_servers) as witness:
         (granted,) = witness.send(ApiKey.METADATA, {"topics": [{"name": "granted"}]})["topics"]
         assert (granted["error_code"], len(granted["partitions"])) == (0, 1)

@@ -11,10 +11,8 @@ import logging
 import threading
 from typing import Callable, Iterable
 
-from ..security.acl import AclBinding, PatternType, ResourcePattern
-from ..security.acl_store import (RESOURCE_TYPE_NAMES, AclStore, group_by_pattern, decode_resource_acls,
-                                  encode_resource_acls)
-from .metadata_store import Compare, Delete, Put
+from .acl import AclBinding, PatternType, ResourcePattern
+from .acl_store import RESOURCE_TYPE_NAMES, AclStore, decode_resource_acls, encode_resource_acls, group_by_pattern
 
 __all__ = ["EtcdAclStore", "LITERAL_ACL_PATH", "PREFIXED_ACL_PATH"]
 
@@ -40,7 +38,8 @@ def _pattern_of(key: str) -> ResourcePattern:
 
 
 class EtcdAclStore(AclStore):
-    """Kafka's ZooKeeper ACL layout in etcd (``metadata_store``: the cluster's ``MetadataStore``)."""
+    """Kafka's ZooKeeper ACL layout in etcd (``metadata_store``: the cluster's ``controller.MetadataStore``, handed
+    in by cluster mode so that security needs nothing of the controller package)."""
 
     def __init__(self, metadata_store) -> None:
         self.store = metadata_store
@@ -80,10 +79,14 @@ class EtcdAclStore(AclStore):
                     wanted = (current - remove.get(pattern, set())) | add.get(pattern, set())
                     if wanted == current:
                         break
-                    compare = Compare(path, 0 if found is None else found.mod_revision)
-                    operation = (Put(path, json.dumps(encode_resource_acls(wanted)).encode()) if wanted
-                                 else Delete(path))
-                    if self.store.commit([compare], [operation]) is not None:
+                    data = json.dumps(encode_resource_acls(wanted)).encode()
+                    if found is None:
+                        written = self.store.create(path, data) is not None
+                    elif wanted:
+                        written = self.store.compare_and_set(path, data, found.mod_revision) is not None
+                    else:
+                        written = self.store.delete(path, found.mod_revision)
+                    if written:
                         break
             self.reload()
 
