@@ -139,13 +139,11 @@ class SslTransportLayer:
                 chunk = self._ssl.read(_MAX_ENCRYPT)
             except ssl.SSLWantReadError:
                 break
-            except ssl.SSLZeroReturnError:  # close_notify
+            except (ssl.SSLZeroReturnError, ssl.SSLEOFError):
                 self._peer_closed = True
                 break
-            except ssl.SSLEOFError:
+            if not chunk:  # close_notify (SSLObject answers it with no bytes)
                 self._peer_closed = True
-                break
-            if not chunk:
                 break
             out += chunk
         self._collect()  # TLS 1.3 key updates and the like answer at once
