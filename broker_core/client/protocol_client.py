@@ -5,6 +5,11 @@ to talk to a broker without a client library: it connects, asks ApiVersions,
 and from then on sends each request at the highest version both sides speak,
 with the protocol package's ``encode_request`` / ``parse_response``. It is
 not a producer or a consumer: no batching, no retries, no metadata cache.
+
+Given a ``ClientSecurity`` (Kafka client properties: ``--command-config``)
+it connects through TLS on SSL and SASL_SSL listeners and, on SASL ones,
+authenticates right after ApiVersions — SaslHandshake v1, then the
+mechanism's tokens in SaslAuthenticate requests — before any other request.
 """
 
 from __future__ import annotations
@@ -14,10 +19,14 @@ import socket
 import struct
 from typing import Any, Mapping
 
+from ..errors import NONE, error_for_code
 from ..protocol import SUPPORTED_VERSIONS, ApiKey, ProtocolError, encode_request, parse_response
+from .client_security import PLAINTEXT_CLIENT, ClientSecurity
 
 _SIZE = struct.Struct(">i")
 DEFAULT_TIMEOUT_S = 30.0
+# A SASL exchange that has not ended after this many round trips is not going to (SCRAM needs two).
+_MAX_SASL_ROUNDS = 10
 
 
 def parse_bootstrap(bootstrap: str) -> tuple[str, int]:
@@ -32,20 +41,47 @@ def parse_bootstrap(bootstrap: str) -> tuple[str, int]:
 class ProtocolClient:
     """A connection to one broker; use as a context manager."""
 
-    def __init__(self, bootstrap: str, *, client_id: str = "seglog", timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    def __init__(self, bootstrap: str, *, client_id: str = "seglog", timeout_s: float = DEFAULT_TIMEOUT_S,
+                 security: ClientSecurity = PLAINTEXT_CLIENT) -> None:
         self.address = parse_bootstrap(bootstrap)
         self.client_id = client_id
+        self.security = security
         self._correlation = itertools.count(1)
-        self._sock = socket.create_connection(self.address, timeout=timeout_s)
-        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._sock: socket.socket = security.connect(self.address, timeout_s)
         try:
             versions = self.send(ApiKey.API_VERSIONS, {"client_software_name": "seglog",
                                                        "client_software_version": "0.1.0"}, version=0)
             self.broker_versions = {entry["api_key"]: (entry["min_version"], entry["max_version"])
                                     for entry in versions["api_keys"]}
+            if security.uses_sasl:
+                self._authenticate()
         except BaseException:
             self._sock.close()
             raise
+
+    def _authenticate(self) -> None:
+        """SASL on this connection: the handshake picks the mechanism, SaslAuthenticate carries its tokens."""
+        from ..security.sasl_client import SaslClient
+
+        where = f"the broker at {self.address[0]}:{self.address[1]}"
+        mechanism = self.security.sasl_mechanism
+        handshake = self.send(ApiKey.SASL_HANDSHAKE, {"mechanism": mechanism}, version=1)
+        if handshake["error_code"] != NONE:
+            raise error_for_code(handshake["error_code"])(
+                f"{where} does not enable SASL mechanism {mechanism} (it enables "
+                f"{', '.join(handshake['mechanisms']) or 'none'})")
+        client = SaslClient(mechanism, self.security.username, self.security.password)
+        token: bytes | None = client.initial_response()
+        for _ in range(_MAX_SASL_ROUNDS):
+            if token is None:
+                return
+            response = self.send(ApiKey.SASL_AUTHENTICATE, {"auth_bytes": token})
+            if response["error_code"] != NONE:
+                raise error_for_code(response["error_code"])(
+                    f"{where} refused {mechanism} authentication of user {self.security.username}: "
+                    f"{response.get('error_message') or 'no reason given'}")
+            token = client.evaluate_challenge(response["auth_bytes"])
+        raise ProtocolError(f"{where}: the {mechanism} exchange did not end after {_MAX_SASL_ROUNDS} rounds")
 
     def serves(self, api_key: ApiKey) -> bool:
         """Whether the broker and this client share a version of ``api_key``."""
