@@ -58,6 +58,10 @@ __all__ = [
     "InvalidTimestampError",
     "UnsupportedSaslMechanismError",
     "IllegalSaslStateError",
+    "SaslAuthenticationFailedError",
+    "ResourceNotFoundError",
+    "DuplicateResourceError",
+    "UnacceptableCredentialError",
     "UnsupportedVersionError",
     "TopicAlreadyExistsError",
     "InvalidPartitionsError",
@@ -308,6 +312,22 @@ class UnsupportedSaslMechanismError(KafkaError, code=33, name="UNSUPPORTED_SASL_
 
 class IllegalSaslStateError(KafkaError, code=34, name="ILLEGAL_SASL_STATE"):
     """The request is not allowed at this point of the SASL exchange."""
+
+
+class SaslAuthenticationFailedError(KafkaError, code=58, name="SASL_AUTHENTICATION_FAILED"):
+    """SASL authentication failed: wrong credentials, an unknown user or a message that breaks the mechanism."""
+
+
+class ResourceNotFoundError(KafkaError, code=91, name="RESOURCE_NOT_FOUND"):
+    """The resource named (a user's SCRAM credential) does not exist."""
+
+
+class DuplicateResourceError(KafkaError, code=92, name="DUPLICATE_RESOURCE"):
+    """One request names the same resource (a user) twice."""
+
+
+class UnacceptableCredentialError(KafkaError, code=93, name="UNACCEPTABLE_CREDENTIAL"):
+    """A SCRAM credential the broker refuses to store (an empty user name, too few or too many iterations)."""
 
 
 class UnsupportedVersionError(KafkaError, code=35, name="UNSUPPORTED_VERSION"):
