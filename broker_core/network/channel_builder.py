@@ -14,15 +14,51 @@ import ssl
 from dataclasses import dataclass
 from typing import Callable
 
+from ..clock import SYSTEM_CLOCK, Clock
 from ..config import BrokerConfig
+from ..errors import InvalidConfigurationError
+from ..security.credential_store import CredentialStore
 from ..security.principal import KafkaPrincipal
+from ..security.sasl_authenticator import SaslServerAuthenticator
+from ..security.sasl_server import SERVED_MECHANISMS
 from ..security.ssl_factory import server_ssl_context
 from ..security.transport_layer import PlaintextTransportLayer, SslTransportLayer
 from .endpoint import PLAINTEXT, SASL_PROTOCOLS, TLS_PROTOCOLS, EndPoint
 from .listener_config import ListenerConfig
 
 #: Builds a connection's SASL server authenticator from the principal its transport established (None).
-AuthenticatorFactory = Callable[[KafkaPrincipal | None], object]
+AuthenticatorFactory = Callable[[KafkaPrincipal | None], SaslServerAuthenticator]
+# Kafka's default (GSSAPI) is not served here: a SASL listener left at it would let nobody in.
+DEFAULT_SASL_ENABLED_MECHANISMS = ",".join(SERVED_MECHANISMS)
+
+
+def sasl_authenticator_factory(config: BrokerConfig, endpoint: EndPoint, credentials: CredentialStore,
+                               api_versions_response: Callable[[bytes], bytes],
+                               clock: Clock = SYSTEM_CLOCK) -> AuthenticatorFactory:
+    """The authenticators of a SASL listener: ``sasl.enabled.mechanisms`` and ``connections.max.reauth.ms``
+    (each overridable per listener), the broker's credentials, its ApiVersions answer."""
+    listener = ListenerConfig(config, endpoint.listener_name, endpoint.security_protocol)
+    mechanisms_text, mechanisms_key = listener.lookup("sasl.enabled.mechanisms", DEFAULT_SASL_ENABLED_MECHANISMS)
+    mechanisms = [m.strip().upper() for m in (mechanisms_text or "").split(",") if m.strip()]
+    reauth_text, reauth_key = listener.lookup("connections.max.reauth.ms", "0")
+    try:
+        reauth_ms = int(reauth_text or 0)
+    except ValueError:
+        raise InvalidConfigurationError(f"Invalid value {reauth_text} for configuration {reauth_key}: "
+                                        f"not a number", config_name=reauth_key, value=reauth_text) from None
+    if not any(m in SERVED_MECHANISMS for m in mechanisms):
+        raise InvalidConfigurationError(
+            f"Invalid value {mechanisms_text} for configuration {mechanisms_key}: listener {endpoint.listener_name} "
+            f"uses {endpoint.security_protocol} and needs one of {', '.join(SERVED_MECHANISMS)}",
+            config_name=mechanisms_key, value=mechanisms_text)
+
+    def build(transport_principal: KafkaPrincipal | None) -> SaslServerAuthenticator:
+        return SaslServerAuthenticator(enabled_mechanisms=mechanisms, credentials=credentials,
+                                       api_versions_response=api_versions_response,
+                                       connections_max_reauth_ms=reauth_ms, clock=clock,
+                                       transport_principal=transport_principal)
+
+    return build
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,14 @@ before any frame is read, and whose failure (a plaintext client on a TLS
 port, garbage) closes that connection only. Every request carries the
 connection's principal (its client certificate's subject, else
 ``User:ANONYMOUS``) and its listener's security protocol.
+
+On SASL listeners the connection's ``SaslServerAuthenticator`` answers
+every frame, in this thread, until authentication completes: ApiVersions,
+SaslHandshake and SaslAuthenticate; anything else closes the connection
+before a handler sees it, and so does a failed exchange (after its error
+response). Authenticated, the principal is the SASL user's; a SaslHandshake
+on the connection starts re-authentication (KIP-368), and any other request
+after the session expired (``connections.max.reauth.ms``) closes it.
 """
 
 from __future__ import annotations
@@ -30,13 +38,16 @@ import logging
 import queue
 import selectors
 import socket
+import struct
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Mapping
 
 from ..clock import SYSTEM_CLOCK, Clock
+from ..protocol import ApiKey
 from ..security.principal import ANONYMOUS, KafkaPrincipal
+from ..security.sasl_authenticator import SaslAuthenticationFailed, SaslServerAuthenticator
 from ..security.transport_layer import PlaintextTransportLayer, SslTransportLayer
 from .channel_builder import ChannelBuilder
 from .connection_quotas import ConnectionQuotas
@@ -57,6 +68,8 @@ _MAX_BUFFERS_PER_WRITE = 64
 # How long a processor blocked on a full request queue waits before looking
 # whether it is being shut down.
 _QUEUE_RETRY_S = 0.3
+_SIZE = struct.Struct(">i")
+_API_KEY = struct.Struct(">h")
 
 
 def _advance(buffers: list[memoryview], sent: int) -> None:
@@ -84,6 +97,9 @@ class _Connection:
     transport: PlaintextTransportLayer | SslTransportLayer
     security_protocol: str
     principal: KafkaPrincipal = ANONYMOUS
+    authenticator_factory: object = None  # SASL listeners: builds ``authenticator`` once the transport is ready
+    authenticator: SaslServerAuthenticator | None = None
+    close_after_send: bool = False  # a SASL failure's response is being written
     muted: bool = False  # a request is with the handlers
     send: list[memoryview] | None = None  # the rest of the response being written, buffer by buffer
     events: int = 0  # what the selector watches for
@@ -204,8 +220,10 @@ class Processor(threading.Thread):
             conn = _Connection(connection_id, sock, address, listener_name,
                                NetworkReceive(self.max_request_size, connection_id),
                                self.clock.hi_res_clock_ms(), builder.transport_layer(sock),
-                               builder.security_protocol)
+                               builder.security_protocol, authenticator_factory=builder.authenticator_factory)
             self._connections[connection_id] = conn
+            if conn.transport.ready:
+                self._transport_ready(conn)
             self._update_interest(conn)
 
     def _process_new_responses(self) -> None:
@@ -265,9 +283,15 @@ class Processor(threading.Thread):
         if not conn.transport.ready:
             self._update_interest(conn)
             return
-        conn.principal = conn.transport.peer_principal() or ANONYMOUS
+        self._transport_ready(conn)
         self._update_interest(conn)
         self._read(conn)  # requests may have come with the handshake's last message
+
+    def _transport_ready(self, conn: _Connection) -> None:
+        transport_principal = conn.transport.peer_principal()
+        conn.principal = transport_principal or ANONYMOUS
+        if conn.authenticator_factory is not None:
+            conn.authenticator = conn.authenticator_factory(transport_principal)
 
     # -- reading -------------------------------------------------------------
 
@@ -303,6 +327,8 @@ class Processor(threading.Thread):
         frame = conn.receive.next_frame()
         if frame is None:
             return
+        if conn.authenticator is not None and not self._authenticated(conn, frame):
+            return
         conn.muted = True
         self._update_interest(conn)
         request = Request(self.processor_id, conn.connection_id, conn.listener_name, conn.address, frame,
@@ -311,6 +337,48 @@ class Processor(threading.Thread):
             if not self._running:
                 self._close(conn)
                 return
+
+    # -- SASL --------------------------------------------------------------------
+
+    def _authenticated(self, conn: _Connection, frame: bytes) -> bool:
+        """Whether ``frame`` goes on to the handlers; if not, the authenticator took it (or it closed ``conn``)."""
+        authenticator = conn.authenticator
+        if authenticator.complete:
+            if len(frame) >= _API_KEY.size and _API_KEY.unpack_from(frame)[0] == ApiKey.SASL_HANDSHAKE:
+                authenticator.begin_reauthentication()
+            else:
+                expiration = authenticator.session_expiration_ms
+                if expiration is not None and self.clock.hi_res_clock_ms() > expiration:
+                    log.info("Processor %d: closing %s from %s (%s): its session expired and it did not "
+                             "re-authenticate", self.processor_id, conn.connection_id, conn.address[0],
+                             conn.principal)
+                    self._close(conn)
+                    return False
+                return True
+        conn.muted = True
+        try:
+            response = authenticator.receive(frame)
+        except SaslAuthenticationFailed as exc:
+            log.info("Processor %d: closing %s from %s: failed authentication (%s)", self.processor_id,
+                     conn.connection_id, conn.address[0], exc.reason)
+            if exc.response is None:
+                self._close(conn)
+            else:
+                conn.close_after_send = True
+                self._send_frame(conn, exc.response)
+            return False
+        if authenticator.complete:
+            conn.principal = authenticator.principal
+        if response is None:
+            self._unmute(conn)
+        else:
+            self._send_frame(conn, response)
+        return False
+
+    def _send_frame(self, conn: _Connection, payload: bytes) -> None:
+        """Write one frame the processor answers itself (the authenticator's), size prefix added."""
+        conn.send = [memoryview(_SIZE.pack(len(payload))), memoryview(payload)]
+        self._write(conn)
 
     def _unmute(self, conn: _Connection) -> None:
         conn.muted = False
@@ -345,6 +413,9 @@ class Processor(threading.Thread):
             self._close(conn)
             return
         conn.send = None
+        if conn.close_after_send:
+            self._close(conn)
+            return
         self._unmute(conn)
 
     # -- selector interest, idleness and closing --------------------------------

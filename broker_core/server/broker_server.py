@@ -33,10 +33,12 @@ from ..coordinator.transaction import TransactionCoordinator, TxnMarker
 from ..offsets_topic import OFFSETS_TOPIC
 from ..purgatory import TopicPartitionOperationKey
 from ..meta_properties import ensure_meta_properties
+from ..network.channel_builder import AuthenticatorFactory, sasl_authenticator_factory
 from ..network.endpoint import EndPoint, advertised_endpoints
 from ..network.request_channel import DEFAULT_QUEUED_MAX_REQUESTS, RequestChannel
 from ..network.socket_server import SocketServer
 from ..purgatory import DelayedOperationPurgatory
+from ..security.credential_store import CredentialStore, InMemoryCredentialStore
 from .delayed_fetch import DelayedFetch
 from .handler_pool import KafkaRequestHandlerPool
 from .kafka_apis import KafkaApis
@@ -51,9 +53,13 @@ SERVER_CONFIG_NAMES = frozenset({"queued.max.requests", "listener.security.proto
 class BrokerServer:
     """A running broker: ``startup``, serve, ``shutdown``; also a context manager."""
 
-    def __init__(self, config: BrokerConfig | Mapping[str, object], *, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(self, config: BrokerConfig | Mapping[str, object], *, clock: Clock = SYSTEM_CLOCK,
+                 credential_store: CredentialStore | None = None) -> None:
         self.config = config if isinstance(config, BrokerConfig) else BrokerConfig.from_props(config)
         self.clock = clock
+        #: The users SASL listeners authenticate (SCRAM credentials; PLAIN checks passwords against them).
+        self.credential_store: CredentialStore = (credential_store if credential_store is not None
+                                                  else InMemoryCredentialStore())
         self.broker: Broker | None = None
         self.cluster_id: str | None = None
         self.socket_server: SocketServer | None = None
@@ -105,7 +111,8 @@ class BrokerServer:
             self._coordinator_loader.start()
             queue_size = int(config.extra.get("queued.max.requests", DEFAULT_QUEUED_MAX_REQUESTS))
             self._request_channel = RequestChannel(queue_size)
-            self.socket_server = SocketServer(config, self._request_channel, clock=self.clock)
+            self.socket_server = SocketServer(config, self._request_channel, clock=self.clock,
+                                              sasl_authenticators=self._sasl_authenticators)
             advertised = advertised_endpoints(self.socket_server.bound_endpoints, config.advertised_listeners,
                                               config.extra)
             self.apis = KafkaApis(self.broker, self._request_channel, cluster_id=self.cluster_id,
@@ -160,6 +167,11 @@ class BrokerServer:
             if self.broker is not None:
                 self.broker.close()  # flush, checkpoints, clean-shutdown marker
         log.info("[BrokerServer id=%d] shut down", self.config.node_id)
+
+    def _sasl_authenticators(self, endpoint: EndPoint) -> AuthenticatorFactory:
+        # The handlers' ApiVersions answer, once KafkaApis exists (it is built after the listeners bind).
+        return sasl_authenticator_factory(self.config, endpoint, self.credential_store,
+                                          lambda frame: self.apis.api_versions_response(frame), self.clock)
 
     def _load_coordinators(self) -> None:
         """Replay ``__consumer_offsets`` into the group coordinator, then ``__transaction_state`` into the

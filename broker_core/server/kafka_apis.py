@@ -64,6 +64,7 @@ from ..coordinator.group.broker_store import ensure_offsets_topic
 from ..coordinator.group.requests import COORDINATOR_TYPE_TRANSACTION
 from ..coordinator.transaction import TransactionCoordinator, TxnMarker
 from ..coordinator.transaction import wire as txn_wire
+from ..errors import IllegalSaslStateError
 from ..errors import (NONE, FencedLeaderEpochError, InvalidConfigurationError, InvalidPartitionsError, InvalidReplicaAssignmentError,
                       InvalidReplicationFactorError, InvalidRequestError, InvalidRequiredAcksError, InvalidTopicError,
                       KafkaError, KafkaStorageError, TopicAlreadyExistsError, UnknownServerError, UnknownTopicIdError,
@@ -163,6 +164,8 @@ class KafkaApis:
             ApiKey.DESCRIBE_CLUSTER: self.handle_describe_cluster_request,
             ApiKey.DESCRIBE_TOPIC_PARTITIONS: self.handle_describe_topic_partitions_request,
             ApiKey.API_VERSIONS: self.handle_api_versions_request,
+            ApiKey.SASL_HANDSHAKE: self.handle_sasl_handshake_request,
+            ApiKey.SASL_AUTHENTICATE: self.handle_sasl_authenticate_request,
             ApiKey.CREATE_TOPICS: self.handle_create_topics_request,
             ApiKey.DELETE_TOPICS: self.handle_delete_topics_request,
             ApiKey.INIT_PRODUCER_ID: self.handle_init_producer_id_request,
@@ -266,6 +269,28 @@ class KafkaApis:
 
     def handle_api_versions_request(self, request: Request, parsed: KafkaRequest) -> None:
         self._send(request, parsed, {"error_code": NONE, "api_keys": self.api_versions, "throttle_time_ms": 0})
+
+    def api_versions_response(self, frame: bytes) -> bytes:
+        """The answer to an ApiVersions request ``frame``, both without size prefix: what a SASL listener's
+        authenticator answers before the connection has authenticated."""
+        try:
+            parsed = parse_request(frame)
+        except UnsupportedVersionError as exc:
+            return api_versions_fallback_response(exc.header)[4:]
+        body = {"error_code": NONE, "api_keys": self.api_versions, "throttle_time_ms": 0}
+        return b"".join(encode_response_buffers(parsed.header, body))[4:]
+
+    # --- SaslHandshake and SaslAuthenticate, after authentication ----------------------------
+
+    def handle_sasl_handshake_request(self, request: Request, parsed: KafkaRequest) -> None:
+        # Until a SASL connection has authenticated, its network thread answers these; what reaches the
+        # handlers comes after that, or on a listener without SASL: out of place, as Kafka answers.
+        self._send(request, parsed, {"error_code": IllegalSaslStateError.code, "mechanisms": []})
+
+    def handle_sasl_authenticate_request(self, request: Request, parsed: KafkaRequest) -> None:
+        self._send(request, parsed, {"error_code": IllegalSaslStateError.code, "error_message":
+                                     "SaslAuthenticate request received after successful authentication",
+                                     "auth_bytes": b"", "session_lifetime_ms": 0})
 
     # --- Metadata ---------------------------------------------------------------------
 
