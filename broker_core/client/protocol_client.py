@@ -10,6 +10,9 @@ Given a ``ClientSecurity`` (Kafka client properties: ``--command-config``)
 it connects through TLS on SSL and SASL_SSL listeners and, on SASL ones,
 authenticates right after ApiVersions — SaslHandshake v1, then the
 mechanism's tokens in SaslAuthenticate requests — before any other request.
+When the broker limits the session (``connections.max.reauth.ms``), the
+client re-authenticates on the same connection before the session ends, as
+Kafka's clients do (KIP-368).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import itertools
 import socket
 import struct
+import time
 from typing import Any, Mapping
 
 from ..errors import NONE, error_for_code
@@ -27,6 +31,8 @@ _SIZE = struct.Struct(">i")
 DEFAULT_TIMEOUT_S = 30.0
 # A SASL exchange that has not ended after this many round trips is not going to (SCRAM needs two).
 _MAX_SASL_ROUNDS = 10
+# Re-authenticate once this share of the session lifetime has passed (Kafka's clients pick 85-95 %).
+_REAUTH_AT = 0.85
 
 
 def parse_bootstrap(bootstrap: str) -> tuple[str, int]:
@@ -47,6 +53,7 @@ class ProtocolClient:
         self.client_id = client_id
         self.security = security
         self._correlation = itertools.count(1)
+        self._reauthenticate_at: float | None = None  # monotonic seconds; None: the session does not expire
         self._sock: socket.socket = security.connect(self.address, timeout_s)
         try:
             versions = self.send(ApiKey.API_VERSIONS, {"client_software_name": "seglog",
@@ -65,17 +72,20 @@ class ProtocolClient:
 
         where = f"the broker at {self.address[0]}:{self.address[1]}"
         mechanism = self.security.sasl_mechanism
-        handshake = self.send(ApiKey.SASL_HANDSHAKE, {"mechanism": mechanism}, version=1)
+        handshake = self._send(ApiKey.SASL_HANDSHAKE, {"mechanism": mechanism}, version=1)
         if handshake["error_code"] != NONE:
             raise error_for_code(handshake["error_code"])(
                 f"{where} does not enable SASL mechanism {mechanism} (it enables "
                 f"{', '.join(handshake['mechanisms']) or 'none'})")
         client = SaslClient(mechanism, self.security.username, self.security.password)
         token: bytes | None = client.initial_response()
+        started = time.monotonic()
         for _ in range(_MAX_SASL_ROUNDS):
             if token is None:
                 return
-            response = self.send(ApiKey.SASL_AUTHENTICATE, {"auth_bytes": token})
+            response = self._send(ApiKey.SASL_AUTHENTICATE, {"auth_bytes": token})
+            lifetime_ms = response.get("session_lifetime_ms") or 0
+            self._reauthenticate_at = started + lifetime_ms * _REAUTH_AT / 1000 if lifetime_ms > 0 else None
             if response["error_code"] != NONE:
                 raise error_for_code(response["error_code"])(
                     f"{where} refused {mechanism} authentication of user {self.security.username}: "
@@ -98,6 +108,14 @@ class ProtocolClient:
 
     def send(self, api_key: ApiKey, body: Mapping[str, Any], version: int | None = None) -> dict:
         """Send one request and wait for its response body."""
+        self._reauthenticate_if_due()
+        return self._send(api_key, body, version)
+
+    def _reauthenticate_if_due(self) -> None:
+        if self._reauthenticate_at is not None and time.monotonic() >= self._reauthenticate_at:
+            self._authenticate()
+
+    def _send(self, api_key: ApiKey, body: Mapping[str, Any], version: int | None = None) -> dict:
         version = self.version_for(api_key) if version is None else version
         correlation_id = next(self._correlation)
         self._sock.sendall(encode_request(api_key, version, correlation_id, self.client_id, body))
@@ -109,6 +127,7 @@ class ProtocolClient:
 
     def send_no_response(self, api_key: ApiKey, body: Mapping[str, Any], version: int | None = None) -> None:
         """Send a request the broker does not answer (a produce with acks=0)."""
+        self._reauthenticate_if_due()
         version = self.version_for(api_key) if version is None else version
         self._sock.sendall(encode_request(api_key, version, next(self._correlation), self.client_id, body))
 

@@ -149,3 +149,35 @@ def round_trip(lib: str, bootstrap: str, security: ClientSecurity, topic: str, g
 
 def expected_values(count: int = 20) -> list:
     return [b"value-%d" % i for i in range(count)]
+
+
+class Witness:
+    """A client that authenticated before a refusal and must keep working after it: seglog's protocol client
+    producing one record to ``topic`` per ``check`` (and seeing its offset advance)."""
+
+    def __init__(self, bootstrap: str, security, topic: str = "witness") -> None:
+        from broker_core.client.protocol_client import ProtocolClient
+        from tests.broker_core.server.server_kit import create_topic
+
+        self.client = ProtocolClient(bootstrap, security=security, timeout_s=10)
+        self.topic = topic
+        create_topic(self.client, topic)
+        self.next_offset = 0
+
+    def check(self) -> None:
+        from format.record import SimpleRecord
+        from format.record_batch import build_batch
+        from tests.broker_core.server.server_kit import produce
+
+        answer = produce(self.client, self.topic, 0, build_batch([SimpleRecord(b"still-here")]))
+        assert (answer["error_code"], answer["base_offset"]) == (0, self.next_offset), answer
+        self.next_offset += 1
+
+    def topic_names(self) -> set[str]:
+        from broker_core.protocol import ApiKey
+
+        answer = self.client.send(ApiKey.METADATA, {"topics": None, "allow_auto_topic_creation": False})
+        return {t["name"] for t in answer["topics"]}
+
+    def close(self) -> None:
+        self.client.close()
