@@ -33,6 +33,7 @@ from ..coordinator.transaction import TransactionCoordinator, TxnMarker
 from ..offsets_topic import OFFSETS_TOPIC
 from ..purgatory import TopicPartitionOperationKey
 from ..meta_properties import ensure_meta_properties
+from ..network.channel_builder import AuthenticatorFactory, sasl_authenticator_factory
 from ..network.endpoint import EndPoint, advertised_endpoints
 from ..network.request_channel import DEFAULT_QUEUED_MAX_REQUESTS, RequestChannel
 from ..network.socket_server import SocketServer
@@ -115,7 +116,8 @@ class BrokerServer:
             self._coordinator_loader.start()
             queue_size = int(config.extra.get("queued.max.requests", DEFAULT_QUEUED_MAX_REQUESTS))
             self._request_channel = RequestChannel(queue_size)
-            self.socket_server = SocketServer(config, self._request_channel, clock=self.clock)
+            self.socket_server = SocketServer(config, self._request_channel, clock=self.clock,
+                                              sasl_authenticators=self._sasl_authenticators)
             advertised = advertised_endpoints(self.socket_server.bound_endpoints, config.advertised_listeners,
                                               config.extra)
             self.authorizer = authorizer_for(config, log_dirs, None if self.cluster_mode is None
@@ -175,6 +177,11 @@ class BrokerServer:
             if self.broker is not None:
                 self.broker.close()  # flush, checkpoints, clean-shutdown marker
         log.info("[BrokerServer id=%d] shut down", self.config.node_id)
+
+    def _sasl_authenticators(self, endpoint: EndPoint) -> AuthenticatorFactory:
+        # The handlers' ApiVersions answer, once KafkaApis exists (it is built after the listeners bind).
+        return sasl_authenticator_factory(self.config, endpoint, self.credential_store,
+                                          lambda frame: self.apis.api_versions_response(frame), self.clock)
 
     def _load_coordinators(self) -> None:
         """Replay ``__consumer_offsets`` into the group coordinator, then ``__transaction_state`` into the
