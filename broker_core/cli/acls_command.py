@@ -1,6 +1,6 @@
 """``seglog acls add|list|remove``: Kafka's ``kafka-acls.sh``, with its flags and its output.
 
-    seglog acls add (--log-dir D | --bootstrap H:P) (--allow-principal P | --deny-principal P)...
+    seglog acls add (--log-dir D | --bootstrap H:P [--command-config FILE]) (--allow-principal P | --deny-principal P)...
                     [--allow-host H]... [--deny-host H]... [--operation OP]...
                     (--topic T | --group G | --transactional-id T | --cluster)...
                     [--resource-pattern-type literal|prefixed]
@@ -28,6 +28,7 @@ from ..errors import error_for_code
 from ..security.acl import (CLUSTER_NAME, WILDCARD_HOST, AccessControlEntry, AclBinding, AclBindingFilter,
                             AclOperation, AclPermissionType, PatternType, ResourcePattern, ResourceType, parse_enum)
 from .arguments import UsageError
+from .broker_access import add_command_config_argument
 
 __all__ = ["add_parser", "run"]
 
@@ -62,11 +63,12 @@ class _LogDirAcls:
 class _RemoteAcls:
     """A running broker's ACLs, through the ACL APIs."""
 
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, command_config: str | None) -> None:
+        from ..client.client_security import ClientSecurity
         from ..client.protocol_client import ProtocolClient
 
         self.bootstrap = bootstrap
-        self.client = ProtocolClient(bootstrap)
+        self.client = ProtocolClient(bootstrap, security=ClientSecurity.from_file(command_config))
 
     def _check(self, code: int, message: str | None, what: str) -> None:
         if code:
@@ -272,7 +274,7 @@ _ACTIONS = {"add": _add, "list": _list, "remove": _remove}
 
 
 def run(args: argparse.Namespace) -> int:
-    acls = _RemoteAcls(args.bootstrap) if args.bootstrap else _LogDirAcls(args.log_dir)
+    acls = _RemoteAcls(args.bootstrap, args.command_config) if args.bootstrap else _LogDirAcls(args.log_dir)
     try:
         lines = _ACTIONS[args.action](acls, args)
     finally:
@@ -288,6 +290,7 @@ def add_parser(commands) -> None:
     where.add_argument("--log-dir", action="append", help="a log directory of the broker (repeat for several); "
                                                           "a running broker reads its ACLs when it starts")
     where.add_argument("--bootstrap", "--bootstrap-server", metavar="HOST:PORT", help="a running broker")
+    add_command_config_argument(acls)
     acls.add_argument("--allow-principal", action="append", metavar="TYPE:NAME", help="e.g. User:alice (repeatable)")
     acls.add_argument("--deny-principal", action="append", metavar="TYPE:NAME", help="(repeatable)")
     acls.add_argument("--allow-host", action="append", metavar="HOST", help="an IP address, or * (the default)")
