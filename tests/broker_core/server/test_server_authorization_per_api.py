@@ -251,3 +251,15 @@ def test_an_idempotent_producer_with_write_on_some_topic_gets_a_producer_id(serv
     with ProtocolClient(server.bootstrap_servers) as client:
         answer = client.send(ApiKey.INIT_PRODUCER_ID, {"transactional_id": None, "transaction_timeout_ms": 60000})
     assert answer["error_code"] == 0 and answer["producer_id"] >= 0
+
+
+def test_authorized_operations_are_the_principals_own(server):
+    all_topic_operations = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+    with ProtocolClient(server.bootstrap_servers) as client:
+        metadata = client.send(ApiKey.METADATA, {"topics": [{"name": "granted"}],
+                                                 "include_topic_authorized_operations": True}, version=10)
+        partitions = client.send(ApiKey.DESCRIBE_TOPIC_PARTITIONS, {"topics": [{"name": "granted"}]})
+        cluster = client.send(ApiKey.DESCRIBE_CLUSTER, {"include_cluster_authorized_operations": True})
+    assert metadata["topics"][0]["topic_authorized_operations"] == all_topic_operations
+    assert partitions["topics"][0]["topic_authorized_operations"] == all_topic_operations
+    assert cluster["cluster_authorized_operations"] == 0  # no ACL on the cluster
