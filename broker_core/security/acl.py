@@ -22,7 +22,7 @@ from dataclasses import dataclass
 __all__ = ["supported_operations", "AclOperation", "AclPermissionType", "ResourceType", "PatternType",
            "ResourcePattern",
            "AccessControlEntry", "AclBinding", "AclBindingFilter", "WILDCARD_RESOURCE", "WILDCARD_HOST",
-           "WILDCARD_PRINCIPAL", "CLUSTER_NAME", "implied_operations", "parse_enum", "enum_name"]
+           "WILDCARD_PRINCIPAL", "CLUSTER_NAME", "implied_operations", "parse_enum"]
 
 #: The LITERAL resource name that matches every resource of its type.
 WILDCARD_RESOURCE = "*"
@@ -79,7 +79,9 @@ class PatternType(enum.IntEnum):
 _E = type[enum.IntEnum]
 
 
-_KIND_NAMES: dict = {}
+# What the enums are called in messages for people.
+_KIND_NAMES = {AclOperation: "operation", AclPermissionType: "permission type", ResourceType: "resource type",
+               PatternType: "resource pattern type"}
 
 
 def parse_enum(kind: _E, text: str) -> enum.IntEnum:
@@ -92,17 +94,6 @@ def parse_enum(kind: _E, text: str) -> enum.IntEnum:
     known = ", ".join(m.name for m in kind if m.name not in ("UNKNOWN",))
     raise ValueError(f"unknown {_KIND_NAMES.get(kind, kind.__name__)} {text!r} (one of {known})")
 
-
-def enum_name(kind: _E, code: int) -> str:
-    """Kafka's name of a wire code (``UNKNOWN`` for a code it does not have)."""
-    try:
-        return kind(code).name
-    except ValueError:
-        return "UNKNOWN"
-
-
-_KIND_NAMES.update({AclOperation: "operation", AclPermissionType: "permission type", ResourceType: "resource type",
-                    PatternType: "resource pattern type"})
 
 # Kafka's AclEntry.supportedOperations: what an ACL on each resource type may name.
 _SUPPORTED = {

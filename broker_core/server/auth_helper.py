@@ -251,16 +251,10 @@ def _transactional_id(operation: AclOperation, key: str = "transactional_id") ->
                   TransactionalIdAuthorizationFailedError)
 
 
-def _partitions(index_key: str, error_key: str = "error_code", **extra) -> Callable[[list, int], list[dict]]:
-    """The partition entries of a refused topic entry: each with the error and ``extra``."""
-    return lambda partitions, code: [{"partition_index": p if isinstance(p, int) else p[index_key],
-                                      error_key: code, **extra} for p in partitions]
-
-
 def _topic_entry(name_key: str, partitions_key: str, response_partitions_key: str,
-                 partitions: Callable[[list, int], list[dict]], response_name_key: str | None = None
-                 ) -> Callable[[dict, int, str], dict]:
-    return lambda item, code, message: {response_name_key or name_key: item[name_key],
+                 partitions: Callable[[list, int], list[dict]]) -> Callable[[dict, int, str], dict]:
+    """The response entry of a refused topic entry: its name, and each of its partitions with the error."""
+    return lambda item, code, message: {name_key: item[name_key],
                                         response_partitions_key: partitions(item[partitions_key], code)}
 
 
