@@ -319,20 +319,19 @@ def _refused_topic(name: str | None, code: int) -> dict:
 
 
 def _restrict_topics(listing_all: Callable[[KafkaRequest], bool]) -> Callable[..., Body]:
-    """Topics the principal may not describe leave a listing of all topics and are refused when asked for
-    (by id, say); the others get their authorized operations when they were asked for."""
+    """Topics the principal may not describe leave a listing of all topics and are refused when asked for (by
+    id: their name is not told either); the others get their authorized operations when those were asked for."""
 
     def restrict(ctx: RequestContext, parsed: KafkaRequest, response: Body) -> Body:
         everything = listing_all(parsed)
+        # Name is nullable in Metadata from v12 only; DescribeTopicPartitions always has it.
+        unnamed = None if parsed.header.api_key != ApiKey.METADATA or parsed.header.api_version >= 12 else ""
         topics = []
         for topic in response.get("topics") or ():
             name = topic.get("name")
-            if topic["error_code"] == 0 and name is not None and not ctx.allowed(_O.DESCRIBE, ResourceType.TOPIC,
-                                                                               name):
+            if topic["error_code"] == 0 and name and not ctx.allowed(_O.DESCRIBE, ResourceType.TOPIC, name):
                 if not everything:
-                    topics.append(_refused_topic(None if parsed.header.api_version >= 12 and
-                                                 parsed.header.api_key == ApiKey.METADATA else name,
-                                                 TopicAuthorizationFailedError.code))
+                    topics.append(_refused_topic(unnamed, TopicAuthorizationFailedError.code))
                 continue
             if topic.get("topic_authorized_operations", AUTHORIZED_OPERATIONS_OMITTED) != AUTHORIZED_OPERATIONS_OMITTED:
                 topic = {**topic, "topic_authorized_operations": ctx.operations(ResourceType.TOPIC, name,
