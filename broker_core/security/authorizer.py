@@ -22,11 +22,15 @@ build one; left empty, there is no authorizer and every request is allowed.
 from __future__ import annotations
 
 import threading
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from .acl import (WILDCARD_HOST, WILDCARD_PRINCIPAL, WILDCARD_RESOURCE, AclBinding, AclBindingFilter, AclOperation,
                   AclPermissionType, PatternType, ResourceType, implied_operations)
 from .acl_store import AclStore
+from .principal import KafkaPrincipal
+
+if TYPE_CHECKING:
+    from ..config import BrokerConfig
 
 __all__ = ["Authorizer", "authorizer_for", "parse_super_users"]
 
@@ -70,8 +74,8 @@ class Authorizer:
 
     # --- deciding ------------------------------------------------------------------------
 
-    def authorize(self, principal: object, host: str, operation: AclOperation, resource_type: ResourceType,
-                  name: str) -> bool:
+    def authorize(self, principal: KafkaPrincipal | str, host: str, operation: AclOperation,
+                  resource_type: ResourceType, name: str) -> bool:
         principal = str(principal)
         if principal in self.super_users:
             return True
@@ -85,7 +89,7 @@ class Authorizer:
         allowed_by = implied_operations(operation)
         return any(e.permission_type == AclPermissionType.ALLOW and e.operation in allowed_by for e in applying)
 
-    def authorize_by_resource_type(self, principal: object, host: str, operation: AclOperation,
+    def authorize_by_resource_type(self, principal: KafkaPrincipal | str, host: str, operation: AclOperation,
                                    resource_type: ResourceType) -> bool:
         """Whether some resource of ``resource_type`` allows ``operation`` (Kafka's authorizeByResourceType, which
         lets an idempotent producer with WRITE on any topic have a producer id): an ALLOW not cancelled by a
@@ -111,7 +115,7 @@ class Authorizer:
                 return True
         return False
 
-    def authorized_operations(self, principal: object, host: str, resource_type: ResourceType, name: str,
+    def authorized_operations(self, principal: KafkaPrincipal | str, host: str, resource_type: ResourceType, name: str,
                               operations: Iterable[AclOperation]) -> int:
         """Kafka's authorized-operations bit field: bit ``op`` set for each of ``operations`` allowed."""
         return sum(1 << op for op in operations if self.authorize(principal, host, op, resource_type, name))
@@ -157,7 +161,8 @@ def _applies(binding: AclBinding, principal: str, host: str) -> bool:
     return (entry.principal in (principal, WILDCARD_PRINCIPAL)) and (entry.host in (host, WILDCARD_HOST))
 
 
-def authorizer_for(config, log_dirs: list[str], acl_store: AclStore | None = None) -> Authorizer | None:
+def authorizer_for(config: BrokerConfig, log_dirs: list[str], acl_store: AclStore | None = None
+                   ) -> Authorizer | None:
     """The broker's authorizer from its settings: none when ``authorizer.class.name`` is empty; ACLs in etcd
     in ``acl_store`` when given (etcd, for a broker in a cluster), else in its log dirs. An invalid ``super.users``
     raises ``InvalidConfigurationError``."""
