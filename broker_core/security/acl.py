@@ -136,16 +136,6 @@ class ResourcePattern:
         return (f"ResourcePattern(resourceType={self.resource_type.name}, name={self.name}, "
                 f"patternType={self.pattern_type.name})")
 
-    def applies_to(self, resource_type: ResourceType, name: str) -> bool:
-        """Whether an ACL on this pattern governs the resource ``name`` of ``resource_type``."""
-        if self.resource_type != resource_type:
-            return False
-        if self.pattern_type == PatternType.LITERAL:
-            return self.name == name or self.name == WILDCARD_RESOURCE
-        if self.pattern_type == PatternType.PREFIXED:
-            return name.startswith(self.name)
-        return False
-
 
 @dataclass(frozen=True, order=True)
 class AccessControlEntry:

@@ -24,8 +24,8 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Iterable
 
-from .acl import (WILDCARD_HOST, WILDCARD_PRINCIPAL, WILDCARD_RESOURCE, AclBinding, AclBindingFilter, AclOperation,
-                  AclPermissionType, PatternType, ResourceType, implied_operations)
+from .acl import (WILDCARD_HOST, WILDCARD_PRINCIPAL, WILDCARD_RESOURCE, AccessControlEntry, AclBinding,
+                  AclBindingFilter, AclOperation, AclPermissionType, PatternType, ResourceType, implied_operations)
 from .acl_store import AclStore
 from .principal import KafkaPrincipal
 
@@ -60,14 +60,31 @@ class Authorizer:
         self.allow_everyone_if_no_acl_found = allow_everyone_if_no_acl_found
         self._lock = threading.Lock()
         self._by_type: dict[ResourceType, tuple[AclBinding, ...]] = {}
+        # (resource type, pattern type, name) -> the entries of that pattern: a check looks up the name, ``*``
+        # and each prefix of the name instead of scanning every ACL.
+        self._by_pattern: dict[tuple[ResourceType, PatternType, str], tuple[AccessControlEntry, ...]] = {}
         self._reindex()
         store.start(self._reindex)
 
     def _reindex(self) -> None:
         by_type: dict[ResourceType, list[AclBinding]] = {}
+        by_pattern: dict[tuple[ResourceType, PatternType, str], list[AccessControlEntry]] = {}
         for binding in self.store.bindings():
-            by_type.setdefault(binding.pattern.resource_type, []).append(binding)
+            p = binding.pattern
+            by_type.setdefault(p.resource_type, []).append(binding)
+            by_pattern.setdefault((p.resource_type, p.pattern_type, p.name), []).append(binding.entry)
+        self._by_pattern = {k: tuple(e) for k, e in by_pattern.items()}
         self._by_type = {t: tuple(b) for t, b in by_type.items()}
+
+    def _governing(self, resource_type: ResourceType, name: str) -> list[AccessControlEntry]:
+        """The entries of every pattern that applies to the resource: its literal name, ``*``, its prefixes."""
+        found = self._by_pattern
+        entries = list(found.get((resource_type, PatternType.LITERAL, name), ()))
+        if name != WILDCARD_RESOURCE:
+            entries += found.get((resource_type, PatternType.LITERAL, WILDCARD_RESOURCE), ())
+        for end in range(1, len(name) + 1):
+            entries += found.get((resource_type, PatternType.PREFIXED, name[:end]), ())
+        return entries
 
     def close(self) -> None:
         self.store.close()
@@ -79,10 +96,10 @@ class Authorizer:
         principal = str(principal)
         if principal in self.super_users:
             return True
-        governing = [b for b in self._by_type.get(resource_type, ()) if b.pattern.applies_to(resource_type, name)]
+        governing = self._governing(resource_type, name)
         if not governing:
             return self.allow_everyone_if_no_acl_found
-        applying = [b.entry for b in governing if _applies(b, principal, host)]
+        applying = [e for e in governing if _applies(e, principal, host)]
         if any(e.permission_type == AclPermissionType.DENY and e.operation in (operation, AclOperation.ALL)
                for e in applying):
             return False
@@ -100,7 +117,7 @@ class Authorizer:
         bindings = self._by_type.get(resource_type, ())
         if not bindings:
             return self.allow_everyone_if_no_acl_found
-        applying = [b for b in bindings if _applies(b, principal, host)
+        applying = [b for b in bindings if _applies(b.entry, principal, host)
                     and b.entry.operation in implied_operations(operation)]
         denied = [b.pattern for b in applying if b.entry.permission_type == AclPermissionType.DENY
                   and b.entry.operation in (operation, AclOperation.ALL)]
@@ -156,8 +173,7 @@ class Authorizer:
         return matched
 
 
-def _applies(binding: AclBinding, principal: str, host: str) -> bool:
-    entry = binding.entry
+def _applies(entry: AccessControlEntry, principal: str, host: str) -> bool:
     return (entry.principal in (principal, WILDCARD_PRINCIPAL)) and (entry.host in (host, WILDCARD_HOST))
 
 

@@ -208,3 +208,28 @@ def test_two_writers_of_one_log_dir_keep_each_others_acls(tmp_path):
     command.update(add=[acl("Topic:a", "Read")])
     broker.update(add=[acl("Topic:b", "Read")])
     assert LogDirAclStore([str(tmp_path)]).bindings() == {acl("Topic:a", "Read"), acl("Topic:b", "Read")}
+
+
+def test_decisions_among_many_acls_agree_with_reading_every_acl_that_matches(tmp_path):
+    # The authorizer looks ACLs up by name, ``*`` and prefix; the reference reads every ACL through a MATCH filter.
+    import random
+
+    rng = random.Random(18)
+    names = ["a", "ab", "abc", "abd", "b", "ba", "*"]
+    bindings = {acl(f"Topic:{rng.choice(names)}", rng.choice(["Read", "Write", "All", "Describe"]),
+                    principal=rng.choice([ALICE, "User:bob", "User:*"]), host=rng.choice(["*", HOST, "10.0.0.2"]),
+                    pattern="literal" if rng.random() < 0.5 else "prefixed",
+                    permission="deny" if rng.random() < 0.2 else "allow") for _ in range(300)}
+    bindings = {b for b in bindings if not (b.pattern.name == "*" and b.pattern.pattern_type == PatternType.PREFIXED)}
+    a = authorizer(tmp_path, *bindings)
+    for name in ("a", "abc", "abz", "b", "bad", "c"):
+        matching = [b.entry for b in a.acls(AclBindingFilter(TOPIC, name, PatternType.MATCH))]
+        for operation in (O.READ, O.WRITE, O.DESCRIBE):
+            applying = [e for e in matching if e.principal in (ALICE, "User:*") and e.host in (HOST, "*")]
+            denied = any(e.permission_type == AclPermissionType.DENY and e.operation in (operation, O.ALL)
+                         for e in applying)
+            allowed_by = {operation, O.ALL} | ({O.READ, O.WRITE, O.DELETE, O.ALTER} if operation == O.DESCRIBE
+                                                else set())
+            expected = bool(matching) and not denied and any(
+                e.permission_type == AclPermissionType.ALLOW and e.operation in allowed_by for e in applying)
+            assert allowed(a, operation, TOPIC, name) == expected, (name, operation)
