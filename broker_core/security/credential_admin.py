@@ -1,6 +1,6 @@
 """AlterUserScramCredentials and DescribeUserScramCredentials (KIP-554) answered from a credential store.
 
-The rules and messages are Kafka's (``ScramControlManager``, ``ScramImage.describe``): a user may be
+The rules and messages are Apache Kafka 4's (``ScramControlManager`` and the broker's describe): a user may be
 named once per alteration request (DUPLICATE_RESOURCE otherwise), an empty name or fewer than 4096 or
 more than 16384 iterations is an UNACCEPTABLE_CREDENTIAL, a mechanism other than SCRAM-SHA-256/512 an
 UNSUPPORTED_SASL_MECHANISM, deleting or describing what does not exist RESOURCE_NOT_FOUND. An
@@ -87,8 +87,9 @@ def describe_user_scram_credentials(store: CredentialStore, body: dict[str, Any]
     for name in names:
         counts[name] = counts.get(name, 0) + 1
     results = []
-    for name, count in counts.items():
-        result: dict[str, Any] = {"user": name, "error_code": NONE, "error_message": None, "credential_infos": []}
+    for name, count in sorted(counts.items()):
+        # Kafka 4 answers "" rather than null where there is no error.
+        result: dict[str, Any] = {"user": name, "error_code": NONE, "error_message": "", "credential_infos": []}
         if count > 1:
             result.update(error_code=DuplicateResourceError.code, error_message=(
                 f"Cannot describe SCRAM credentials for the same user twice in a single request: {name}"))
@@ -99,9 +100,9 @@ def describe_user_scram_credentials(store: CredentialStore, body: dict[str, Any]
                                               for m, c in sorted(credentials.items(), key=lambda kv: kv[0].type_id)]
             else:
                 result.update(error_code=ResourceNotFoundError.code,
-                              error_message=f"attemptToDescribeUserThatDoesNotExist: {name}")
+                              error_message=f"Attempt to describe a user credential that does not exist: {name}")
         results.append(result)
-    return {"throttle_time_ms": 0, "error_code": NONE, "error_message": None, "results": results}
+    return {"throttle_time_ms": 0, "error_code": NONE, "error_message": "", "results": results}
 
 
 def _check_name_and_mechanism(name: str, type_id: int) -> tuple[tuple[int, str] | None, ScramMechanism]:

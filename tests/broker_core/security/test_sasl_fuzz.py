@@ -146,3 +146,21 @@ def test_the_unmutated_exchange_the_fuzz_starts_from_authenticates(mechanism):
                           auth.receive(request(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token})))
         token = client.evaluate_challenge(answer["auth_bytes"])
     assert auth.principal == ALICE
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7e), min_size=1, max_size=20),
+       st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"), min_size=1, max_size=30))
+def test_any_user_name_and_password_authenticate_with_every_mechanism(user, password):
+    # ASCII names (Kafka's SCRAM grammar), "," and "=" among them; passwords of any Unicode but NUL (PLAIN's separator).
+    store = credentials_for({user: password})
+    for mechanism in ALL_MECHANISMS:
+        auth = authenticator(store)
+        handshake(auth, mechanism)
+        client = SaslClient(mechanism, user, password)
+        token = client.initial_response()
+        while not auth.complete:
+            answer = response(ApiKey.SASL_AUTHENTICATE, 2,
+                              auth.receive(request(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token})))
+            token = client.evaluate_challenge(answer["auth_bytes"])
+        assert auth.principal == KafkaPrincipal("User", user)
