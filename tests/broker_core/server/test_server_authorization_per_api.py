@@ -23,10 +23,10 @@ ANY_FILTER = {"resource_type_filter": 1, "resource_name_filter": None, "pattern_
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    """User:ANONYMOUS may do everything on topic ``granted`` and write transactional id ``mine``; topic
-    ``secret`` holds a record, group ``g`` has a committed offset and a member-less generation."""
+    """User:ANONYMOUS may do everything on topic ``granted``, write transactional id ``mine`` and read group
+    ``mine``; topic ``secret`` holds a record."""
     log_dir = tmp_path_factory.mktemp("authorization") / "logs"
-    seed_acls(log_dir, acl("Topic:granted", "All"), acl("TransactionalId:mine", "Write"))
+    seed_acls(log_dir, acl("Topic:granted", "All"), acl("TransactionalId:mine", "Write"), acl("Group:mine", "Read"))
     server = start_broker(log_dir, **AUTHORIZER)
     for name in ("granted", "secret"):
         server.broker.create_topic(name, 1)
@@ -151,7 +151,8 @@ CASES: dict[str, Case] = {
     "find coordinators in a batch": (ApiKey.FIND_COORDINATOR, None, {"key_type": 1, "coordinator_keys": ["theirs"]},
                                      lambda r: _single(TXN)(r["coordinators"][0])),
     "join group": (ApiKey.JOIN_GROUP, None, {"group_id": "g", "session_timeout_ms": 10000,
-                                             "rebalance_timeout_ms": 10000, "member_id": "", "protocol_type": "consumer",
+                                             "rebalance_timeout_ms": 10000, "member_id": "",
+                                             "protocol_type": "consumer",
                                              "protocols": [{"name": "range", "metadata": b""}]},
                    lambda r: (_single(GROUP)(r), r["members"] == [] or pytest.fail(r))),
     "sync group": (ApiKey.SYNC_GROUP, None, {"group_id": "g", "generation_id": 1, "member_id": "m"}, _single(GROUP)),
@@ -160,6 +161,11 @@ CASES: dict[str, Case] = {
     "offset commit": (ApiKey.OFFSET_COMMIT, None, {"group_id": "g", "topics": [
         {"name": "granted", "partitions": [{"partition_index": 0, "committed_offset": 0}]}]},
                       lambda r: _topics(r) == [GROUP] or pytest.fail(r)),
+    "offset commit of a secret topic in one's group": (ApiKey.OFFSET_COMMIT, None, {
+        "group_id": "mine", "generation_id_or_member_epoch": -1, "member_id": "", "topics": [
+            {"name": t, "partitions": [{"partition_index": 0, "committed_offset": 0}]} for t in ("granted", "secret")]},
+        lambda r: {t["name"]: t["partitions"][0]["error_code"] for t in r["topics"]} == {"granted": 0, "secret": TOPIC}
+        or pytest.fail(r)),
     "offset fetch": (ApiKey.OFFSET_FETCH, 7, {"group_id": "g", "topics": None},
                      lambda r: (_single(GROUP)(r), r["topics"] == [] or pytest.fail(r))),
     "offset fetch of groups": (ApiKey.OFFSET_FETCH, 8, {"groups": [{"group_id": "g", "topics": None}]},
