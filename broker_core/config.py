@@ -671,6 +671,10 @@ _BROKER_KEYS: tuple[_Key, ...] = (
     _Key("remote.log.manager.task.retry.backoff.max.ms", _Type.LONG, _at_least(1)),
     _Key("log.local.retention.ms", _Type.LONG, _at_least(-2)),
     _Key("log.local.retention.bytes", _Type.LONG, _at_least(-2)),
+    # Authorization (Kafka's names): any non-empty authorizer.class.name turns seglog's authorizer on.
+    _Key("authorizer.class.name", _Type.STRING),
+    _Key("super.users", _Type.STRING, nullable=True),
+    _Key("allow.everyone.if.no.acl.found", _Type.BOOLEAN),
 )
 _BROKER_KEYS_BY_NAME = {key.name: key for key in _BROKER_KEYS}
 # Older spellings of the same setting; the one in _BROKER_KEYS wins when both are given.
@@ -798,6 +802,10 @@ class BrokerConfig:
     remote_log_manager_task_retry_backoff_max_ms: int = 30_000
     log_local_retention_ms: int = -2
     log_local_retention_bytes: int = -2
+    # Authorization: ACLs are checked when authorizer.class.name is set (any authorizer a Kafka user names).
+    authorizer_class_name: str = ""
+    super_users: str | None = None
+    allow_everyone_if_no_acl_found: bool = False
     #: ``remote.storage.options.<name>``: the remote tier's fsspec storage options (credentials among them),
     #: kept out of ``extra``, of DescribeConfigs and of every file.
     remote_storage_options: Mapping[str, str] = field(default_factory=dict, hash=False, repr=False, compare=False)

@@ -55,6 +55,8 @@ __all__ = [
     "TopicAuthorizationFailedError",
     "GroupAuthorizationFailedError",
     "ClusterAuthorizationFailedError",
+    "TransactionalIdAuthorizationFailedError",
+    "SecurityDisabledError",
     "InvalidTimestampError",
     "UnsupportedSaslMechanismError",
     "IllegalSaslStateError",
@@ -409,6 +411,14 @@ class ConcurrentTransactionsError(KafkaError, code=51, name="CONCURRENT_TRANSACT
 
 class TransactionCoordinatorFencedError(KafkaError, code=52, name="TRANSACTION_COORDINATOR_FENCED"):
     """A transaction marker came from a coordinator whose epoch is older than one already seen."""
+
+
+class TransactionalIdAuthorizationFailedError(KafkaError, code=53, name="TRANSACTIONAL_ID_AUTHORIZATION_FAILED"):
+    """The principal may not use the transactional id (WRITE, or DESCRIBE to find its coordinator)."""
+
+
+class SecurityDisabledError(KafkaError, code=54, name="SECURITY_DISABLED"):
+    """An ACL request to a broker without an authorizer (``authorizer.class.name`` unset)."""
 
 
 class KafkaStorageError(KafkaError, code=56, name="KAFKA_STORAGE_ERROR", retriable=True):

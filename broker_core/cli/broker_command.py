@@ -39,12 +39,13 @@ def broker_props(args: argparse.Namespace) -> dict[str, str]:
 def run_broker(args: argparse.Namespace) -> int:
     from ..config import BrokerConfig
     from ..server.allocator import retain_freed_buffers
+    from ..network.listener_config import is_listener_config
     from ..server.broker_server import SERVER_CONFIG_NAMES, BrokerServer
 
     logging.basicConfig(level=getattr(logging, args.log_level), stream=sys.stderr,
                         format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
     config = BrokerConfig.from_props(broker_props(args))
-    for key in sorted(set(config.extra) - SERVER_CONFIG_NAMES):
+    for key in sorted(k for k in set(config.extra) - SERVER_CONFIG_NAMES if not is_listener_config(k)):
         logging.getLogger(__name__).warning("The configuration '%s' was supplied but isn't a known config.", key)
     stop = threading.Event()
     # The handlers only set a flag: shutting down from a signal handler would

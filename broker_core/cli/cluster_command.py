@@ -6,17 +6,19 @@ from __future__ import annotations
 
 import argparse
 
+from ..client.client_security import PLAINTEXT_CLIENT, ClientSecurity
 from ..client.protocol_client import ProtocolClient
 from ..errors import error_for_code
 from ..protocol import ApiKey
+from .broker_access import add_command_config_argument
 from .tables import aligned
 
 NO_CONTROLLER = -1
 
 
-def describe_cluster(bootstrap: str) -> dict:
+def describe_cluster(bootstrap: str, security: ClientSecurity = PLAINTEXT_CLIENT) -> dict:
     """The DescribeCluster answer of the broker at ``bootstrap``; a Kafka error if it answered one."""
-    with ProtocolClient(bootstrap) as client:
+    with ProtocolClient(bootstrap, security=security) as client:
         answer = client.send(ApiKey.DESCRIBE_CLUSTER, {"include_cluster_authorized_operations": False})
     if answer["error_code"]:
         raise error_for_code(answer["error_code"])(answer.get("error_message") or f"{bootstrap}: DescribeCluster "
@@ -35,7 +37,7 @@ def cluster_lines(answer: dict) -> list[str]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    for line in cluster_lines(describe_cluster(args.bootstrap)):
+    for line in cluster_lines(describe_cluster(args.bootstrap, ClientSecurity.from_file(args.command_config))):
         print(line)
     return 0
 
@@ -44,4 +46,5 @@ def add_parser(commands) -> None:
     cluster = commands.add_parser("cluster", help="the cluster a running broker belongs to: its id, the live "
                                                   "brokers and the controller")
     cluster.add_argument("--bootstrap", metavar="HOST:PORT", required=True, help="a running broker to ask")
+    add_command_config_argument(cluster)
     cluster.set_defaults(run=_run)

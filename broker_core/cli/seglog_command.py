@@ -35,7 +35,7 @@ from typing import Callable, Iterator, Sequence
 
 from ..key_values import parse_key_values
 from .arguments import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, CommandError, UsageError, non_negative
-from .broker_access import open_broker
+from .broker_access import add_command_config_argument, open_broker
 from .progress import DEFAULT_REPORTING_INTERVAL_MS, ProgressLine, rate_text
 from .tables import aligned
 from .tiered_reads import add_remote_tier_arguments
@@ -443,6 +443,7 @@ def build_parser() -> argparse.ArgumentParser:
         where = p.add_mutually_exclusive_group(required=True)
         where.add_argument("--log-dir", action="append", help="a log directory of the broker (repeat for several)")
         where.add_argument("--bootstrap", metavar="HOST:PORT", help="a running broker to ask instead of a log dir")
+        add_command_config_argument(p)
         p.add_argument("--broker-config", action="append", metavar="KEY=VALUE",
                        help="a broker setting, e.g. num.partitions=3")
 
@@ -544,6 +545,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .cluster_command import add_parser as add_cluster_parser
     add_cluster_parser(commands)
+
+    from .acls_command import add_parser as add_acls_parser
+    add_acls_parser(commands)
 
     from .users_command import add_parser as add_users_parser
     add_users_parser(commands)

@@ -5,6 +5,14 @@ to talk to a broker without a client library: it connects, asks ApiVersions,
 and from then on sends each request at the highest version both sides speak,
 with the protocol package's ``encode_request`` / ``parse_response``. It is
 not a producer or a consumer: no batching, no retries, no metadata cache.
+
+Given a ``ClientSecurity`` (Kafka client properties: ``--command-config``)
+it connects through TLS on SSL and SASL_SSL listeners and, on SASL ones,
+authenticates right after ApiVersions — SaslHandshake v1, then the
+mechanism's tokens in SaslAuthenticate requests — before any other request.
+When the broker limits the session (``connections.max.reauth.ms``), the
+client re-authenticates on the same connection before the session ends, as
+Kafka's clients do (KIP-368).
 """
 
 from __future__ import annotations
@@ -12,12 +20,19 @@ from __future__ import annotations
 import itertools
 import socket
 import struct
+import time
 from typing import Any, Mapping
 
+from ..errors import NONE, error_for_code
 from ..protocol import SUPPORTED_VERSIONS, ApiKey, ProtocolError, encode_request, parse_response
+from .client_security import PLAINTEXT_CLIENT, ClientSecurity
 
 _SIZE = struct.Struct(">i")
 DEFAULT_TIMEOUT_S = 30.0
+# A SASL exchange that has not ended after this many round trips is not going to (SCRAM needs two).
+_MAX_SASL_ROUNDS = 10
+# Re-authenticate once this share of the session lifetime has passed (Kafka's clients pick 85-95 %).
+_REAUTH_AT = 0.85
 
 
 def parse_bootstrap(bootstrap: str) -> tuple[str, int]:
@@ -32,20 +47,51 @@ def parse_bootstrap(bootstrap: str) -> tuple[str, int]:
 class ProtocolClient:
     """A connection to one broker; use as a context manager."""
 
-    def __init__(self, bootstrap: str, *, client_id: str = "seglog", timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    def __init__(self, bootstrap: str, *, client_id: str = "seglog", timeout_s: float = DEFAULT_TIMEOUT_S,
+                 security: ClientSecurity = PLAINTEXT_CLIENT) -> None:
         self.address = parse_bootstrap(bootstrap)
         self.client_id = client_id
+        self.security = security
         self._correlation = itertools.count(1)
-        self._sock = socket.create_connection(self.address, timeout=timeout_s)
-        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._reauthenticate_at: float | None = None  # monotonic seconds; None: the session does not expire
+        self._sock: socket.socket = security.connect(self.address, timeout_s)
         try:
             versions = self.send(ApiKey.API_VERSIONS, {"client_software_name": "seglog",
                                                        "client_software_version": "0.1.0"}, version=0)
             self.broker_versions = {entry["api_key"]: (entry["min_version"], entry["max_version"])
                                     for entry in versions["api_keys"]}
+            if security.uses_sasl:
+                self._authenticate()
         except BaseException:
             self._sock.close()
             raise
+
+    def _authenticate(self) -> None:
+        """SASL on this connection: the handshake picks the mechanism, SaslAuthenticate carries its tokens."""
+        from ..security.sasl_client import SaslClient
+
+        where = f"the broker at {self.address[0]}:{self.address[1]}"
+        mechanism = self.security.sasl_mechanism
+        handshake = self._send(ApiKey.SASL_HANDSHAKE, {"mechanism": mechanism}, version=1)
+        if handshake["error_code"] != NONE:
+            raise error_for_code(handshake["error_code"])(
+                f"{where} does not enable SASL mechanism {mechanism} (it enables "
+                f"{', '.join(handshake['mechanisms']) or 'none'})")
+        client = SaslClient(mechanism, self.security.username, self.security.password)
+        token: bytes | None = client.initial_response()
+        started = time.monotonic()
+        for _ in range(_MAX_SASL_ROUNDS):
+            if token is None:
+                return
+            response = self._send(ApiKey.SASL_AUTHENTICATE, {"auth_bytes": token})
+            lifetime_ms = response.get("session_lifetime_ms") or 0
+            self._reauthenticate_at = started + lifetime_ms * _REAUTH_AT / 1000 if lifetime_ms > 0 else None
+            if response["error_code"] != NONE:
+                raise error_for_code(response["error_code"])(
+                    f"{where} refused {mechanism} authentication of user {self.security.username}: "
+                    f"{response.get('error_message') or 'no reason given'}")
+            token = client.evaluate_challenge(response["auth_bytes"])
+        raise ProtocolError(f"{where}: the {mechanism} exchange did not end after {_MAX_SASL_ROUNDS} rounds")
 
     def serves(self, api_key: ApiKey) -> bool:
         """Whether the broker and this client share a version of ``api_key``."""
@@ -62,6 +108,14 @@ class ProtocolClient:
 
     def send(self, api_key: ApiKey, body: Mapping[str, Any], version: int | None = None) -> dict:
         """Send one request and wait for its response body."""
+        self._reauthenticate_if_due()
+        return self._send(api_key, body, version)
+
+    def _reauthenticate_if_due(self) -> None:
+        if self._reauthenticate_at is not None and time.monotonic() >= self._reauthenticate_at:
+            self._authenticate()
+
+    def _send(self, api_key: ApiKey, body: Mapping[str, Any], version: int | None = None) -> dict:
         version = self.version_for(api_key) if version is None else version
         correlation_id = next(self._correlation)
         self._sock.sendall(encode_request(api_key, version, correlation_id, self.client_id, body))
@@ -73,6 +127,7 @@ class ProtocolClient:
 
     def send_no_response(self, api_key: ApiKey, body: Mapping[str, Any], version: int | None = None) -> None:
         """Send a request the broker does not answer (a produce with acks=0)."""
+        self._reauthenticate_if_due()
         version = self.version_for(api_key) if version is None else version
         self._sock.sendall(encode_request(api_key, version, next(self._correlation), self.client_id, body))
 

@@ -54,6 +54,7 @@ from ..protocol.config_resources import DELETE, RESOURCE_TOPIC, SET
 from ..protocol.types import topic_id_text
 from ..produced_records import as_record
 from ..producer import DEFAULT_TRANSACTION_TIMEOUT_MS
+from .client_security import PLAINTEXT_CLIENT, ClientSecurity
 from .protocol_client import ProtocolClient
 from .remote_producer import RemoteProducer
 
@@ -75,10 +76,12 @@ def _raise_for(code: int, message: str | None, what: str) -> None:
 
 
 class RemoteBroker:
-    """A broker at ``bootstrap`` (``host:port``), used like an embedded ``Broker``."""
+    """A broker at ``bootstrap`` (``host:port``), used like an embedded ``Broker``; ``security``: how its
+    listener is reached (TLS, SASL), for every broker of the cluster alike."""
 
-    def __init__(self, bootstrap: str) -> None:
-        self.client = ProtocolClient(bootstrap, client_id="seglog-cli")
+    def __init__(self, bootstrap: str, security: ClientSecurity = PLAINTEXT_CLIENT) -> None:
+        self.security = security
+        self.client = ProtocolClient(bootstrap, client_id="seglog-cli", security=security)
         self._partitioner = StickyPartitioner()
         # Connections to the other brokers of a cluster, by node id (offsets are asked of partition leaders).
         self._node_clients: dict[int, ProtocolClient] = {}
@@ -111,7 +114,8 @@ class RemoteBroker:
         if client is None or client.address != (host, port):
             if client is not None:
                 client.close()
-            client = self._node_clients[node_id] = ProtocolClient(f"{host}:{port}", client_id="seglog-cli")
+            client = self._node_clients[node_id] = ProtocolClient(f"{host}:{port}", client_id="seglog-cli",
+                                                                       security=self.security)
         return client
 
     def _leader(self, topic: str, partition: int, refresh: bool = False) -> ProtocolClient:

@@ -3,8 +3,10 @@
 ``PLAINTEXT://127.0.0.1:9092,INTERNAL://:9093`` is a comma-separated list of
 ``NAME://host:port``. An empty host binds every interface; port 0 asks the
 operating system for a free port (the bound port is what gets advertised).
-Only PLAINTEXT is served: a listener whose security protocol is SSL or SASL
-is refused at start-up rather than accepted and then misunderstood.
+A listener's security protocol is its name's entry in
+``listener.security.protocol.map`` (``CLIENT:SASL_SSL,REPLICATION:SSL``);
+the four protocol names map to themselves: ``PLAINTEXT``, ``SSL``,
+``SASL_PLAINTEXT``, ``SASL_SSL``.
 """
 
 from __future__ import annotations
@@ -17,7 +19,13 @@ from typing import Mapping
 from ..errors import InvalidConfigurationError
 
 PLAINTEXT = "PLAINTEXT"
-_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SSL = "SSL"
+SASL_PLAINTEXT = "SASL_PLAINTEXT"
+SASL_SSL = "SASL_SSL"
+SECURITY_PROTOCOLS = (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)
+#: The protocols whose connections are TLS, and those that authenticate with SASL.
+TLS_PROTOCOLS = frozenset({SSL, SASL_SSL})
+SASL_PROTOCOLS = frozenset({SASL_PLAINTEXT, SASL_SSL})
 # [::1] style hosts keep their brackets out of the host part.
 _ENDPOINT = re.compile(r"^(?P<name>[A-Za-z0-9_.-]+)://(?:\[(?P<v6>[^\]]*)\]|(?P<host>[^:/\[\]]*)):(?P<port>-?\d+)$")
 
@@ -42,13 +50,13 @@ class EndPoint:
 
 def _security_map(config_map: str | None) -> dict[str, str]:
     """``listener.security.protocol.map`` (``CLIENT:PLAINTEXT,...``); every protocol maps to itself."""
-    mapping = {p: p for p in _SECURITY_PROTOCOLS}
+    mapping = {p: p for p in SECURITY_PROTOCOLS}
     for item in (config_map or "").split(","):
         item = item.strip()
         if not item:
             continue
         name, sep, protocol = item.partition(":")
-        if not sep or protocol.strip().upper() not in _SECURITY_PROTOCOLS:
+        if not sep or protocol.strip().upper() not in SECURITY_PROTOCOLS:
             raise InvalidConfigurationError(
                 f"Invalid value {config_map} for configuration listener.security.protocol.map: "
                 f"{item!r} is not NAME:PROTOCOL", config_name="listener.security.protocol.map", value=config_map)
@@ -58,7 +66,7 @@ def _security_map(config_map: str | None) -> dict[str, str]:
 
 def parse_listeners(text: str, config_name: str = "listeners",
                     security_protocol_map: str | None = None) -> list[EndPoint]:
-    """The endpoints of a ``listeners``-style value; names must be unique and served as PLAINTEXT."""
+    """The endpoints of a ``listeners``-style value; names must be unique and have a security protocol."""
     protocols = _security_map(security_protocol_map)
     endpoints: list[EndPoint] = []
     for item in (part.strip() for part in text.split(",")):
@@ -79,10 +87,6 @@ def parse_listeners(text: str, config_name: str = "listeners",
             raise InvalidConfigurationError(
                 f"Invalid value {text} for configuration {config_name}: listener {name} has no security protocol "
                 f"(add it to listener.security.protocol.map)", config_name=config_name, value=text)
-        if protocol != PLAINTEXT:
-            raise InvalidConfigurationError(
-                f"Invalid value {text} for configuration {config_name}: listener {name} uses {protocol}, "
-                f"and this broker serves PLAINTEXT only", config_name=config_name, value=text)
         if any(e.listener_name == name for e in endpoints):
             raise InvalidConfigurationError(f"Invalid value {text} for configuration {config_name}: "
                                             f"listener name {name} appears twice", config_name=config_name,
@@ -121,3 +125,19 @@ def advertised_endpoints(bound: list[EndPoint], advertised: str | None,
             port = endpoint.port or out[endpoint.listener_name].port
             out[endpoint.listener_name] = replace(endpoint, port=port)
     return out
+
+
+def inter_broker_listener_name(config_value: str | None, listener_names: list[str]) -> str:
+    """``inter.broker.listener.name``: the listener brokers reach each other on; the first listener
+    when unset. A name that is not a listener is refused."""
+    if not listener_names:
+        raise ValueError("inter_broker_listener_name: no listeners")
+    if config_value is None or not config_value.strip():
+        return listener_names[0]
+    name = config_value.strip().upper()
+    if name not in listener_names:
+        raise InvalidConfigurationError(
+            f"Invalid value {config_value} for configuration inter.broker.listener.name: it must be one of the "
+            f"listener names ({', '.join(listener_names)})", config_name="inter.broker.listener.name",
+            value=config_value)
+    return name

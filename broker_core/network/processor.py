@@ -15,6 +15,21 @@ dispatched as soon as the connection is unmuted.
 A frame whose size prefix is negative or above ``socket.request.max.bytes``
 closes the connection; so do read and write errors. None of that touches
 other connections.
+
+Bytes move through the connection's transport layer, built by its listener's
+``ChannelBuilder``: the socket itself, or TLS — whose handshake completes
+before any frame is read, and whose failure (a plaintext client on a TLS
+port, garbage) closes that connection only. Every request carries the
+connection's principal (its client certificate's subject, else
+``User:ANONYMOUS``) and its listener's security protocol.
+
+On SASL listeners the connection's ``SaslServerAuthenticator`` answers
+every frame, in this thread, until authentication completes: ApiVersions,
+SaslHandshake and SaslAuthenticate; anything else closes the connection
+before a handler sees it, and so does a failed exchange (after its error
+response). Authenticated, the principal is the SASL user's; a SaslHandshake
+on the connection starts re-authentication (KIP-368), and any other request
+after the session expired (``connections.max.reauth.ms``) closes it.
 """
 
 from __future__ import annotations
@@ -23,11 +38,18 @@ import logging
 import queue
 import selectors
 import socket
+import struct
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Mapping
 
 from ..clock import SYSTEM_CLOCK, Clock
+from ..protocol import ApiKey
+from ..security.principal import ANONYMOUS, KafkaPrincipal
+from ..security.sasl_authenticator import SaslAuthenticationFailed, SaslServerAuthenticator
+from ..security.transport_layer import PlaintextTransportLayer, SslTransportLayer
+from .channel_builder import ChannelBuilder
 from .connection_quotas import ConnectionQuotas
 from .network_receive import InvalidReceiveError, NetworkReceive
 from .request_channel import CloseConnectionResponse, NoOpResponse, Request, RequestChannel, Response, SendResponse
@@ -46,6 +68,8 @@ _MAX_BUFFERS_PER_WRITE = 64
 # How long a processor blocked on a full request queue waits before looking
 # whether it is being shut down.
 _QUEUE_RETRY_S = 0.3
+_SIZE = struct.Struct(">i")
+_API_KEY = struct.Struct(">h")
 
 
 def _advance(buffers: list[memoryview], sent: int) -> None:
@@ -70,6 +94,12 @@ class _Connection:
     listener_name: str
     receive: NetworkReceive
     last_active_ms: int
+    transport: PlaintextTransportLayer | SslTransportLayer
+    security_protocol: str
+    principal: KafkaPrincipal = ANONYMOUS
+    authenticator_factory: object = None  # SASL listeners: builds ``authenticator`` once the transport is ready
+    authenticator: SaslServerAuthenticator | None = None
+    close_after_send: bool = False  # a SASL failure's response is being written
     muted: bool = False  # a request is with the handlers
     send: list[memoryview] | None = None  # the rest of the response being written, buffer by buffer
     events: int = 0  # what the selector watches for
@@ -80,7 +110,8 @@ class Processor(threading.Thread):
     """One network thread; ``accept`` hands it sockets, ``enqueue_response`` answers."""
 
     def __init__(self, processor_id: int, request_channel: RequestChannel, connection_quotas: ConnectionQuotas,
-                 *, max_request_size: int, connections_max_idle_ms: int, clock: Clock = SYSTEM_CLOCK) -> None:
+                 *, max_request_size: int, connections_max_idle_ms: int, clock: Clock = SYSTEM_CLOCK,
+                 channel_builders: Mapping[str, ChannelBuilder] | None = None) -> None:
         super().__init__(name=f"data-plane-network-thread-{processor_id}", daemon=True)
         self.processor_id = processor_id
         self.request_channel = request_channel
@@ -88,6 +119,8 @@ class Processor(threading.Thread):
         self.max_request_size = max_request_size
         self.connections_max_idle_ms = connections_max_idle_ms
         self.clock = clock
+        # Per listener name; a listener without one is PLAINTEXT.
+        self.channel_builders = dict(channel_builders or {})
         self._selector = selectors.DefaultSelector()
         self._wakeup_r, self._wakeup_w = socket.socketpair()
         self._wakeup_r.setblocking(False)
@@ -183,10 +216,14 @@ class Processor(threading.Thread):
                 self._release(sock)
                 continue
             self._next_index += 1
+            builder = self.channel_builders.get(listener_name) or ChannelBuilder.plaintext(listener_name)
             conn = _Connection(connection_id, sock, address, listener_name,
                                NetworkReceive(self.max_request_size, connection_id),
-                               self.clock.hi_res_clock_ms())
+                               self.clock.hi_res_clock_ms(), builder.transport_layer(sock),
+                               builder.security_protocol, authenticator_factory=builder.authenticator_factory)
             self._connections[connection_id] = conn
+            if conn.transport.ready:
+                self._transport_ready(conn)
             self._update_interest(conn)
 
     def _process_new_responses(self) -> None:
@@ -217,6 +254,9 @@ class Processor(threading.Thread):
                 continue
             if conn.closed:
                 continue
+            if not conn.transport.ready:
+                self._handshake(conn)
+                continue
             if mask & selectors.EVENT_WRITE:
                 self._write(conn)
             if mask & selectors.EVENT_READ and not conn.closed:
@@ -229,13 +269,38 @@ class Processor(threading.Thread):
         except (BlockingIOError, OSError):
             pass
 
+    # -- the TLS handshake ---------------------------------------------------
+
+    def _handshake(self, conn: _Connection) -> None:
+        try:
+            conn.transport.handshake()
+        except OSError as exc:
+            log.info("Processor %d: closing %s from %s: failed authentication (TLS handshake: %s)",
+                     self.processor_id, conn.connection_id, conn.address[0], exc)
+            self._close(conn)
+            return
+        conn.last_active_ms = self.clock.hi_res_clock_ms()
+        if not conn.transport.ready:
+            self._update_interest(conn)
+            return
+        self._transport_ready(conn)
+        self._update_interest(conn)
+        self._read(conn)  # requests may have come with the handshake's last message
+
+    def _transport_ready(self, conn: _Connection) -> None:
+        transport_principal = conn.transport.peer_principal()
+        conn.principal = transport_principal or ANONYMOUS
+        if conn.authenticator_factory is not None:
+            conn.authenticator = conn.authenticator_factory(transport_principal)
+
     # -- reading -------------------------------------------------------------
 
     def _read(self, conn: _Connection) -> None:
         want = min(max(conn.receive.bytes_wanted, _MIN_RECV), _MAX_RECV)
         try:
-            data = conn.sock.recv(want)
+            data = conn.transport.read(want)
         except (BlockingIOError, InterruptedError):
+            self._update_interest(conn)  # TLS may have an answer of its own to write
             return
         except OSError as exc:
             log.debug("Processor %d: read from %s failed: %s", self.processor_id, conn.connection_id, exc)
@@ -245,6 +310,8 @@ class Processor(threading.Thread):
             self._close(conn)  # the client closed its side
             return
         conn.last_active_ms = self.clock.hi_res_clock_ms()
+        if conn.transport.has_pending_writes():
+            self._update_interest(conn)
         try:
             conn.receive.feed(data)
         except InvalidReceiveError as exc:
@@ -260,14 +327,58 @@ class Processor(threading.Thread):
         frame = conn.receive.next_frame()
         if frame is None:
             return
+        if conn.authenticator is not None and not self._authenticated(conn, frame):
+            return
         conn.muted = True
         self._update_interest(conn)
         request = Request(self.processor_id, conn.connection_id, conn.listener_name, conn.address, frame,
-                          self.clock.hi_res_clock_ms())
+                          self.clock.hi_res_clock_ms(), conn.principal, conn.security_protocol)
         while not self.request_channel.send_request(request, timeout_s=_QUEUE_RETRY_S):
             if not self._running:
                 self._close(conn)
                 return
+
+    # -- SASL --------------------------------------------------------------------
+
+    def _authenticated(self, conn: _Connection, frame: bytes) -> bool:
+        """Whether ``frame`` goes on to the handlers; if not, the authenticator took it (or it closed ``conn``)."""
+        authenticator = conn.authenticator
+        if authenticator.complete:
+            if len(frame) >= _API_KEY.size and _API_KEY.unpack_from(frame)[0] == ApiKey.SASL_HANDSHAKE:
+                authenticator.begin_reauthentication()
+            else:
+                expiration = authenticator.session_expiration_ms
+                if expiration is not None and self.clock.hi_res_clock_ms() > expiration:
+                    log.info("Processor %d: closing %s from %s (%s): its session expired and it did not "
+                             "re-authenticate", self.processor_id, conn.connection_id, conn.address[0],
+                             conn.principal)
+                    self._close(conn)
+                    return False
+                return True
+        conn.muted = True
+        try:
+            response = authenticator.receive(frame)
+        except SaslAuthenticationFailed as exc:
+            log.info("Processor %d: closing %s from %s: failed authentication (%s)", self.processor_id,
+                     conn.connection_id, conn.address[0], exc.reason)
+            if exc.response is None:
+                self._close(conn)
+            else:
+                conn.close_after_send = True
+                self._send_frame(conn, exc.response)
+            return False
+        if authenticator.complete:
+            conn.principal = authenticator.principal
+        if response is None:
+            self._unmute(conn)
+        else:
+            self._send_frame(conn, response)
+        return False
+
+    def _send_frame(self, conn: _Connection, payload: bytes) -> None:
+        """Write one frame the processor answers itself (the authenticator's), size prefix added."""
+        conn.send = [memoryview(_SIZE.pack(len(payload))), memoryview(payload)]
+        self._write(conn)
 
     def _unmute(self, conn: _Connection) -> None:
         conn.muted = False
@@ -279,13 +390,21 @@ class Processor(threading.Thread):
 
     def _write(self, conn: _Connection) -> None:
         if conn.send is None:
+            try:
+                conn.transport.flush()  # TLS's own messages (a key update's answer)
+            except OSError as exc:
+                log.debug("Processor %d: write to %s failed: %s", self.processor_id, conn.connection_id, exc)
+                self._close(conn)
+                return
             self._update_interest(conn)
             return
         try:
             while conn.send:
-                sent = conn.sock.sendmsg(conn.send[:_MAX_BUFFERS_PER_WRITE])
+                sent = conn.transport.write(conn.send[:_MAX_BUFFERS_PER_WRITE])
                 _advance(conn.send, sent)
                 conn.last_active_ms = self.clock.hi_res_clock_ms()  # a slow reader is still active
+            if not conn.transport.flush():  # TLS bytes the socket has not taken yet
+                raise BlockingIOError
         except (BlockingIOError, InterruptedError):
             self._update_interest(conn)  # wait until the socket takes more
             return
@@ -294,6 +413,9 @@ class Processor(threading.Thread):
             self._close(conn)
             return
         conn.send = None
+        if conn.close_after_send:
+            self._close(conn)
+            return
         self._unmute(conn)
 
     # -- selector interest, idleness and closing --------------------------------
@@ -302,9 +424,9 @@ class Processor(threading.Thread):
         if conn.closed:
             return
         wanted = 0
-        if conn.send is not None:
+        if conn.send is not None or conn.transport.has_pending_writes():
             wanted |= selectors.EVENT_WRITE
-        if not conn.muted:
+        if not conn.muted or not conn.transport.ready:
             # Idle connections stay readable even while not dispatching, so a
             # client hanging up is still noticed.
             wanted |= selectors.EVENT_READ
@@ -343,9 +465,9 @@ class Processor(threading.Thread):
                 pass
             conn.events = 0
         self._connections.pop(conn.connection_id, None)
-        self._release(conn.sock)
+        self._release(conn.transport)
 
-    def _release(self, sock: socket.socket) -> None:
+    def _release(self, sock: socket.socket | PlaintextTransportLayer | SslTransportLayer) -> None:
         try:
             sock.close()
         finally:

@@ -5,6 +5,10 @@ listeners; each listener has one acceptor. The server only moves frames —
 what a frame means is the request handler's business — so it is tested with
 an echo handler as well as with the broker.
 
+Each listener's connections are built by its ``ChannelBuilder`` (transport:
+the socket or TLS; SASL listeners: the authenticator ``sasl_authenticators``
+gives per listener).
+
 Stopping is in two steps so that a broker can finish what it started:
 ``stop_processing_requests`` closes the listening sockets and stops reading
 new requests (in-flight ones are still answered); ``shutdown`` then writes
@@ -14,11 +18,12 @@ the responses still queued, closes every connection and joins the threads.
 from __future__ import annotations
 
 import logging
-from typing import Sequence
+from typing import Callable, Sequence
 
 from ..clock import SYSTEM_CLOCK, Clock
 from ..config import BrokerConfig
 from .acceptor import Acceptor
+from .channel_builder import AuthenticatorFactory, ChannelBuilder
 from .connection_quotas import ConnectionQuotas
 from .endpoint import EndPoint, parse_listeners
 from .processor import Processor
@@ -31,7 +36,8 @@ class SocketServer:
     """Binds every listener of ``config`` at construction; ``startup`` starts the threads."""
 
     def __init__(self, config: BrokerConfig, request_channel: RequestChannel, *, clock: Clock = SYSTEM_CLOCK,
-                 endpoints: Sequence[EndPoint] | None = None) -> None:
+                 endpoints: Sequence[EndPoint] | None = None,
+                 sasl_authenticators: Callable[[EndPoint], AuthenticatorFactory] | None = None) -> None:
         self.config = config
         self.request_channel = request_channel
         self.clock = clock
@@ -39,9 +45,13 @@ class SocketServer:
         if endpoints is None:
             endpoints = parse_listeners(config.listeners, "listeners",
                                         config.extra.get("listener.security.protocol.map"))
+        # Built before anything binds: a TLS listener whose keystore cannot be read stops the start-up here.
+        channel_builders = {e.listener_name: ChannelBuilder.for_listener(
+            config, e, sasl_authenticators(e) if sasl_authenticators is not None else None) for e in endpoints}
         self.processors = [
             Processor(i, request_channel, self.connection_quotas, max_request_size=config.socket_request_max_bytes,
-                      connections_max_idle_ms=config.connections_max_idle_ms, clock=clock)
+                      connections_max_idle_ms=config.connections_max_idle_ms, clock=clock,
+                      channel_builders=channel_builders)
             for i in range(config.num_network_threads)
         ]
         self.acceptors: list[Acceptor] = []

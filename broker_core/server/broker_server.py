@@ -33,6 +33,7 @@ from ..coordinator.transaction import TransactionCoordinator, TxnMarker
 from ..offsets_topic import OFFSETS_TOPIC
 from ..purgatory import TopicPartitionOperationKey
 from ..meta_properties import ensure_meta_properties
+from ..network.channel_builder import AuthenticatorFactory, sasl_authenticator_factory
 from ..network.endpoint import EndPoint, advertised_endpoints
 from ..network.request_channel import DEFAULT_QUEUED_MAX_REQUESTS, RequestChannel
 from ..network.socket_server import SocketServer
@@ -41,6 +42,7 @@ from ..security.credential_store import CredentialStore
 from .credential_stores import open_credential_store
 from .delayed_fetch import DelayedFetch
 from .handler_pool import KafkaRequestHandlerPool
+from ..security.authorizer import Authorizer, authorizer_for
 from .kafka_apis import KafkaApis
 
 log = logging.getLogger(__name__)
@@ -64,6 +66,7 @@ class BrokerServer:
         self.cluster_id: str | None = None
         self.socket_server: SocketServer | None = None
         self.apis: KafkaApis | None = None
+        self.authorizer: Authorizer | None = None
         self._request_channel: RequestChannel | None = None
         self._handler_pool: KafkaRequestHandlerPool | None = None
         self._fetch_purgatory: DelayedOperationPurgatory[DelayedFetch] | None = None
@@ -114,14 +117,17 @@ class BrokerServer:
             self._coordinator_loader.start()
             queue_size = int(config.extra.get("queued.max.requests", DEFAULT_QUEUED_MAX_REQUESTS))
             self._request_channel = RequestChannel(queue_size)
-            self.socket_server = SocketServer(config, self._request_channel, clock=self.clock)
+            self.socket_server = SocketServer(config, self._request_channel, clock=self.clock,
+                                              sasl_authenticators=self._sasl_authenticators)
             advertised = advertised_endpoints(self.socket_server.bound_endpoints, config.advertised_listeners,
                                               config.extra)
+            self.authorizer = authorizer_for(config, log_dirs, None if self.cluster_mode is None
+                                             else self.cluster_mode.acl_store())
             self.apis = KafkaApis(self.broker, self._request_channel, cluster_id=self.cluster_id,
                                   advertised=advertised, fetch_purgatory=self._fetch_purgatory,
                                   producer_id_manager=producer_ids, group_coordinator=self.group_coordinator,
                                   transaction_coordinator=self.transaction_coordinator,
-                                  credentials=self.credential_store)
+                                  credentials=self.credential_store, authorizer=self.authorizer)
             if self.cluster_mode is not None:
                 self.cluster_mode.start(self.broker, self.apis, advertised, self._fetch_purgatory)
             self._handler_pool = KafkaRequestHandlerPool(self._request_channel, self.apis, config.num_io_threads)
@@ -153,6 +159,8 @@ class BrokerServer:
                 self.socket_server.stop_processing_requests()
             if self.apis is not None:
                 self.apis.complete_delayed_fetches()
+            if self.authorizer is not None:
+                self.authorizer.close()
             if self.cluster_mode is not None:
                 self.cluster_mode.shutdown()  # answers the produces waiting for acks=all
             if self._request_channel is not None and not self._request_channel.wait_until_idle(timeout_ms / 1000):
@@ -170,6 +178,11 @@ class BrokerServer:
             if self.broker is not None:
                 self.broker.close()  # flush, checkpoints, clean-shutdown marker
         log.info("[BrokerServer id=%d] shut down", self.config.node_id)
+
+    def _sasl_authenticators(self, endpoint: EndPoint) -> AuthenticatorFactory:
+        # The handlers' ApiVersions answer, once KafkaApis exists (it is built after the listeners bind).
+        return sasl_authenticator_factory(self.config, endpoint, self.credential_store,
+                                          lambda frame: self.apis.api_versions_response(frame), self.clock)
 
     def _load_coordinators(self) -> None:
         """Replay ``__consumer_offsets`` into the group coordinator, then ``__transaction_state`` into the

@@ -42,6 +42,7 @@ from ..log.log import LogAppendInfo
 from ..meta_properties import ensure_meta_properties, random_uuid, read_meta_properties
 from ..network.endpoint import EndPoint
 from ..offsets_topic import OFFSETS_TOPIC
+from ..security.acl_etcd_store import EtcdAclStore
 from ..purgatory import DelayedOperationPurgatory, TopicPartitionOperationKey
 from .cluster_apis import ClusterApis
 from .coordinator_elections import CoordinatorElections
@@ -76,6 +77,10 @@ class ClusterMode:
         self._fetch_purgatory: DelayedOperationPurgatory | None = None
         self._broker_info: BrokerInfo | None = None
         self._stopping = threading.Event()
+
+    def acl_store(self) -> EtcdAclStore:
+        """The cluster's ACLs, in etcd (read by the authorizer when ``authorizer.class.name`` is set)."""
+        return EtcdAclStore(self.store)
 
     def cluster_id(self, log_dirs: list[str]) -> str:
         """The cluster's id from etcd (this broker's proposal when it is the first), checked against the

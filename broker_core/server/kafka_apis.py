@@ -85,6 +85,10 @@ from ..protocol.config_resources import RESOURCE_BROKER, RESOURCE_TOPIC
 from ..protocol.messages.compaction import ACQUIRE, RELEASE, RENEW
 from ..protocol.types import topic_id_bytes, topic_id_text
 from ..purgatory import DelayedOperationPurgatory, TopicPartitionOperationKey
+from ..security.acl import AclOperation, ResourceType
+from ..security.authorizer import Authorizer
+from .acl_apis import AclApis
+from .auth_helper import FilteredRequest, RequestContext, authorize_request
 from ..security.credential_admin import alter_user_scram_credentials, describe_user_scram_credentials
 from ..security.credential_store import CredentialStore
 from .credential_stores import open_credential_store
@@ -147,8 +151,11 @@ class KafkaApis:
                  advertised: Mapping[str, EndPoint], fetch_purgatory: DelayedOperationPurgatory[DelayedFetch],
                  producer_id_manager: ProducerIdManager, group_coordinator: GroupCoordinator | None = None,
                  transaction_coordinator: TransactionCoordinator | None = None,
-                 credentials: CredentialStore | None = None) -> None:
+                 credentials: CredentialStore | None = None,
+                 authorizer: Authorizer | None = None) -> None:
         self.broker = broker
+        #: ``authorizer.class.name`` set: every request is checked against the ACLs (``auth_helper.RULES``).
+        self.authorizer = authorizer
         self.config: BrokerConfig = broker.config
         self.node_id = broker.node_id
         self.request_channel = request_channel
@@ -159,6 +166,7 @@ class KafkaApis:
         self.group_coordinator = group_coordinator
         self.transaction_coordinator = transaction_coordinator
         self.config_admin = ConfigAdminManager(broker)
+        self.acl_apis = AclApis(self, authorizer)
         #: The users' SCRAM credentials (the log dirs' file, or etcd in cluster mode).
         self.credentials = credentials if credentials is not None else open_credential_store(self.config.log_dirs)
         self._handlers: dict[ApiKey | SeglogApiKey, Callable[[Request, KafkaRequest], None]] = {
@@ -181,6 +189,9 @@ class KafkaApis:
             ApiKey.DESCRIBE_LOG_DIRS: self.handle_describe_log_dirs_request,
             ApiKey.CREATE_PARTITIONS: self.handle_create_partitions_request,
             ApiKey.DESCRIBE_PRODUCERS: self.handle_describe_producers_request,
+            ApiKey.CREATE_ACLS: self.acl_apis.handle_create_acls_request,
+            ApiKey.DESCRIBE_ACLS: self.acl_apis.handle_describe_acls_request,
+            ApiKey.DELETE_ACLS: self.acl_apis.handle_delete_acls_request,
             ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: self.handle_describe_user_scram_credentials_request,
             ApiKey.ALTER_USER_SCRAM_CREDENTIALS: self.handle_alter_user_scram_credentials_request,
             SeglogApiKey.COMPACTION_LEASE: self.handle_compaction_lease_request,
@@ -255,9 +266,36 @@ class KafkaApis:
         if handler is None or not self._version_served(header.api_key, header.api_version):
             self._close(request, f"API {header.api_key} v{header.api_version} is not served")
             return
+        if self.authorizer is not None:
+            decision = authorize_request(self.request_context(request), parsed)
+            if decision.close is not None:
+                self._close(request, decision.close)
+                return
+            if decision.response is not None:
+                self._send(request, parsed, decision.response)
+                return
+            parsed = decision.request
         handler(request, parsed)
 
+    def request_context(self, request: Request) -> RequestContext:
+        """What the authorizer needs of ``request``: its principal and host, and what this broker knows."""
+        return RequestContext(self.authorizer, request.principal, request.client_address[0],
+                              topic_exists=self._topic_exists, topic_name=lambda i: self._topic_ids().get(i),
+                              auto_create_topics_enable=self.config.auto_create_topics_enable)
+
+    def authorize(self, request: Request, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
+        """Whether ``request``'s principal may do ``operation`` on the resource (always, with no authorizer):
+        the check a handler outside ``auth_helper.RULES`` makes."""
+        return self.authorizer is None or self.request_context(request).allowed(operation, resource_type, name)
+
+    def _topic_exists(self, name: str) -> bool:
+        if self.replica_manager is not None:
+            return self.replica_manager.metadata_cache.topic(name) is not None
+        return self.broker.topics.get(name) is not None
+
     def _send(self, request: Request, parsed: KafkaRequest, body: dict) -> None:
+        if isinstance(parsed, FilteredRequest):
+            body = parsed.complete(body)  # the entries refused by the authorizer join the response
         self.request_channel.send_response(SendResponse(request, encode_response_buffers(parsed.header, body)))
 
     def _close(self, request: Request, reason: str) -> None:

@@ -71,7 +71,7 @@ def test_the_cluster_id_is_kept_across_runs_and_a_changed_node_id_is_refused(tmp
 
 
 @pytest.mark.parametrize("listeners, message", [
-    ("SSL://127.0.0.1:0", "PLAINTEXT only"),
+    ("SSL://127.0.0.1:0", "configuration ssl.keystore.location"),
     ("127.0.0.1:9092", "NAME://host:port"),
 ])
 def test_listeners_the_broker_cannot_serve_are_refused(tmp_path, listeners, message):

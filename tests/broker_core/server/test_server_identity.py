@@ -7,7 +7,7 @@ import pytest
 from broker_core.errors import InvalidConfigurationError
 from broker_core.meta_properties import (MetaProperties, ensure_meta_properties, read_meta_properties,
                                          write_meta_properties)
-from broker_core.network.endpoint import EndPoint, advertised_endpoints, parse_listeners
+from broker_core.network.endpoint import EndPoint, advertised_endpoints, inter_broker_listener_name, parse_listeners
 from broker_core.server.producer_id_manager import ProducerIdManager
 
 
@@ -52,8 +52,22 @@ def test_listeners_parse_with_kafka_syntax():
     assert parse_listeners("PLAINTEXT://[::1]:9092")[0].host == "::1"
 
 
+def test_listeners_of_every_security_protocol_parse_and_a_name_takes_its_protocol_from_the_map():
+    endpoints = parse_listeners("PLAINTEXT://:1,SSL://:2,SASL_PLAINTEXT://:3,SASL_SSL://:4,CLIENT://:5",
+                                security_protocol_map="CLIENT:SASL_SSL")
+    assert [(e.listener_name, e.security_protocol) for e in endpoints] == [
+        ("PLAINTEXT", "PLAINTEXT"), ("SSL", "SSL"), ("SASL_PLAINTEXT", "SASL_PLAINTEXT"), ("SASL_SSL", "SASL_SSL"),
+        ("CLIENT", "SASL_SSL")]
+
+
+def test_the_inter_broker_listener_is_the_named_one_or_else_the_first():
+    assert inter_broker_listener_name(None, ["CLIENT", "REPLICATION"]) == "CLIENT"
+    assert inter_broker_listener_name("replication", ["CLIENT", "REPLICATION"]) == "REPLICATION"
+    with pytest.raises(InvalidConfigurationError, match="inter.broker.listener.name: it must be one of"):
+        inter_broker_listener_name("OTHER", ["CLIENT", "REPLICATION"])
+
+
 @pytest.mark.parametrize("text, message", [
-    ("SASL_SSL://h:1", "PLAINTEXT only"),
     ("PLAINTEXT://h:1,PLAINTEXT://h:2", "appears twice"),
     ("PLAINTEXT://h:99999", "out of range"),
     ("INTERNAL://h:1", "no security protocol"),

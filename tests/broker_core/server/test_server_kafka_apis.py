@@ -73,6 +73,8 @@ def test_api_versions_advertises_exactly_the_served_apis(client):
               ApiKey.DESCRIBE_TRANSACTIONS, ApiKey.LIST_TRANSACTIONS,
               # What coordinators send the partitions' leaders.
               ApiKey.WRITE_TXN_MARKERS,
+              # The ACL APIs (SECURITY_DISABLED without an authorizer).
+              ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS,
               # SASL: answered by the authenticator of SASL listeners; out of place elsewhere.
               ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE}
     assert set(client.broker_versions) == {int(k) for k in served}

@@ -4,93 +4,15 @@ from __future__ import annotations
 
 import socket
 import struct
-import threading
 import time
 
 import pytest
 
 from broker_core.clock import MockTime
-from broker_core.config import BrokerConfig
 from broker_core.network.network_receive import InvalidReceiveError, NetworkReceive
-from broker_core.network.request_channel import (CloseConnectionResponse, NoOpResponse, Request, RequestChannel,
-                                                 SendResponse)
-from broker_core.network.socket_server import SocketServer
-from broker_core.server.handler_pool import KafkaRequestHandlerPool
 
 from server_kit import read_frame
-
-TIMEOUT_S = 5
-
-
-def frame(payload: bytes) -> bytes:
-    return struct.pack(">i", len(payload)) + payload
-
-
-class EchoHandler:
-    """Answers each frame with itself; b"noop", b"close", b"boom" and b"slow:<s>" do what they say."""
-
-    def __init__(self, channel: RequestChannel) -> None:
-        self.channel = channel
-        self.lock = threading.Lock()
-        self.in_flight: dict[str, int] = {}
-        self.max_in_flight = 0
-        self.seen: list[bytes] = []
-
-    def handle(self, request: Request) -> None:
-        with self.lock:
-            n = self.in_flight.get(request.connection_id, 0) + 1
-            self.in_flight[request.connection_id] = n
-            self.max_in_flight = max(self.max_in_flight, n)
-            self.seen.append(request.frame)
-        try:
-            if request.frame.startswith(b"slow:"):
-                time.sleep(float(request.frame[5:]))
-            if request.frame == b"boom":
-                raise RuntimeError("the handler failed")
-        finally:
-            with self.lock:
-                self.in_flight[request.connection_id] -= 1
-        if request.frame.startswith(b"parts:"):
-            # Answered in buffers of 1, 2, ... 4 MiB-ish sizes: a gathering write across many partial sends.
-            payload = request.frame * int(request.frame[6:])
-            buffers = [payload[:1], payload[1:70_000], b"", payload[70_000:]]
-            self.channel.send_response(SendResponse(request, [struct.pack(">i", len(payload)), *buffers]))
-        elif request.frame == b"noop":
-            self.channel.send_response(NoOpResponse(request))
-        elif request.frame == b"close":
-            self.channel.send_response(CloseConnectionResponse(request, "asked to"))
-        else:
-            self.channel.send_response(SendResponse(request, frame(request.frame)))
-
-
-class Server:
-    def __init__(self, clock=None, **props):
-        settings = {"listeners": "PLAINTEXT://127.0.0.1:0", "num.network.threads": 2, "num.io.threads": 4,
-                    "log.dirs": "/unused"}
-        settings.update(props)
-        config = BrokerConfig.from_props(settings)
-        self.channel = RequestChannel()
-        self.handler = EchoHandler(self.channel)
-        kwargs = {"clock": clock} if clock is not None else {}
-        self.socket_server = SocketServer(config, self.channel, **kwargs)
-        self.pool = KafkaRequestHandlerPool(self.channel, self.handler, config.num_io_threads)
-        self.port = self.socket_server.bound_port()
-
-    def start(self):
-        self.pool.start()
-        self.socket_server.startup()
-        return self
-
-    def stop(self):
-        self.socket_server.stop_processing_requests()
-        self.channel.wait_until_idle(TIMEOUT_S)
-        self.pool.shutdown()
-        self.socket_server.shutdown()
-
-    def connect(self) -> socket.socket:
-        sock = socket.create_connection(("127.0.0.1", self.port), timeout=TIMEOUT_S)
-        return sock
-
+from socket_server_kit import TIMEOUT_S, Server, frame
 
 
 
