@@ -20,7 +20,7 @@ from ..errors import InvalidConfigurationError
 from ..security.credential_store import CredentialStore
 from ..security.principal import KafkaPrincipal
 from ..security.sasl_authenticator import SaslServerAuthenticator
-from ..security.sasl_server import SERVED_MECHANISMS
+from ..security.sasl_mechanisms import SERVED_MECHANISMS
 from ..security.ssl_factory import server_ssl_context
 from ..security.transport_layer import PlaintextTransportLayer, SslTransportLayer
 from .endpoint import PLAINTEXT, SASL_PROTOCOLS, TLS_PROTOCOLS, EndPoint
