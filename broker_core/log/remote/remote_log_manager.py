@@ -175,7 +175,7 @@ class RemoteLogManager:
 
     def _follow(self, tp: TopicPartition, lg: Log, task: _PartitionTask) -> None:
         """A follower's round: what the leader has finished copying, as far as this log shares it, is what
-        local retention may delete (never less than before: the remote tier's offsets only grow)."""
+        local retention may delete (never less than before: the remote tier's last offset only grows)."""
         if not task.topic_id:
             topic_id = read_topic_id(*filesystem_for(lg.dir))
             if topic_id is None:

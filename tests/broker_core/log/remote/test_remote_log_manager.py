@@ -267,9 +267,11 @@ def test_a_follower_counts_as_remote_only_the_offsets_its_own_leader_epochs_shar
         # A log whose epoch 0 ended at offset 12 (epoch 1 from there) shares only offsets 0..11 with the tier.
         lg.highest_offset_in_remote_storage = -1
         lg.leader_epoch_cache.assign(1, 12)
+        broker.alter_topic_config(TOPIC, {"retention.bytes": "3000"})  # total retention is the leader's work
         tier_round(broker, follower)
         assert lg.highest_offset_in_remote_storage == 11
-        assert lg.local_log_start_offset <= 12 and view(broker, fs, url).remote == remote  # nothing remote deleted
+        assert lg.local_log_start_offset <= 12
+        assert view(broker, fs, url).remote == remote and lg.log_start_offset == 0  # nothing remote deleted
 
 
 # --- configuration ------------------------------------------------------------------------------
