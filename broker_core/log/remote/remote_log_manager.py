@@ -1,5 +1,5 @@
-"""Kafka's ``RemoteLogManager``: for every partition this broker leads whose topic has
-``remote.storage.enable``, a task run every ``remote.log.manager.task.interval.ms`` that
+"""Kafka's ``RemoteLogManager``: for every partition of a topic with ``remote.storage.enable``, a task run
+every ``remote.log.manager.task.interval.ms``. On the partition's leader it
 
 1. on its first run (and on each new leadership) recovers the partition's remote tier: a copy left at
    COPY_SEGMENT_STARTED is removed (objects, then metadata), a delete left at DELETE_SEGMENT_STARTED is
@@ -11,6 +11,12 @@
 3. deletes remote segments past the total retention (``retention.ms``, ``retention.bytes`` over both tiers)
    or wholly below the log start offset: the log start offset moves first, then metadata
    DELETE_SEGMENT_STARTED, the objects, the metadata object.
+
+On a follower it copies and deletes nothing: it lists the partition's remote metadata and sets the log's
+``highest_offset_in_remote_storage`` to the last offset of its own log that a ``COPY_SEGMENT_FINISHED``
+segment holds (Kafka's follower task, ``findHighestRemoteOffset``), so that its local retention, too, deletes
+only what the remote tier holds whole; a log start offset the leader's remote retention moved is followed.
+Leading again, the task starts over from the listed metadata (step 1).
 
 A failing remote tier (unreachable, refusing) stops the partition's round; the task retries after
 ``remote.log.manager.task.retry.backoff.ms``, doubling up to ``...backoff.max.ms``, and warns naming the URL
@@ -34,6 +40,7 @@ from format.segment import LogSegment
 
 from ...clock import SYSTEM_CLOCK, Clock
 from ...config import BrokerConfig
+from ..leader_epoch_file_cache import LeaderEpochFileCache
 from ..log import Log
 from ..scheduler import Scheduler
 from .remote_storage_manager import LogSegmentData, RemoteStorageManager
@@ -47,8 +54,10 @@ _STARTED = (RemoteLogSegmentState.COPY_SEGMENT_STARTED, RemoteLogSegmentState.DE
 
 @dataclass
 class _PartitionTask:
-    """One partition's RLMTask state: the finished remote segments it knows, and its retry back-off."""
+    """One partition's RLMTask state: whether it leads, the finished remote segments it knows, and its retry
+    back-off."""
 
+    leader: bool
     topic_id: str = ""
     segments: list[RemoteLogSegmentMetadata] = field(default_factory=list)
     recovered: bool = False
@@ -99,20 +108,23 @@ class RemoteLogManager:
         for tp, lg in sorted(self._logs().items()):
             if not lg.config.remote_storage_enable or lg.read_only:
                 continue
-            if not self.is_leader(tp):
-                # A follower copies nothing; leading again, it starts from the listed metadata.
-                self._tasks.pop(tp, None)
-                continue
-            self._run_partition(tp, lg)
+            leader = self.is_leader(tp)
+            task = self._tasks.get(tp)
+            if task is None or task.leader != leader:
+                # A new leader starts from the listed metadata (recovery first); a follower only reads it.
+                task = self._tasks[tp] = _PartitionTask(leader)
+            self._run_partition(tp, lg, task)
 
     # --- one partition ---------------------------------------------------------------
 
-    def _run_partition(self, tp: TopicPartition, lg: Log) -> None:
+    def _run_partition(self, tp: TopicPartition, lg: Log, task: _PartitionTask) -> None:
         now = self.clock.milliseconds()
-        task = self._tasks.setdefault(tp, _PartitionTask())
         if now < task.retry_at_ms:
             return
         try:
+            if not task.leader:
+                self._follow(tp, lg, task)
+                return
             if not task.recovered and not self._recover(tp, lg, task):
                 return
             self._copy_segments(tp, lg, task)
@@ -145,14 +157,37 @@ class RemoteLogManager:
             log.info("%s: removed orphan remote object %s", lg, orphan)
         task.topic_id, task.segments, task.recovered = topic_id, finished, True
         self._publish(lg, task)
-        if finished and lg.log_start_offset < finished[0].base_offset <= lg.local_log_start_offset:
-            # A restart after remote retention whose log start offset had not been checkpointed yet.
-            lg.maybe_increment_log_start_offset(finished[0].base_offset, "the remote tier's first segment")
+        # A restart after remote retention whose log start offset had not been checkpointed yet.
+        self._follow_log_start_offset(lg, finished)
         return True
 
     @staticmethod
     def _publish(lg: Log, task: _PartitionTask) -> None:
         lg.highest_offset_in_remote_storage = max((m.end_offset for m in task.segments), default=-1)
+
+    @staticmethod
+    def _follow_log_start_offset(lg: Log, finished: list[RemoteLogSegmentMetadata]) -> None:
+        """Offsets below the remote tier's first segment and below local disk are in neither tier any more."""
+        if finished and lg.log_start_offset < finished[0].base_offset <= lg.local_log_start_offset:
+            lg.maybe_increment_log_start_offset(finished[0].base_offset, "the remote tier's first segment")
+
+    # --- following -------------------------------------------------------------------------
+
+    def _follow(self, tp: TopicPartition, lg: Log, task: _PartitionTask) -> None:
+        """A follower's round: what the leader has finished copying, as far as this log shares it, is what
+        local retention may delete (never less than before: the remote tier's last offset only grows)."""
+        if not task.topic_id:
+            topic_id = read_topic_id(*filesystem_for(lg.dir))
+            if topic_id is None:
+                return  # nothing of it can be in the remote tier, whose paths name the topic id
+            task.topic_id = topic_id
+        finished = [m for m in self.rsm.list_segments(tp.topic, task.topic_id, tp.partition)
+                    if m.state is RemoteLogSegmentState.COPY_SEGMENT_FINISHED]
+        highest = highest_remote_offset(finished, lg.leader_epoch_cache, lg.log_end_offset)
+        if highest > lg.highest_offset_in_remote_storage:
+            log.debug("%s: the remote tier holds offsets up to %d", lg, highest)
+            lg.highest_offset_in_remote_storage = highest
+        self._follow_log_start_offset(lg, finished)
 
     # --- copying -------------------------------------------------------------------------
 
@@ -252,3 +287,22 @@ class RemoteLogManager:
                                                       self.config.node_id, self.clock.milliseconds()))
         self.rsm.delete_log_segment_data(metadata)
         self.rsm.delete_metadata(metadata)
+
+
+def highest_remote_offset(segments: list[RemoteLogSegmentMetadata], epochs: LeaderEpochFileCache,
+                          log_end_offset: int) -> int:
+    """The last offset of a log (its leader ``epochs``, its ``log_end_offset``) that the finished remote
+    ``segments`` hold, as Kafka's findHighestRemoteOffset finds it: from the log's latest epoch down, the first
+    epoch the segments hold gives the highest remote offset in that epoch, bounded by where the epoch ends in
+    this log — a log that diverged from the remote tier counts only the offsets it shares. -1 when none."""
+    for entry in reversed(epochs.epoch_entries()):
+        ends = [_epoch_end_offset(m, entry.epoch) for m in segments if entry.epoch in m.segment_leader_epochs]
+        if ends:
+            return min(max(ends), epochs.end_offset_for(entry.epoch, log_end_offset).end_offset - 1)
+    return -1
+
+
+def _epoch_end_offset(metadata: RemoteLogSegmentMetadata, epoch: int) -> int:
+    """The last offset of ``epoch`` in a remote segment: before the next epoch's start in it, else its end."""
+    later = [start for e, start in metadata.segment_leader_epochs.items() if e > epoch]
+    return min(later) - 1 if later else metadata.end_offset

@@ -248,6 +248,32 @@ def test_a_follower_copies_nothing_and_a_new_leader_continues_from_the_listed_me
         assert after[:len(copied)] == copied and len(after) > len(copied)
 
 
+def test_a_follower_counts_as_remote_only_the_offsets_its_own_leader_epochs_share_with_the_remote_tier(tmp_path):
+    url = (tmp_path / "remote").as_uri()
+    (tmp_path / "remote").mkdir()
+    fs = fsspec.filesystem("file")
+    with open_broker(tmp_path / "logs", url, {}) as broker:
+        broker.remote_log_manager.close()
+        broker.create_topic(TOPIC, 1, TIERED_TOPIC)
+        produce(broker, 0, 40)
+        manager_over(broker, fs, url).run_once()  # the leader copies, in epoch 0
+        remote = view(broker, fs, url).remote
+        lg = broker.log_manager.get_log(TopicPartition(TOPIC, 0))
+        assert len(remote) >= 5 and remote[-1].end_offset > 20
+        follower = manager_over(broker, fs, url, is_leader=lambda tp: False)
+        lg.highest_offset_in_remote_storage = -1
+        follower.run_once()
+        assert lg.highest_offset_in_remote_storage == remote[-1].end_offset
+        # A log whose epoch 0 ended at offset 12 (epoch 1 from there) shares only offsets 0..11 with the tier.
+        lg.highest_offset_in_remote_storage = -1
+        lg.leader_epoch_cache.assign(1, 12)
+        broker.alter_topic_config(TOPIC, {"retention.bytes": "3000"})  # total retention is the leader's work
+        tier_round(broker, follower)
+        assert lg.highest_offset_in_remote_storage == 11
+        assert lg.local_log_start_offset <= 12
+        assert view(broker, fs, url).remote == remote and lg.log_start_offset == 0  # nothing remote deleted
+
+
 # --- configuration ------------------------------------------------------------------------------
 
 
