@@ -13,17 +13,18 @@ import sys
 
 import pytest
 
+from hypothesis import settings
+
 from testbed.etcd import EtcdServer
-from testbed.processes import port_free, stop_process, wait_until_answered
+from testbed.processes import free_port_pair, stop_process, wait_until_answered
 
+# make test runs the suite in several workers at once (tests/side_by_side.py says how).
+pytest_plugins = ["tests.side_by_side"]
 
-def free_port_pair(rng: random.Random) -> int:
-    """A port whose gRPC sibling (port + 10000, SeaweedFS's convention) is free too."""
-    for _ in range(200):
-        port = rng.randrange(20000, 45000)
-        if port_free(port) and port_free(port + 10000):
-            return port
-    raise RuntimeError("no free loopback port pair found")
+# Examples are checked, not timed: on a machine busy with the other workers (and other users) one
+# example can take longer than Hypothesis's default deadline of 200 ms, which is no failure of the code.
+settings.register_profile("seglog", deadline=None)
+settings.load_profile("seglog")
 
 
 def _weed_binary() -> str:
@@ -87,13 +88,9 @@ def s3_server(tmp_path_factory):
     """A SeaweedFS server with its S3 gateway on 127.0.0.1; yields storage options for s3fs."""
     rng = random.Random()
     data_dir = tmp_path_factory.mktemp("seaweedfs")
-    ports = {}
+    ports: dict[str, int] = {}
     for name in ("master", "volume", "filer", "s3"):
-        while True:
-            port = free_port_pair(rng)
-            if port not in ports.values():
-                ports[name] = port
-                break
+        ports[name] = free_port_pair(rng, tuple(ports.values()))
     log = open(data_dir / "weed.log", "wb")
     proc = subprocess.Popen(
         [_weed_binary(), "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-dir={data_dir}",
