@@ -94,7 +94,7 @@ def _ties(item: pytest.Item) -> list[str]:
 
 def work_units(items: list[pytest.Item]) -> dict[str, str]:
     """Node id -> the name of its work unit, for the tests that share one; the others go anywhere. Ties
-    join: a module of Spark tests with a module-scoped fixture goes with every other Spark test."""
+    join: a Spark test's module-scoped fixture takes its module's other tests into its Spark share."""
     parent: dict[str, str] = {}
 
     def root(tie: str) -> str:
