@@ -33,8 +33,14 @@ jvm: $(JVM_STAMP)
 demo: $(STAMP)
 	$(PY) examples/demo.py
 
+# The suite runs in TEST_WORKERS processes at once (pytest-xdist; most of its time is spent waiting for
+# servers, clients and Spark, not computing); tests/side_by_side.py says which tests share a worker and
+# which run alone. PYTEST_ARGS come last: `make test PYTEST_ARGS="-n 0 tests/format/test_index.py"`
+# runs one file in one process.
+TEST_WORKERS ?= 4
+
 test: $(STAMP) $(JVM_STAMP)
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(PY) bench/format_bench.py

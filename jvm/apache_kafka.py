@@ -14,7 +14,6 @@ import base64
 import concurrent.futures
 import os
 import shutil
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -60,9 +59,10 @@ def run_tool(script: str, *args: str, input: str | bytes | None = None, timeout:
 
 
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port a node keeps across restarts (``testbed.processes.free_port``)."""
+    from testbed.processes import free_port as loopback_port
+
+    return loopback_port()
 
 
 def random_cluster_id() -> str:

@@ -7,7 +7,7 @@ import os
 import random
 import subprocess
 
-from .processes import pinned_to, port_free, stop_process, wait_until_answered
+from .processes import free_port, pinned_to, stop_process, wait_until_answered
 
 
 def etcd_binary() -> str:
@@ -27,9 +27,8 @@ class EtcdServer:
         self.data_dir = str(data_dir)
         self.cpu = cpu
         rng = random.Random()
-        self.client_port = self.peer_port = 0
-        while self.client_port == self.peer_port or not (port_free(self.client_port) and port_free(self.peer_port)):
-            self.client_port, self.peer_port = rng.randrange(20000, 45000), rng.randrange(20000, 45000)
+        self.client_port = free_port(rng)
+        self.peer_port = free_port(rng, (self.client_port,))
         self.proc: subprocess.Popen | None = None
         self.log_path = os.path.join(self.data_dir, "etcd.log")
 

@@ -19,14 +19,47 @@ def port_free(port: int) -> bool:
     return True
 
 
-def free_port(rng: random.Random, taken: tuple[int, ...] = ()) -> int:
-    """A free loopback port from 20000..44999 (outside the kernel's ephemeral range, so that a server can be
-    restarted on it) and not in ``taken``."""
+# Servers the tests start listen on ports below the kernel's ephemeral range (32768.. on Linux), so that
+# no client's outgoing connection takes a port between its choice and its use, nor while a server is
+# down for a restart. SeaweedFS puts a gRPC sibling at port + 10000: pairs come from their own block.
+SINGLE_PORTS = range(22768, 30000)
+PAIRED_PORTS = range(20000, 22768)
+PAIR_OFFSET = 10000
+
+
+def worker_share(ports: range) -> range:
+    """The part of ``ports`` this process draws from: under pytest-xdist each worker (``gw0``, ``gw1``, ...)
+    has a slice of its own, so that two workers never choose the same port at once; else all of it."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if not worker.startswith("gw") or count <= 1:
+        return ports
+    index = int(worker[2:]) % count
+    size = len(ports) // count
+    return ports[index * size:(index + 1) * size]
+
+
+def free_port(rng: random.Random | None = None, taken: tuple[int, ...] = ()) -> int:
+    """A free loopback port below the kernel's ephemeral range (so that a server can be restarted on it),
+    from this process's share (``worker_share``) and not in ``taken``."""
+    rng = rng or random.Random()
+    ports = worker_share(SINGLE_PORTS)
     for _ in range(200):
-        port = rng.randrange(20000, 45000)
+        port = rng.choice(ports)
         if port not in taken and port_free(port):
             return port
-    raise RuntimeError("no free loopback port")
+    raise RuntimeError(f"no free loopback port in {ports.start}..{ports.stop - 1}")
+
+
+def free_port_pair(rng: random.Random | None = None, taken: tuple[int, ...] = ()) -> int:
+    """A free loopback port whose sibling ``port + PAIR_OFFSET`` (SeaweedFS's gRPC port) is free too."""
+    rng = rng or random.Random()
+    ports = worker_share(PAIRED_PORTS)
+    for _ in range(200):
+        port = rng.choice(ports)
+        if port not in taken and port_free(port) and port_free(port + PAIR_OFFSET):
+            return port
+    raise RuntimeError(f"no free loopback port pair in {ports.start}..{ports.stop - 1} (+{PAIR_OFFSET})")
 
 
 def wait_until_answered(proc: subprocess.Popen, name: str, url: str, accept, log_path, timeout_s: float,

@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import sys
 
-from .processes import pinned_to, port_free, stop_process, wait_until_answered
+from .processes import free_port_pair, pinned_to, stop_process, wait_until_answered
 
 #: The S3 credentials the gateway is given no identities for (SeaweedFS then accepts any), as s3fs takes them.
 KEY, SECRET = "seglog", "seglog-secret"
@@ -18,15 +18,6 @@ KEY, SECRET = "seglog", "seglog-secret"
 def weed_binary() -> str:
     candidate = os.path.join(os.path.dirname(sys.executable), "weed")
     return candidate if os.path.exists(candidate) else (shutil.which("weed") or "weed")
-
-
-def free_port_pair(rng: random.Random) -> int:
-    """A port whose gRPC sibling (port + 10000, SeaweedFS's convention) is free too."""
-    for _ in range(200):
-        port = rng.randrange(20000, 45000)
-        if port_free(port) and port_free(port + 10000):
-            return port
-    raise RuntimeError("no free loopback port pair found")
 
 
 class SeaweedFS:
@@ -40,9 +31,7 @@ class SeaweedFS:
         rng = random.Random()
         self.ports: dict[str, int] = {}
         for name in ("master", "volume", "filer", "s3"):
-            while (port := free_port_pair(rng)) in self.ports.values():
-                pass
-            self.ports[name] = port
+            self.ports[name] = free_port_pair(rng, tuple(self.ports.values()))
         self.proc: subprocess.Popen | None = None
 
     @property

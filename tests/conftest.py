@@ -13,8 +13,18 @@ import sys
 
 import pytest
 
+from hypothesis import settings
+
 from testbed.etcd import EtcdServer
 from testbed.seaweedfs import SeaweedFS
+
+# make test runs the suite in several workers at once (tests/side_by_side.py says how).
+pytest_plugins = ["tests.side_by_side"]
+
+# Examples are checked, not timed: on a machine busy with the other workers (and other users) one
+# example can take longer than Hypothesis's default deadline of 200 ms, which is no failure of the code.
+settings.register_profile("seglog", deadline=None)
+settings.load_profile("seglog")
 
 
 @pytest.fixture(scope="session")

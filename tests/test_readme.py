@@ -24,10 +24,11 @@ from broker_core import Broker
 from format.layout import TopicPartition
 from tests.shell_kit import VENV_BIN, run_to_end, user_environment
 
-pytestmark = pytest.mark.slow
-
 REPO = Path(__file__).resolve().parents[1]
 TIMEOUT_S = 300
+
+# The first test's setup runs every block, each within TIMEOUT_S.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 _FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n", re.MULTILINE | re.DOTALL)
 _MARK = re.compile(r"<!-- illustrative: [^>]*-->\s*$")
 

@@ -58,8 +58,12 @@ def kafka_dir(tmp_path_factory) -> str:
         for future in admin.create_topics(topics).values():
             future.result(60)
         for codec in CODECS:
+            # Batches of eight, in order, however busy the machine: a batch is sent once full (a short
+            # linger.ms sends smaller ones, which the client leaves uncompressed when that is shorter), and
+            # one request at a time keeps a retried batch ahead of the next (the topic is brand new).
             producer = Producer({"bootstrap.servers": kafka.bootstrap, "compression.type": codec,
-                                 "linger.ms": 20, "batch.num.messages": 8})
+                                 "linger.ms": 1000, "batch.num.messages": 8,
+                                 "max.in.flight.requests.per.connection": 1})
             for n in range(PER_PARTITION):
                 for p in range(PARTITIONS):
                     key, value, headers, ts = produced_record(codec, p, n)

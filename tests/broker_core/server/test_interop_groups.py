@@ -110,6 +110,7 @@ def owned_exactly_once(members: list[MemberProcess], live: list[int]) -> bool:
             and all(members[i].current for i in live))
 
 
+@pytest.mark.serial  # times the move against the session timeout
 @pytest.mark.parametrize("victim", ["kafka-python", "confluent"])
 def test_three_members_own_each_partition_once_and_a_crashed_ones_move_within_the_session_timeout(server, victim):
     bootstrap = server.bootstrap_servers

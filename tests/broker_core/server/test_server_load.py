@@ -47,7 +47,8 @@ MIN_CONNECTIONS = 50
 DRAIN_S = 60
 STARTED = re.compile(r"started \(cluster \S+\) on PLAINTEXT://127\.0\.0\.1:(\d+)")
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(int(LOAD_SECONDS) + 300)]
+# serial: fifty clients at a fixed pace load the machine; other tests beside them would slow both.
+pytestmark = [pytest.mark.slow, pytest.mark.serial, pytest.mark.timeout(int(LOAD_SECONDS) + 300)]
 
 
 def record_value(producer_id: int, seq: int) -> bytes:
