@@ -16,7 +16,7 @@ import pytest
 from broker_core.protocol import ApiKey, encode_request
 from broker_core.security.sasl_client import SaslClient
 from tests.broker_core.security.secure_clients_kit import Witness
-from tests.broker_core.security.test_interop_sasl import USERS, seglog_security, start_sasl_broker
+from tests.broker_core.security.sasl_listener_kit import USERS, seglog_security, start_sasl_broker
 
 SEED = 1818
 ROUNDS = 60
