@@ -3,8 +3,6 @@ against a SASL_SSL listener: SCRAM-SHA-512 with a PEM truststore, as a Kafka use
 
 from __future__ import annotations
 
-import pytest
-
 from jvm.apache_kafka import run_tool
 from tests.broker_core.security.sasl_listener_kit import USERS, sasl_ssl
 
