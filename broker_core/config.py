@@ -630,6 +630,9 @@ _BROKER_KEYS: tuple[_Key, ...] = (
     _Key("socket.request.max.bytes", _Type.INT, _at_least(1)),
     _Key("max.connections", _Type.INT, _at_least(0)),
     _Key("connections.max.idle.ms", _Type.LONG),
+    # SASL (the listeners that authenticate with it are the listeners' settings).
+    _Key("sasl.enabled.mechanisms", _Type.LIST),
+    _Key("connections.max.reauth.ms", _Type.LONG, _at_least(0)),
     _Key("num.network.threads", _Type.INT, _at_least(1)),
     _Key("num.io.threads", _Type.INT, _at_least(1)),
     _Key("request.timeout.ms", _Type.INT, _at_least(0)),
@@ -752,6 +755,11 @@ class BrokerConfig:
     socket_request_max_bytes: int = 100 * 1024 * 1024
     max_connections: int = INT_MAX
     connections_max_idle_ms: int = 10 * _MS_PER_MINUTE
+    # Kafka's default is GSSAPI, which seglog does not serve: its default is the mechanisms it does serve.
+    # Names it does not serve (GSSAPI, OAUTHBEARER) are accepted here and refused at the SASL handshake.
+    sasl_enabled_mechanisms: tuple[str, ...] = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+    # 0: sessions never expire and clients are not asked to re-authenticate (KIP-368).
+    connections_max_reauth_ms: int = 0
     num_network_threads: int = 3
     num_io_threads: int = 8
     request_timeout_ms: int = 30_000

@@ -12,6 +12,7 @@
     seglog compact --log-dir D [--topic T] [--spark [--master M]]   (the broker's cleaner, or the Spark job)
     seglog broker --log-dir D --listeners PLAINTEXT://127.0.0.1:9092 [--node-id N] [--config k=v]
     seglog sql [--metastore DIR] [spark-sql arguments]   (the spark-sql shell, set up for seglog)
+    seglog users add|delete|list --log-dir D|--bootstrap H:P [--user U --password P --mechanism SCRAM-SHA-512]
 
 topics, produce, consume, groups and transactions take --bootstrap HOST:PORT instead of
 --log-dir to work through a running broker (whose log dir is locked); groups
@@ -543,6 +544,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .cluster_command import add_parser as add_cluster_parser
     add_cluster_parser(commands)
+
+    from .users_command import add_parser as add_users_parser
+    add_users_parser(commands)
     return parser
 
 

@@ -13,6 +13,8 @@ knows a Kafka 0.11–2.x ZooKeeper tree finds the same here (under the
 ``/brokers/topics/T/partitions/P/state``     ``{"controller_epoch":E,"leader":L,"version":1,
                                              "leader_epoch":LE,"isr":[...]}``
 ``/config/topics/T``                         ``{"version":1,"config":{"min.insync.replicas":"2",...}}``
+``/config/users/U``                          ``{"version":1,"config":{"SCRAM-SHA-512":"salt=...,stored_key=...,...}}``
+                                             (U URL-encoded, as Kafka's ``Sanitizer``)
 ``/admin/delete_topics/T``                   empty: a request to delete topic T
 ``/latest_producer_id_block``                ``{"version":1,"broker":N,"block_start":"S","block_end":"E"}``
 ``/admin/controlled_shutdown/N``             the attempt number: broker N asks to shut down (lease)
@@ -26,6 +28,7 @@ Decoders raise ``ValueError`` naming the path and the content at fault.
 from __future__ import annotations
 
 import json
+from urllib.parse import quote, unquote
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -43,6 +46,11 @@ __all__ = [
     "DELETE_TOPICS_PATH",
     "CONTROLLED_SHUTDOWN_PATH",
     "TOPIC_CONFIGS_PATH",
+    "USER_CONFIGS_PATH",
+    "user_config_path",
+    "user_from_config_path",
+    "encode_user_config",
+    "decode_user_config",
     "PRODUCER_ID_BLOCK_PATH",
     "encode_producer_id_block",
     "decode_producer_id_block",
@@ -304,3 +312,37 @@ def decode_partition_state(tp: TopicPartition, data: bytes) -> PartitionState:
         return PartitionState(leader, leader_epoch, isr, controller_epoch)
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from None
+
+
+# --- users: their SCRAM credentials, as Kafka keeps them (/config/users/U) ------------------------------
+
+USER_CONFIGS_PATH = "/config/users/"
+
+
+def user_config_path(user: str) -> str:
+    """``/config/users/U``, the name URL-encoded (a ``/`` or ``%`` in it cannot make another path)."""
+    return f"{USER_CONFIGS_PATH}{quote(user, safe='')}"
+
+
+def user_from_config_path(path: str) -> str:
+    if not path.startswith(USER_CONFIGS_PATH) or path == USER_CONFIGS_PATH:
+        raise ValueError(f"{path} is not a user config path ({USER_CONFIGS_PATH}U)")
+    return unquote(path[len(USER_CONFIGS_PATH):])
+
+
+def encode_user_config(config: Mapping[str, str]) -> bytes:
+    return _dump({"version": 1, "config": {k: str(v) for k, v in sorted(config.items())}})
+
+
+def decode_user_config(user: str, data: bytes) -> dict[str, str]:
+    """A user's config entries (its SCRAM credentials by mechanism name). Errors never show the values:
+    they are credentials."""
+    path = user_config_path(user)
+    try:
+        obj = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: not JSON ({exc})") from None
+    config = obj.get("config") if isinstance(obj, dict) else None
+    if not isinstance(config, dict) or not all(isinstance(v, str) for v in config.values()):
+        raise ValueError(f"{path}: no \"config\" object of strings")
+    return dict(config)

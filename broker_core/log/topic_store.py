@@ -79,9 +79,14 @@ def read_topics(fs, root: str) -> dict[str, TopicMetadata]:
         raise ValueError(f"{path}: unreadable topic metadata: {exc}") from exc
 
 
-def _atomic_write(path: str, text: str) -> None:
+def atomic_write(path: str, text: str, mode: int = 0o666) -> None:
+    """Replace ``path`` with ``text`` durably: a temp file (created with ``mode``, less the umask), fsync,
+    rename, fsync of the directory."""
     tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    if mode != 0o666:
+        os.fchmod(fd, mode)  # a temp file left by an earlier crash keeps its own mode otherwise
+    with open(fd, "w", encoding="utf-8") as f:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())
@@ -91,7 +96,7 @@ def _atomic_write(path: str, text: str) -> None:
 
 def write_partition_metadata(partition_dir: str, topic_id: str) -> None:
     """Kafka's ``partition.metadata``: the topic id this directory belongs to."""
-    _atomic_write(os.path.join(partition_dir, layout.PARTITION_METADATA_FILE), f"version: 0\ntopic_id: {topic_id}\n")
+    atomic_write(os.path.join(partition_dir, layout.PARTITION_METADATA_FILE), f"version: 0\ntopic_id: {topic_id}\n")
 
 
 class TopicStore:
@@ -137,7 +142,7 @@ class TopicStore:
             doc["pending"] = [p.to_json() for _, p in sorted(self._pending.items())]
         text = json.dumps(doc, indent=1, sort_keys=True)
         for d in self.log_dirs:
-            _atomic_write(os.path.join(d, STORE_FILE), text)
+            atomic_write(os.path.join(d, STORE_FILE), text)
 
     def get(self, name: str) -> TopicMetadata | None:
         with self._lock:

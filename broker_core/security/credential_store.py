@@ -16,7 +16,7 @@ from typing import Iterable, Mapping, Protocol, runtime_checkable
 from . import scram
 from .scram import ScramCredential, ScramMechanism
 
-__all__ = ["CredentialStore", "InMemoryCredentialStore", "Credentials", "verify_password"]
+__all__ = ["CredentialStore", "InMemoryCredentialStore", "Credentials", "verify_password", "open_credential_store"]
 
 #: One user's credentials, by mechanism.
 Credentials = Mapping[ScramMechanism, ScramCredential]
@@ -104,3 +104,14 @@ def verify_password(store: CredentialStore, user: str, password: str) -> bool:
         if hmac.compare_digest(stored, credential.stored_key):
             return True
     return False
+
+
+def open_credential_store(log_dirs: Iterable[str], metadata_store=None) -> CredentialStore:
+    """The broker's store: etcd's ``/config/users`` in cluster mode (``metadata_store``), else the log dirs' file."""
+    if metadata_store is not None:
+        from .credential_etcd import EtcdCredentialStore
+
+        return EtcdCredentialStore(metadata_store)
+    from .credential_file import FileCredentialStore
+
+    return FileCredentialStore(list(log_dirs))

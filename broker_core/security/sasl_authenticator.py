@@ -85,6 +85,7 @@ class SaslServerAuthenticator:
         self._mechanism: str | None = None
         self._reauthenticating = False
         self._last_reauth_start_ms: int | None = None
+        self._bad_mechanism = ""  # why a re-authentication asking for another mechanism fails
         #: The transport's principal (an SSL client certificate's subject) until SASL names the user.
         self.principal: KafkaPrincipal = transport_principal or ANONYMOUS
         #: Monotonic ms (``clock.hi_res_clock_ms``) after which the session is expired; None: never.
@@ -201,9 +202,8 @@ class SaslServerAuthenticator:
             message = f"Unexpected Kafka request of type SASL_AUTHENTICATE during SASL {self._phase()}"
             raise SaslAuthenticationFailed(self._authenticate_error(request, IllegalSaslStateError.code, message),
                                            message)
-        assert self._server is not None
         try:
-            challenge = self._server.evaluate_response(request.body["auth_bytes"])
+            challenge = self._evaluate(request.body["auth_bytes"])
         except SaslServerError as exc:
             message = exc.client_message or (
                 f"Authentication failed during {'re-authentication' if self._reauthenticating else 'authentication'}"
@@ -225,9 +225,8 @@ class SaslServerAuthenticator:
     # -- raw tokens (after a v0 handshake) -------------------------------------------------------------
 
     def _raw_token(self, token: bytes) -> bytes | None:
-        assert self._server is not None
         try:
-            challenge = self._server.evaluate_response(token)
+            challenge = self._evaluate(token)
         except SaslServerError as exc:
             # v0 has no frame for an error: the connection just closes, as in Kafka.
             raise SaslAuthenticationFailed(None, f"{exc.reason} ({self._mechanism}, handshake v0)") from None
@@ -235,6 +234,18 @@ class SaslServerAuthenticator:
             self._finish()
         # An empty challenge (PLAIN's) is still written: a v0 client waits for its size prefix.
         return challenge
+
+    def _evaluate(self, token: bytes) -> bytes:
+        assert self._server is not None
+        try:
+            return self._server.evaluate_response(token)
+        except SaslServerError:
+            raise
+        except Exception as exc:
+            # The credential store failed (etcd unreachable, an unreadable entry): this client is not let in, and
+            # the network thread that called carries on with its other connections.
+            log.exception("SASL %s: the exchange failed", self._mechanism)
+            raise SaslServerError(f"{self._mechanism}: the credentials could not be checked: {exc}") from exc
 
     # -- completion --------------------------------------------------------------------------------------
 

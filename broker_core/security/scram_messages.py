@@ -51,9 +51,13 @@ def _match(pattern: re.Pattern[str], token: bytes, what: str) -> re.Match[str]:
 
 def _b64decode(text: str) -> bytes:
     try:
-        return base64.b64decode(text, validate=True)
-    except binascii.Error:  # the grammar already allows only valid base64; kept for safety
+        decoded = base64.b64decode(text, validate=True)
+    except binascii.Error:
         raise ValueError(f"Invalid base64 {text!r}") from None
+    # Only the canonical spelling: unused low bits set would let two different messages carry the same proof.
+    if base64.b64encode(decoded).decode("ascii") != text:
+        raise ValueError(f"Non-canonical base64 {text!r}")
+    return decoded
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ from ..network.endpoint import (PLAINTEXT, EndPoint, advertised_endpoints, inter
 from ..network.request_channel import DEFAULT_QUEUED_MAX_REQUESTS, RequestChannel
 from ..network.socket_server import SocketServer
 from ..purgatory import DelayedOperationPurgatory
-from ..security.credential_store import CredentialStore, InMemoryCredentialStore
+from ..security.credential_store import CredentialStore, open_credential_store
 from .delayed_fetch import DelayedFetch
 from .handler_pool import KafkaRequestHandlerPool
 from .kafka_apis import KafkaApis
@@ -59,9 +59,9 @@ class BrokerServer:
                  credential_store: CredentialStore | None = None) -> None:
         self.config = config if isinstance(config, BrokerConfig) else BrokerConfig.from_props(config)
         self.clock = clock
-        #: The users SASL listeners authenticate (SCRAM credentials; PLAIN checks passwords against them).
-        self.credential_store: CredentialStore = (credential_store if credential_store is not None
-                                                  else InMemoryCredentialStore())
+        #: The users SASL listeners authenticate (SCRAM credentials; PLAIN checks passwords against them): the
+        #: store given, else from start-up etcd's /config/users in cluster mode and the log dirs' file otherwise.
+        self.credential_store: CredentialStore | None = credential_store
         self.broker: Broker | None = None
         self.cluster_id: str | None = None
         self.socket_server: SocketServer | None = None
@@ -99,6 +99,9 @@ class BrokerServer:
                                  sole_replica=self.cluster_mode is None)
             if self.cluster_mode is not None:
                 self.broker.producer_ids = self.cluster_mode.producer_id_manager()
+            if self.credential_store is None:
+                self.credential_store = open_credential_store(
+                    log_dirs, self.cluster_mode.store if self.cluster_mode is not None else None)
             producer_ids = self.broker.producer_ids
             # The coordinators run on the broker's clock (the server's); the group coordinator's
             # timer also expires offsets every offsets.retention.check.interval.ms.
@@ -123,7 +126,8 @@ class BrokerServer:
             self.apis = KafkaApis(self.broker, self._request_channel, cluster_id=self.cluster_id,
                                   advertised=advertised, fetch_purgatory=self._fetch_purgatory,
                                   producer_id_manager=producer_ids, group_coordinator=self.group_coordinator,
-                                  transaction_coordinator=self.transaction_coordinator)
+                                  transaction_coordinator=self.transaction_coordinator,
+                                  credentials=self.credential_store)
             if self.cluster_mode is not None:
                 self.cluster_mode.start(self.broker, self.apis, advertised, self._fetch_purgatory,
                                         self.inter_broker_listener)

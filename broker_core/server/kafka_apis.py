@@ -85,6 +85,8 @@ from ..protocol.config_resources import RESOURCE_BROKER, RESOURCE_TOPIC
 from ..protocol.messages.compaction import ACQUIRE, RELEASE, RENEW
 from ..protocol.types import topic_id_bytes, topic_id_text
 from ..purgatory import DelayedOperationPurgatory, TopicPartitionOperationKey
+from ..security.credential_admin import alter_user_scram_credentials, describe_user_scram_credentials
+from ..security.credential_store import CredentialStore, open_credential_store
 from .config_admin_manager import AlterableConfig, AlterConfigsResource, ConfigAdminManager
 from .delayed_fetch import (READ_COMMITTED, DelayedFetch, FetchParams, FetchPartition, FetchPartitionStatus,
                             LogReadResult, read_from_local_log)
@@ -143,7 +145,8 @@ class KafkaApis:
     def __init__(self, broker: Broker, request_channel: RequestChannel, *, cluster_id: str,
                  advertised: Mapping[str, EndPoint], fetch_purgatory: DelayedOperationPurgatory[DelayedFetch],
                  producer_id_manager: ProducerIdManager, group_coordinator: GroupCoordinator | None = None,
-                 transaction_coordinator: TransactionCoordinator | None = None) -> None:
+                 transaction_coordinator: TransactionCoordinator | None = None,
+                 credentials: CredentialStore | None = None) -> None:
         self.broker = broker
         self.config: BrokerConfig = broker.config
         self.node_id = broker.node_id
@@ -155,6 +158,8 @@ class KafkaApis:
         self.group_coordinator = group_coordinator
         self.transaction_coordinator = transaction_coordinator
         self.config_admin = ConfigAdminManager(broker)
+        #: The users' SCRAM credentials (the log dirs' file, or etcd in cluster mode).
+        self.credentials = credentials if credentials is not None else open_credential_store(self.config.log_dirs)
         self._handlers: dict[ApiKey | SeglogApiKey, Callable[[Request, KafkaRequest], None]] = {
             ApiKey.PRODUCE: self.handle_produce_request,
             ApiKey.FETCH: self.handle_fetch_request,
@@ -175,6 +180,8 @@ class KafkaApis:
             ApiKey.DESCRIBE_LOG_DIRS: self.handle_describe_log_dirs_request,
             ApiKey.CREATE_PARTITIONS: self.handle_create_partitions_request,
             ApiKey.DESCRIBE_PRODUCERS: self.handle_describe_producers_request,
+            ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: self.handle_describe_user_scram_credentials_request,
+            ApiKey.ALTER_USER_SCRAM_CREDENTIALS: self.handle_alter_user_scram_credentials_request,
             SeglogApiKey.COMPACTION_LEASE: self.handle_compaction_lease_request,
             SeglogApiKey.REPLACE_SEGMENTS: self.handle_replace_segments_request,
         }
@@ -1276,6 +1283,14 @@ class KafkaApis:
                 partitions.append(entry)
             topics.append({"name": topic["name"], "partitions": partitions})
         self._send(request, parsed, {"throttle_time_ms": 0, "topics": topics})
+
+    # --- users: their SCRAM credentials (KIP-554) ----------------------------------------------
+
+    def handle_describe_user_scram_credentials_request(self, request: Request, parsed: KafkaRequest) -> None:
+        self._send(request, parsed, describe_user_scram_credentials(self.credentials, parsed.body))
+
+    def handle_alter_user_scram_credentials_request(self, request: Request, parsed: KafkaRequest) -> None:
+        self._send(request, parsed, alter_user_scram_credentials(self.credentials, parsed.body))
 
     # --- introspection ----------------------------------------------------------------
 

@@ -5,7 +5,11 @@ from __future__ import annotations
 import pytest
 
 from broker_core.clock import MockTime
+from broker_core.controller import zk_data
+from broker_core.controller.in_memory_metadata_store import InMemoryMetadataStore
+from broker_core.controller.metadata_store import Put
 from broker_core.protocol import ApiKey
+from broker_core.security.credential_etcd import EtcdCredentialStore
 from broker_core.security.principal import ANONYMOUS, KafkaPrincipal
 from broker_core.security.sasl_authenticator import SaslAuthenticationFailed
 from broker_core.security.sasl_client import SaslClient
@@ -407,3 +411,14 @@ def test_re_authentication_begins_only_on_an_authenticated_connection(store):
     auth = authenticator(store, reauth_ms=10_000)
     with pytest.raises(RuntimeError):
         auth.begin_reauthentication()
+
+
+@pytest.mark.parametrize("mechanism", ALL_MECHANISMS)
+def test_an_unreadable_stored_credential_fails_authentication_and_raises_nothing_else(mechanism):
+    metadata = InMemoryMetadataStore()
+    metadata.commit([], [Put(zk_data.user_config_path("alice"), b"{not json")])
+    auth = authenticator(EtcdCredentialStore(metadata))
+    with pytest.raises(SaslAuthenticationFailed) as caught:
+        log_in(auth, mechanism, "alice", "alice-secret")
+    assert _refusal(caught)["error_code"] == 58 and "/config/users/alice" in caught.value.reason
+    assert not auth.complete
