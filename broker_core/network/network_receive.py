@@ -61,12 +61,14 @@ class NetworkReceive:
         self._size = size
 
     def next_frame(self) -> bytes | None:
-        """The next complete frame, without its size prefix, or None until one has arrived."""
+        """The next complete frame, without its size prefix, or None until one has arrived; raises
+        InvalidReceiveError when the next frame's size prefix is bad."""
+        self._read_size()
         if self._size is None or len(self._buffer) < SIZE_LENGTH + self._size:
             return None
         end = SIZE_LENGTH + self._size
         frame = bytes(self._buffer[SIZE_LENGTH:end])
         del self._buffer[:end]
+        # The size after it is read when that frame is asked for: a bad one must not cost this frame.
         self._size = None
-        self._read_size()
         return frame

@@ -324,7 +324,12 @@ class Processor(threading.Thread):
         """Hand the next complete frame to the handlers, unless one is in flight already."""
         if conn.muted or conn.closed or not self._reading:
             return
-        frame = conn.receive.next_frame()
+        try:
+            frame = conn.receive.next_frame()
+        except InvalidReceiveError as exc:  # the size of the frame after the one just taken
+            log.warning("Processor %d: closing %s: %s", self.processor_id, conn.connection_id, exc)
+            self._close(conn)
+            return
         if frame is None:
             return
         if conn.authenticator is not None and not self._authenticated(conn, frame):
@@ -377,7 +382,9 @@ class Processor(threading.Thread):
 
     def _send_frame(self, conn: _Connection, payload: bytes) -> None:
         """Write one frame the processor answers itself (the authenticator's), size prefix added."""
-        conn.send = [memoryview(_SIZE.pack(len(payload))), memoryview(payload)]
+        # An empty frame (PLAIN's empty challenge after a v0 handshake) is its size prefix alone: an empty
+        # buffer would never be "written".
+        conn.send = [memoryview(_SIZE.pack(len(payload)))] + ([memoryview(payload)] if payload else [])
         self._write(conn)
 
     def _unmute(self, conn: _Connection) -> None:

@@ -28,21 +28,23 @@ from typing import Mapping
 from ..broker import Broker
 from ..clock import SYSTEM_CLOCK, Clock
 from ..config import BrokerConfig
+from ..errors import InvalidConfigurationError
 from ..coordinator.group import GroupCoordinator
 from ..coordinator.transaction import TransactionCoordinator, TxnMarker
 from ..offsets_topic import OFFSETS_TOPIC
 from ..purgatory import TopicPartitionOperationKey
 from ..meta_properties import ensure_meta_properties
 from ..network.channel_builder import AuthenticatorFactory, sasl_authenticator_factory
-from ..network.endpoint import EndPoint, advertised_endpoints
+from ..network.endpoint import (PLAINTEXT, EndPoint, advertised_endpoints, inter_broker_listener_name,
+                                parse_listeners)
 from ..network.request_channel import DEFAULT_QUEUED_MAX_REQUESTS, RequestChannel
 from ..network.socket_server import SocketServer
 from ..purgatory import DelayedOperationPurgatory
 from ..security.credential_store import CredentialStore
 from .credential_stores import open_credential_store
+from ..security.authorizer import Authorizer, authorizer_for
 from .delayed_fetch import DelayedFetch
 from .handler_pool import KafkaRequestHandlerPool
-from ..security.authorizer import Authorizer, authorizer_for
 from .kafka_apis import KafkaApis
 
 log = logging.getLogger(__name__)
@@ -75,6 +77,8 @@ class BrokerServer:
         self._coordinator_loader: threading.Thread | None = None
         #: Cluster mode (``etcd.connect``): registration, replicas, fetchers, the controller.
         self.cluster_mode = None
+        #: ``inter.broker.listener.name``: the listener brokers of a cluster reach each other on.
+        self.inter_broker_listener: str | None = None
         self._lock = threading.Lock()
         self._shut_down = threading.Event()
 
@@ -83,6 +87,7 @@ class BrokerServer:
     def startup(self) -> BrokerServer:
         config = self.config
         try:
+            self.inter_broker_listener = self._inter_broker_listener()
             # As Kafka does, meta.properties is checked before any log is loaded: a start refused for
             # a foreign cluster or node id leaves the logs untouched.
             log_dirs = [os.path.abspath(d) for d in config.log_dirs]
@@ -129,7 +134,8 @@ class BrokerServer:
                                   transaction_coordinator=self.transaction_coordinator,
                                   credentials=self.credential_store, authorizer=self.authorizer)
             if self.cluster_mode is not None:
-                self.cluster_mode.start(self.broker, self.apis, advertised, self._fetch_purgatory)
+                self.cluster_mode.start(self.broker, self.apis, advertised, self._fetch_purgatory,
+                                        self.inter_broker_listener)
             self._handler_pool = KafkaRequestHandlerPool(self._request_channel, self.apis, config.num_io_threads)
             self._handler_pool.start()
             self.socket_server.startup()
@@ -178,6 +184,22 @@ class BrokerServer:
             if self.broker is not None:
                 self.broker.close()  # flush, checkpoints, clean-shutdown marker
         log.info("[BrokerServer id=%d] shut down", self.config.node_id)
+
+    def _inter_broker_listener(self) -> str:
+        """``inter.broker.listener.name`` (the first listener when unset), checked before anything starts: in a
+        cluster, brokers reach each other over a PLAINTEXT listener (their own clients speak no TLS or SASL
+        yet)."""
+        config = self.config
+        endpoints = parse_listeners(config.listeners, "listeners", config.extra.get("listener.security.protocol.map"))
+        value = config.extra.get("inter.broker.listener.name")
+        name = inter_broker_listener_name(value, [e.listener_name for e in endpoints])
+        protocol = next(e.security_protocol for e in endpoints if e.listener_name == name)
+        if config.etcd_connect and protocol != PLAINTEXT:
+            raise InvalidConfigurationError(
+                f"Invalid value {value or name} for configuration inter.broker.listener.name: listener {name} uses "
+                f"{protocol}, and brokers reach each other over PLAINTEXT listeners only (name one with "
+                f"inter.broker.listener.name)", config_name="inter.broker.listener.name", value=value or name)
+        return name
 
     def _sasl_authenticators(self, endpoint: EndPoint) -> AuthenticatorFactory:
         # The handlers' ApiVersions answer, once KafkaApis exists (it is built after the listeners bind).

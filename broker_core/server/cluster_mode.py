@@ -102,11 +102,13 @@ class ClusterMode:
         return partition is not None and partition.is_leader
 
     def start(self, broker: Broker, apis: KafkaApis, advertised: Mapping[str, EndPoint],
-              fetch_purgatory: DelayedOperationPurgatory) -> None:
+              fetch_purgatory: DelayedOperationPurgatory, inter_broker_listener: str | None = None) -> None:
+        """``inter_broker_listener``: the listener replica fetchers and marker senders reach other brokers on
+        (``inter.broker.listener.name``; the first advertised one when None)."""
         config = self.config
         self._fetch_purgatory = fetch_purgatory
         self.produce_purgatory = DelayedOperationPurgatory("Produce", clock=self.clock, broker_id=config.node_id)
-        inter_broker_listener = next(iter(advertised))
+        inter_broker_listener = inter_broker_listener or next(iter(advertised))
         cache_holder: list[ReplicaManager] = []
 
         def leader_endpoint(broker_id: int) -> EndPoint | None:

@@ -12,56 +12,21 @@ import time
 
 import pytest
 
-from broker_core.client.client_security import ClientSecurity as SeglogClientSecurity
 from broker_core.client.protocol_client import ProtocolClient
 from broker_core.errors import SaslAuthenticationFailedError, UnsupportedSaslMechanismError
 from broker_core.protocol import ApiKey, encode_request, parse_response
 from broker_core.security.sasl_client import SaslClient
-from broker_core.server.broker_server import BrokerServer
 from tests.broker_core.cli_kit import run
-from tests.broker_core.security.sasl_kit import credentials_for
 from tests.broker_core.security.secure_clients_kit import (LIBRARIES, ClientSecurity, Witness, expected_values,
                                                             round_trip)
-from tests.broker_core.security.tls_kit import server_ssl_props
+from tests.broker_core.security.sasl_listener_kit import USERS, sasl_ssl, seglog_security, start_sasl_broker
 from tests.broker_core.server.server_kit import read_frame
-
-USERS = {"alice": "alice-secret", "bob": "bob-secret"}
-LISTENERS = "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0"
-
-
-def start_sasl_broker(log_dir, server_stores, **props) -> BrokerServer:
-    settings = {"log.dirs": str(log_dir), "listeners": LISTENERS, "num.network.threads": 2, "num.io.threads": 4,
-                "group.initial.rebalance.delay.ms": 0, **server_ssl_props(server_stores), **props}
-    return BrokerServer(settings, credential_store=credentials_for(USERS)).startup()
-
-
-@pytest.fixture(scope="module")
-def sasl_broker(tmp_path_factory, server_stores):
-    # The SASL_SSL listener offers two mechanisms only; SASL_PLAINTEXT every one seglog serves.
-    server = start_sasl_broker(tmp_path_factory.mktemp("sasl-broker") / "logs", server_stores,
-                               **{"listener.name.sasl_ssl.sasl.enabled.mechanisms": "SCRAM-SHA-512,PLAIN"})
-    yield server
-    server.shutdown(timeout_ms=10_000)
-
-
-def sasl_ssl(server) -> str:
-    return f"127.0.0.1:{server.bound_port('SASL_SSL')}"
 
 
 def security(server_stores, mechanism: str = "SCRAM-SHA-512", user: str = "alice",
              password: str | None = None) -> ClientSecurity:
     return ClientSecurity("SASL_SSL", cafile=str(server_stores.truststore), sasl_mechanism=mechanism,
                           username=user, password=USERS.get(user, "") if password is None else password)
-
-
-def seglog_security(server_stores, mechanism: str = "SCRAM-SHA-512", user: str = "alice",
-                    password: str | None = None, protocol: str = "SASL_SSL") -> SeglogClientSecurity:
-    password = USERS.get(user, "") if password is None else password
-    return SeglogClientSecurity.from_props({
-        "security.protocol": protocol, "ssl.truststore.type": "PEM",
-        "ssl.truststore.location": str(server_stores.truststore), "sasl.mechanism": mechanism,
-        "sasl.jaas.config": f'org.apache.kafka.common.security.scram.ScramLoginModule required username="{user}" '
-                            f'password="{password}";'})
 
 
 @pytest.fixture()

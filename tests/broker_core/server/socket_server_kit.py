@@ -13,6 +13,7 @@ import threading
 import time
 
 from broker_core.config import BrokerConfig
+from broker_core.network.channel_builder import sasl_authenticator_factory
 from broker_core.network.request_channel import (CloseConnectionResponse, NoOpResponse, Request, RequestChannel,
                                                  SendResponse)
 from broker_core.network.socket_server import SocketServer
@@ -67,7 +68,8 @@ class EchoHandler:
 
 
 class Server:
-    def __init__(self, clock=None, sasl_authenticators=None, **props):
+    def __init__(self, clock=None, credentials=None, **props):
+        """``credentials``: the users SASL listeners authenticate (their ApiVersions answer is a stand-in)."""
         settings = {"listeners": "PLAINTEXT://127.0.0.1:0", "num.network.threads": 2, "num.io.threads": 4,
                     "log.dirs": "/unused"}
         settings.update(props)
@@ -75,8 +77,9 @@ class Server:
         self.channel = RequestChannel()
         self.handler = EchoHandler(self.channel)
         kwargs = {"clock": clock} if clock is not None else {}
-        if sasl_authenticators is not None:
-            kwargs["sasl_authenticators"] = sasl_authenticators
+        if credentials is not None:
+            kwargs["sasl_authenticators"] = lambda endpoint: sasl_authenticator_factory(
+                config, endpoint, credentials, lambda frame: b"api-versions", **({"clock": clock} if clock else {}))
         self.socket_server = SocketServer(config, self.channel, **kwargs)
         self.pool = KafkaRequestHandlerPool(self.channel, self.handler, config.num_io_threads)
         self.port = self.socket_server.bound_port()

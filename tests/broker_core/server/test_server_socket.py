@@ -199,3 +199,12 @@ def test_graceful_shutdown_answers_the_request_in_flight():
 def test_the_listener_binds_an_ephemeral_port_and_reports_it(server):
     assert server.port > 0
     assert server.socket_server.bound_endpoints[0].port == server.port
+
+
+def test_a_frame_followed_by_a_bad_size_in_the_same_write_closes_only_that_connection(server):
+    with server.connect() as witness, server.connect() as sock:
+        sock.sendall(frame(b"fine") + struct.pack(">i", -7))
+        assert read_frame(sock) == b"fine"
+        assert is_closed(sock)
+        witness.sendall(frame(b"still here"))
+        assert read_frame(witness) == b"still here"
