@@ -40,9 +40,9 @@ from ..network.endpoint import (PLAINTEXT, EndPoint, advertised_endpoints, inter
 from ..network.request_channel import DEFAULT_QUEUED_MAX_REQUESTS, RequestChannel
 from ..network.socket_server import SocketServer
 from ..purgatory import DelayedOperationPurgatory
+from ..security.authorizer import Authorizer, authorizer_for
 from ..security.credential_store import CredentialStore
 from .credential_stores import open_credential_store
-from ..security.authorizer import Authorizer, authorizer_for
 from .delayed_fetch import DelayedFetch
 from .handler_pool import KafkaRequestHandlerPool
 from .kafka_apis import KafkaApis
