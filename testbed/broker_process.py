@@ -15,11 +15,13 @@ class BrokerProcess:
     """``seglog broker`` run as a user runs it, in its own process; its standard error is
     collected (``stderr_text``) so that a chatty broker never blocks on a full pipe."""
 
-    STARTED = re.compile(r"started \(cluster (\S+)\) on PLAINTEXT://127\.0\.0\.1:(\d+)")
+    STARTED = re.compile(r"started \(cluster (\S+)\) on [\w-]+://127\.0\.0\.1:(\d+)")
 
-    def __init__(self, log_dirs, *extra: str, port: int = 0, preexec_fn=None, timeout_s: float = 120):
-        """``port`` 0 lets the OS choose; a fixed one lets a restarted broker keep its clients' address."""
-        args = [sys.executable, "-m", "broker_core.cli", "broker", "--listeners", f"PLAINTEXT://127.0.0.1:{port}",
+    def __init__(self, log_dirs, *extra: str, port: int = 0, preexec_fn=None, timeout_s: float = 120,
+                 listener: str = "PLAINTEXT"):
+        """``port`` 0 lets the OS choose; a fixed one lets a restarted broker keep its clients' address;
+        ``listener`` names its only listener (its security protocol from ``listener.security.protocol.map``)."""
+        args = [sys.executable, "-m", "broker_core.cli", "broker", "--listeners", f"{listener}://127.0.0.1:{port}",
                 "--log-level", "WARNING"]
         for d in log_dirs:
             args += ["--log-dir", str(d)]

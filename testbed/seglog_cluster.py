@@ -12,6 +12,7 @@ import random
 import time
 from dataclasses import dataclass
 
+from broker_core.client.client_security import PLAINTEXT_CLIENT, ClientSecurity
 from broker_core.client.protocol_client import ProtocolClient
 from broker_core.protocol import ApiKey
 
@@ -33,10 +34,14 @@ class PartitionView:
 
 class SeglogCluster:
     """Brokers ``1..size`` over ``etcd_connect`` with the broker configs ``props``, each pinned to ``cpu`` if
-    given; ``close`` stops the live ones."""
+    given; ``close`` stops the live ones. Each listens on one listener named ``listener``, which its own
+    client reaches with ``security``."""
 
-    def __init__(self, root, etcd_connect: str, size: int = 3, cpu: int | None = None, **props: str) -> None:
+    def __init__(self, root, etcd_connect: str, size: int = 3, cpu: int | None = None, *,
+                 listener: str = "PLAINTEXT", security: ClientSecurity = PLAINTEXT_CLIENT, **props: str) -> None:
         self.root = str(root)
+        self.listener = listener
+        self.security = security
         self.etcd_connect = etcd_connect
         self.cpu = cpu
         self.props = {"etcd.connect": etcd_connect, **props}
@@ -54,7 +59,7 @@ class SeglogCluster:
         for key, value in self.props.items():
             extra += ["--config", f"{key}={value}"]
         broker = BrokerProcess([self.log_dir(node_id)], *extra, port=self.ports[node_id],
-                               preexec_fn=pinned_to(self.cpu))
+                               preexec_fn=pinned_to(self.cpu), listener=self.listener)
         self.brokers[node_id] = broker
         return broker
 
@@ -80,7 +85,7 @@ class SeglogCluster:
     def client(self, node_id: int | None = None) -> ProtocolClient:
         """A protocol client to ``node_id``, or to the first live broker."""
         node_id = node_id if node_id is not None else min(self.brokers)
-        return ProtocolClient(f"127.0.0.1:{self.ports[node_id]}", timeout_s=30)
+        return ProtocolClient(f"127.0.0.1:{self.ports[node_id]}", timeout_s=30, security=self.security)
 
     def metadata(self, topics: list[str] | None = None, node_id: int | None = None) -> dict:
         with self.client(node_id) as client:

@@ -32,14 +32,19 @@ AuthenticatorFactory = Callable[[KafkaPrincipal | None], SaslServerAuthenticator
 DEFAULT_SASL_ENABLED_MECHANISMS = ",".join(SERVED_MECHANISMS)
 
 
+def sasl_enabled_mechanisms(listener: ListenerConfig) -> tuple[list[str], str | None, str]:
+    """A listener's ``sasl.enabled.mechanisms`` (upper case), with the text and the key it came from."""
+    text, key = listener.lookup("sasl.enabled.mechanisms", DEFAULT_SASL_ENABLED_MECHANISMS)
+    return [m.strip().upper() for m in (text or "").split(",") if m.strip()], text, key
+
+
 def sasl_authenticator_factory(config: BrokerConfig, endpoint: EndPoint, credentials: CredentialStore,
                                api_versions_response: Callable[[bytes], bytes],
                                clock: Clock = SYSTEM_CLOCK) -> AuthenticatorFactory:
     """The authenticators of a SASL listener: ``sasl.enabled.mechanisms`` and ``connections.max.reauth.ms``
     (each overridable per listener), the broker's credentials, its ApiVersions answer."""
     listener = ListenerConfig(config, endpoint.listener_name, endpoint.security_protocol)
-    mechanisms_text, mechanisms_key = listener.lookup("sasl.enabled.mechanisms", DEFAULT_SASL_ENABLED_MECHANISMS)
-    mechanisms = [m.strip().upper() for m in (mechanisms_text or "").split(",") if m.strip()]
+    mechanisms, mechanisms_text, mechanisms_key = sasl_enabled_mechanisms(listener)
     reauth_text, reauth_key = listener.lookup("connections.max.reauth.ms", "0")
     try:
         reauth_ms = int(reauth_text or 0)

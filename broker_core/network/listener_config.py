@@ -20,6 +20,7 @@ LISTENER_PREFIX = "listener.name."
 #: must never be reported by DescribeConfigs).
 LISTENER_CONFIG_NAMES = frozenset({
     "listener.security.protocol.map", "inter.broker.listener.name",
+    "sasl.mechanism.inter.broker.protocol", "sasl.jaas.config",
     "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",
     "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password",
     "ssl.client.auth", "ssl.enabled.protocols", "ssl.protocol", "ssl.cipher.suites",

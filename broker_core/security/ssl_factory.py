@@ -148,16 +148,17 @@ def server_ssl_context(lookup: Lookup, listener: str, security_protocol: str, *,
     return context
 
 
-def client_ssl_context(props: Mapping[str, str]) -> ssl.SSLContext:
+def client_ssl_context(props: Mapping[str, str] | Lookup) -> ssl.SSLContext:
     """The context seglog's client connects with, from Kafka client properties (``ssl.truststore.location``,
-    ``ssl.keystore.location`` for a client certificate, ``ssl.endpoint.identification.algorithm``)."""
-    lookup: Lookup = lambda name: (props.get(name), name)  # noqa: E731
+    ``ssl.keystore.location`` for a client certificate, ``ssl.endpoint.identification.algorithm``), or from a
+    ``Lookup`` (a broker reaching other brokers with its inter-broker listener's settings)."""
+    lookup: Lookup = props if callable(props) else lambda name: (props.get(name), name)  # noqa: E731
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     _set_protocols(context, lookup)
     _set_ciphers(context, lookup)
     if not _load_truststore(context, lookup):
         context.load_default_certs()
     _load_keystore(context, lookup, required=False, listener="")
-    algorithm = props.get("ssl.endpoint.identification.algorithm", "https")
-    context.check_hostname = (algorithm or "").strip().lower() == "https"
+    algorithm = lookup("ssl.endpoint.identification.algorithm")[0]
+    context.check_hostname = (algorithm if algorithm is not None else "https").strip().lower() == "https"
     return context

@@ -26,6 +26,7 @@ import threading
 from typing import Mapping
 
 from ..broker import Broker
+from ..client.client_security import PLAINTEXT_CLIENT, ClientSecurity
 from ..clock import SYSTEM_CLOCK, Clock
 from ..config import BrokerConfig
 from ..errors import InvalidConfigurationError
@@ -34,14 +35,15 @@ from ..coordinator.transaction import TransactionCoordinator, TxnMarker
 from ..offsets_topic import OFFSETS_TOPIC
 from ..purgatory import TopicPartitionOperationKey
 from ..meta_properties import ensure_meta_properties
-from ..network.channel_builder import AuthenticatorFactory, sasl_authenticator_factory
-from ..network.endpoint import (PLAINTEXT, EndPoint, advertised_endpoints, inter_broker_listener_name,
-                                parse_listeners)
+from ..network.channel_builder import AuthenticatorFactory, sasl_authenticator_factory, sasl_enabled_mechanisms
+from ..network.endpoint import EndPoint, advertised_endpoints, inter_broker_listener_name, parse_listeners
+from ..network.listener_config import ListenerConfig
 from ..network.request_channel import DEFAULT_QUEUED_MAX_REQUESTS, RequestChannel
 from ..network.socket_server import SocketServer
 from ..purgatory import DelayedOperationPurgatory
 from ..security.authorizer import Authorizer, authorizer_for
 from ..security.credential_store import CredentialStore
+from ..security.inter_broker_security import inter_broker_security
 from .credential_stores import open_credential_store
 from .delayed_fetch import DelayedFetch
 from .handler_pool import KafkaRequestHandlerPool
@@ -79,6 +81,8 @@ class BrokerServer:
         self.cluster_mode = None
         #: ``inter.broker.listener.name``: the listener brokers of a cluster reach each other on.
         self.inter_broker_listener: str | None = None
+        #: How this broker connects to the others on that listener (its security protocol, as a client).
+        self.inter_broker_security: ClientSecurity = PLAINTEXT_CLIENT
         self._lock = threading.Lock()
         self._shut_down = threading.Event()
 
@@ -135,7 +139,7 @@ class BrokerServer:
                                   credentials=self.credential_store, authorizer=self.authorizer)
             if self.cluster_mode is not None:
                 self.cluster_mode.start(self.broker, self.apis, advertised, self._fetch_purgatory,
-                                        self.inter_broker_listener)
+                                        self.inter_broker_listener, self.inter_broker_security)
             self._handler_pool = KafkaRequestHandlerPool(self._request_channel, self.apis, config.num_io_threads)
             self._handler_pool.start()
             self.socket_server.startup()
@@ -186,19 +190,18 @@ class BrokerServer:
         log.info("[BrokerServer id=%d] shut down", self.config.node_id)
 
     def _inter_broker_listener(self) -> str:
-        """``inter.broker.listener.name`` (the first listener when unset), checked before anything starts: in a
-        cluster, brokers reach each other over a PLAINTEXT listener (their own clients speak no TLS or SASL
-        yet)."""
+        """``inter.broker.listener.name`` (the first listener when unset), checked before anything starts; in a
+        cluster also how this broker reaches the others there (``inter_broker_security``): a TLS keystore or
+        truststore, SASL mechanism or JAAS login that cannot work stops it here."""
         config = self.config
         endpoints = parse_listeners(config.listeners, "listeners", config.extra.get("listener.security.protocol.map"))
         value = config.extra.get("inter.broker.listener.name")
         name = inter_broker_listener_name(value, [e.listener_name for e in endpoints])
-        protocol = next(e.security_protocol for e in endpoints if e.listener_name == name)
-        if config.etcd_connect and protocol != PLAINTEXT:
-            raise InvalidConfigurationError(
-                f"Invalid value {value or name} for configuration inter.broker.listener.name: listener {name} uses "
-                f"{protocol}, and brokers reach each other over PLAINTEXT listeners only (name one with "
-                f"inter.broker.listener.name)", config_name="inter.broker.listener.name", value=value or name)
+        endpoint = next(e for e in endpoints if e.listener_name == name)
+        if config.etcd_connect:
+            listener = ListenerConfig(config, name, endpoint.security_protocol)
+            self.inter_broker_security = inter_broker_security(config, name, endpoint.security_protocol,
+                                                               sasl_enabled_mechanisms(listener)[0])
         return name
 
     def _sasl_authenticators(self, endpoint: EndPoint) -> AuthenticatorFactory:

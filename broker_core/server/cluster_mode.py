@@ -26,6 +26,7 @@ from typing import Mapping
 from format.layout import TopicPartition
 
 from ..broker import Broker
+from ..client.client_security import PLAINTEXT_CLIENT, ClientSecurity
 from ..clock import SYSTEM_CLOCK, Clock
 from ..config import BrokerConfig
 from ..controller.admin_zk_client import AdminZkClient
@@ -102,9 +103,11 @@ class ClusterMode:
         return partition is not None and partition.is_leader
 
     def start(self, broker: Broker, apis: KafkaApis, advertised: Mapping[str, EndPoint],
-              fetch_purgatory: DelayedOperationPurgatory, inter_broker_listener: str | None = None) -> None:
+              fetch_purgatory: DelayedOperationPurgatory, inter_broker_listener: str | None = None,
+              inter_broker_security: ClientSecurity = PLAINTEXT_CLIENT) -> None:
         """``inter_broker_listener``: the listener replica fetchers and marker senders reach other brokers on
-        (``inter.broker.listener.name``; the first advertised one when None)."""
+        (``inter.broker.listener.name``; the first advertised one when None), with ``inter_broker_security``
+        (its security protocol, this broker's certificates and SASL login)."""
         config = self.config
         self._fetch_purgatory = fetch_purgatory
         self.produce_purgatory = DelayedOperationPurgatory("Produce", clock=self.clock, broker_id=config.node_id)
@@ -115,7 +118,8 @@ class ClusterMode:
             return cache_holder[0].metadata_cache.endpoint(broker_id, inter_broker_listener) if cache_holder else None
 
         self.fetcher_manager = ReplicaFetcherManager(config.node_id, leader_endpoint,
-                                                     remote_log_reader=broker.remote_log_reader)
+                                                     remote_log_reader=broker.remote_log_reader,
+                                                     security=inter_broker_security)
         self.coordinator_elections = CoordinatorElections(config.node_id, apis.group_coordinator,
                                                           apis.transaction_coordinator)
         self.replica_manager = ReplicaManager(broker, self.zk_client, self.fetcher_manager,
@@ -137,7 +141,7 @@ class ClusterMode:
         # finds a group's offsets partition in the cluster's __consumer_offsets.
         self.marker_sender = WriteTxnMarkersSender.for_metadata(
             config.node_id, self.replica_manager.metadata_cache, inter_broker_listener,
-            request_timeout_ms=config.request_timeout_ms)
+            request_timeout_ms=config.request_timeout_ms, security=inter_broker_security)
         apis.transaction_coordinator.markers.destinations = self.marker_sender
         apis.transaction_coordinator.offsets_partition_for = cluster_apis.offsets_partition_for
         self._broker_info = BrokerInfo(config.node_id, tuple(advertised.values()), config.broker_rack)

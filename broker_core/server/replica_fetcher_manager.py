@@ -12,6 +12,7 @@ from typing import Callable, Iterable
 
 from format.layout import TopicPartition
 
+from ..client.client_security import PLAINTEXT_CLIENT, ClientSecurity
 from ..cluster.partition import Partition
 from ..network.endpoint import EndPoint
 from ..log.remote.remote_log_reader import RemoteLogReader
@@ -23,8 +24,11 @@ __all__ = ["ReplicaFetcherManager"]
 class ReplicaFetcherManager:
     def __init__(self, broker_id: int, leader_endpoint: Callable[[int], EndPoint | None],
                  on_appended: Callable[[TopicPartition], None] = lambda tp: None,
-                 remote_log_reader: RemoteLogReader | None = None) -> None:
+                 remote_log_reader: RemoteLogReader | None = None,
+                 security: ClientSecurity = PLAINTEXT_CLIENT) -> None:
+        """``security``: how the fetchers connect to leaders (the inter-broker listener's protocol)."""
         self.broker_id = broker_id
+        self._security = security
         self._remote_log_reader = remote_log_reader
         self._leader_endpoint = leader_endpoint
         self._on_appended = on_appended
@@ -41,7 +45,7 @@ class ReplicaFetcherManager:
             thread = self._threads.get(leader_id)
             if thread is None:
                 thread = ReplicaFetcherThread(self.broker_id, leader_id, self._leader_endpoint, self._on_appended,
-                                              self._remote_log_reader)
+                                              self._remote_log_reader, self._security)
                 self._threads[leader_id] = thread
             thread.add_partition(partition)
             self._stop_idle_threads()

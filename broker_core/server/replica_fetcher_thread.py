@@ -27,9 +27,10 @@ from typing import Callable
 
 from format.layout import TopicPartition
 
+from ..client.client_security import PLAINTEXT_CLIENT, ClientSecurity
 from ..client.protocol_client import ProtocolClient
 from ..cluster.partition import Partition
-from ..errors import NONE, KafkaError, OffsetMovedToTieredStorageError, error_for_code
+from ..errors import NONE, KafkaError, OffsetMovedToTieredStorageError, SaslAuthenticationFailedError, error_for_code
 from ..log.leader_epoch_file_cache import EpochEndOffset
 from ..log.log import EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP
 from ..log.remote.remote_log_reader import RemoteLogReader
@@ -70,8 +71,10 @@ class ReplicaFetcherThread:
 
     def __init__(self, broker_id: int, leader_id: int, leader_endpoint: Callable[[int], EndPoint | None],
                  on_appended: Callable[[TopicPartition], None] = lambda tp: None,
-                 remote_log_reader: RemoteLogReader | None = None) -> None:
+                 remote_log_reader: RemoteLogReader | None = None,
+                 security: ClientSecurity = PLAINTEXT_CLIENT) -> None:
         self.broker_id = broker_id
+        self._security = security
         #: The remote tier, where a follower finds what it needs to start at its leader's local log start.
         self._remote = remote_log_reader
         self.leader_id = leader_id
@@ -132,7 +135,7 @@ class ReplicaFetcherThread:
                     if state.truncating:
                         self._truncate(client, state)
                 self._fetch(client, [s for s in states if not s.truncating and s.retry_at <= time.monotonic()])
-            except (OSError, ConnectionError, ProtocolError) as exc:
+            except (OSError, ConnectionError, ProtocolError, SaslAuthenticationFailedError) as exc:
                 log.info("%s: %s; connecting again in %d ms", self, exc, REPLICA_FETCH_BACKOFF_MS)
                 self._close_client()
                 self._closed.wait(REPLICA_FETCH_BACKOFF_MS / 1000)
@@ -147,7 +150,7 @@ class ReplicaFetcherThread:
                 return None
             self._client = ProtocolClient(f"{endpoint.host or '127.0.0.1'}:{endpoint.port}",
                                           client_id=f"broker-{self.broker_id}-fetcher-{self.leader_id}",
-                                          timeout_s=30)
+                                          timeout_s=30, security=self._security)
         return self._client
 
     def _close_client(self) -> None:

@@ -20,12 +20,13 @@ from typing import Callable
 
 from format.layout import TopicPartition
 
+from ..client.client_security import PLAINTEXT_CLIENT, ClientSecurity
 from ..client.protocol_client import ProtocolClient
 from ..coordinator.transaction import TxnMarker
 from ..coordinator.transaction import wire as txn_wire
 from ..controller.partition_state import NO_LEADER
-from ..errors import (NONE, BrokerNotAvailableError, KafkaError, NetworkExceptionError, UnknownServerError,
-                      UnknownTopicOrPartitionError, error_for_code)
+from ..errors import (NONE, BrokerNotAvailableError, KafkaError, NetworkExceptionError, SaslAuthenticationFailedError,
+                      UnknownServerError, UnknownTopicOrPartitionError, error_for_code)
 from ..protocol import ApiKey, ProtocolError
 from .metadata_cache import MetadataCache
 
@@ -56,7 +57,8 @@ class WriteTxnMarkersSender:
 
     def __init__(self, broker_id: int, leader_of: Callable[[TopicPartition], int | None],
                  endpoint_of: Callable[[int], tuple[str, int] | None], *,
-                 request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS) -> None:
+                 request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS,
+                 security: ClientSecurity = PLAINTEXT_CLIENT) -> None:
         """``leader_of`` answers the ``MarkerDestinations`` question (None: no leader now; raises
         UnknownTopicOrPartitionError for a partition the cluster does not have); ``endpoint_of`` the
         host and port of a broker on the inter-broker listener (None: not registered)."""
@@ -64,13 +66,16 @@ class WriteTxnMarkersSender:
         self._leader_of = leader_of
         self.endpoint_of = endpoint_of
         self.request_timeout_ms = request_timeout_ms
+        #: How brokers are reached (the inter-broker listener's security protocol).
+        self.security = security
         self._lock = threading.Lock()
         self._destinations: dict[int, _Destination] = {}
         self._closed = False
 
     @classmethod
     def for_metadata(cls, broker_id: int, metadata_cache: MetadataCache, listener_name: str, *,
-                     request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS) -> WriteTxnMarkersSender:
+                     request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS,
+                     security: ClientSecurity = PLAINTEXT_CLIENT) -> WriteTxnMarkersSender:
         """The sender of a cluster's broker: leaders from its metadata cache (a partition of no topic
         there was deleted), brokers reached on ``listener_name`` (the inter-broker listener)."""
         def leader_of(tp: TopicPartition) -> int | None:
@@ -83,7 +88,7 @@ class WriteTxnMarkersSender:
             endpoint = metadata_cache.endpoint(node_id, listener_name)
             return None if endpoint is None else (endpoint.host or "127.0.0.1", endpoint.port)
 
-        return cls(broker_id, leader_of, endpoint_of, request_timeout_ms=request_timeout_ms)
+        return cls(broker_id, leader_of, endpoint_of, request_timeout_ms=request_timeout_ms, security=security)
 
     def leader_of(self, tp: TopicPartition) -> int | None:
         return self._leader_of(tp)
@@ -102,10 +107,11 @@ class WriteTxnMarkersSender:
                 if destination.client is None:
                     destination.client = ProtocolClient(f"{address[0]}:{address[1]}",
                                                         client_id=f"broker-{self.broker_id}-txn-marker-sender",
-                                                        timeout_s=self.request_timeout_ms / 1000)
+                                                        timeout_s=self.request_timeout_ms / 1000,
+                                                        security=self.security)
                 response = destination.client.send(ApiKey.WRITE_TXN_MARKERS,
                                                    txn_wire.write_txn_markers_request(markers))
-            except (OSError, ProtocolError) as exc:
+            except (OSError, ProtocolError, SaslAuthenticationFailedError) as exc:
                 destination.close()
                 log.warning("sending %d transaction markers to broker %d at %s:%d failed: %s", len(markers), node_id,
                             address[0], address[1], exc)

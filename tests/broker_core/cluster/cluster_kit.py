@@ -18,5 +18,6 @@ CLUSTER_PROPS = {
 class ClusterKit(SeglogCluster):
     """Brokers ``1..size`` over ``etcd_connect`` with ``CLUSTER_PROPS``, which ``props`` override."""
 
-    def __init__(self, root, etcd_connect: str, size: int = 3, **props: str) -> None:
+    def __init__(self, root, etcd_connect: str, size: int = 3, **props) -> None:
+        """``listener`` and ``security`` (keywords) as ``SeglogCluster`` takes them."""
         super().__init__(root, etcd_connect, size, **{**CLUSTER_PROPS, **props})
