@@ -18,10 +18,12 @@ from broker_core.client.protocol_client import ProtocolClient
 from broker_core.security.acl_etcd_store import EtcdAclStore
 from broker_core.security.scram import ScramCredential, ScramMechanism
 from tests.broker_core.cluster.cluster_kit import ClusterKit
+from tests.broker_core.cluster.test_coordinator_failover import INTERNAL_TOPICS, wait_for_coordinator
 from tests.broker_core.security.acl_kit import AUTHORIZER, acl
 from tests.broker_core.security.sasl_listener_kit import seglog_security
 from tests.broker_core.security.secure_clients_kit import ClientSecurity
 from tests.broker_core.security.tls_kit import server_ssl_props
+from tests.broker_core.server.transaction_clients_kit import transactional_producer
 
 pytestmark = pytest.mark.slow
 
@@ -43,7 +45,8 @@ def _seed(connect: str, *bindings) -> None:
         store.close()
 
 
-def _sasl_ssl_cluster(tmp_path, connect: str, server_stores, *, client_user: str, super_users: str) -> ClusterKit:
+def _sasl_ssl_cluster(tmp_path, connect: str, server_stores, *, client_user: str, super_users: str,
+                      **props: str) -> ClusterKit:
     """Three brokers whose only listener, INTERNAL, is SASL_SSL with SCRAM-SHA-512; the kit's own client
     authenticates as ``client_user``."""
     kit = ClusterKit(tmp_path, connect, listener="INTERNAL",
@@ -52,7 +55,7 @@ def _sasl_ssl_cluster(tmp_path, connect: str, server_stores, *, client_user: str
                         "sasl.enabled.mechanisms": "SCRAM-SHA-512",
                         "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
                         "listener.name.internal.scram-sha-512.sasl.jaas.config": JAAS,
-                        "super.users": super_users, **AUTHORIZER, **server_ssl_props(server_stores)})
+                        "super.users": super_users, **AUTHORIZER, **server_ssl_props(server_stores), **props})
     kit.start_all()
     return kit
 
@@ -71,9 +74,10 @@ def _produce(kit: ClusterKit, settings: dict, topic: str, values: list[bytes]) -
     assert failures == []
 
 
-def _consume(kit: ClusterKit, settings: dict, topic: str, count: int) -> list[bytes]:
+def _consume(kit: ClusterKit, settings: dict, topic: str, count: int, **config) -> list[bytes]:
+    """Up to ``count`` values the group ``readers`` reads from its committed offsets on, committed after."""
     consumer = Consumer({"bootstrap.servers": kit.bootstrap, "group.id": "readers", "auto.offset.reset": "earliest",
-                         "enable.auto.commit": False, **settings})
+                         "enable.auto.commit": False, **settings, **config})
     try:
         consumer.subscribe([topic])
         values: list[bytes] = []
@@ -110,6 +114,40 @@ def test_a_sasl_ssl_only_cluster_replicates_with_acks_all_and_fails_over_for_a_c
 
         kit.start(leader)  # the restarted broker catches up over SASL_SSL and rejoins the ISR
         kit.wait_for_isr("orders", (1, 2, 3))
+    finally:
+        kit.close()
+
+
+def test_transaction_markers_reach_the_partition_leaders_on_other_brokers_over_sasl_ssl(
+        tmp_path, etcd_server, server_stores):
+    connect = etcd_server.connect("/seglog")
+    _seed(connect, *(acl(resource, "All", principal="User:alice")
+                     for resource in ("Topic:payments", "Group:readers", "TransactionalId:spread")))
+    kit = _sasl_ssl_cluster(tmp_path, connect, server_stores, client_user="broker", super_users="User:broker",
+                            **INTERNAL_TOPICS)
+    try:
+        assert kit.create_topic("payments", partitions=3)["error_code"] == 0
+        leaders = {kit.wait_for_isr("payments", (1, 2, 3), p).leader for p in range(3)}
+        coordinator = wait_for_coordinator(kit, "spread", 1)
+        assert leaders - {coordinator}, "some markers must travel to another broker"
+        alice = _alice(server_stores)
+        producer = transactional_producer(kit.bootstrap, "spread", **alice)
+        committed = []
+        for n, commit in ((1, True), (2, False), (3, True)):
+            producer.begin_transaction()
+            values = [b"txn-%d-p%d" % (n, p) for p in range(3)]
+            for p, value in enumerate(values):
+                producer.produce("payments", value=value, partition=p)
+            assert producer.flush(TIMEOUT_S) == 0
+            if commit:
+                producer.commit_transaction(TIMEOUT_S)
+                committed += values
+            else:
+                producer.abort_transaction(TIMEOUT_S)
+        # read_committed reads up to each partition's last stable offset: there only once its leader has the
+        # COMMIT marker; the aborted records never show.
+        read = _consume(kit, alice, "payments", len(committed), **{"isolation.level": "read_committed"})
+        assert sorted(read) == sorted(committed)
     finally:
         kit.close()
 
