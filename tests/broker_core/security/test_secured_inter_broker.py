@@ -14,6 +14,7 @@ from broker_core.controller.etcd_connect import parse_etcd_connect
 from broker_core.controller.etcd_metadata_store import EtcdMetadataStore
 from broker_core.errors import TopicAuthorizationFailedError
 from broker_core.protocol import ApiKey
+from broker_core.client.client_security import ClientSecurity as SeglogClientSecurity
 from broker_core.client.protocol_client import ProtocolClient
 from broker_core.security.acl_etcd_store import EtcdAclStore
 from broker_core.security.scram import ScramCredential, ScramMechanism
@@ -148,6 +149,30 @@ def test_transaction_markers_reach_the_partition_leaders_on_other_brokers_over_s
         # COMMIT marker; the aborted records never show.
         read = _consume(kit, alice, "payments", len(committed), **{"isolation.level": "read_committed"})
         assert sorted(read) == sorted(committed)
+    finally:
+        kit.close()
+
+
+def test_an_ssl_cluster_requiring_client_certificates_replicates_as_the_subject_of_the_brokers_certificate(
+        tmp_path, etcd_server, server_stores):
+    # The brokers show their keystore's certificate as clients too; its subject is their principal.
+    kit = ClusterKit(tmp_path, etcd_server.connect("/seglog"), listener="INTERNAL",
+                     security=SeglogClientSecurity.from_props({
+                         "security.protocol": "SSL", "ssl.truststore.location": str(server_stores.truststore),
+                         "ssl.keystore.location": str(server_stores.keystore),
+                         "ssl.key.password": server_stores.key_password}),
+                     **{"listener.security.protocol.map": "INTERNAL:SSL", "ssl.client.auth": "required",
+                        "super.users": "User:CN=localhost,O=seglog", **AUTHORIZER, **server_ssl_props(server_stores)})
+    kit.start_all()
+    try:
+        assert kit.create_topic("orders")["error_code"] == 0
+        kit.wait_for_isr("orders", (1, 2, 3))
+        # acks=all with min.insync.replicas=2: answered only once the followers fetched the records.
+        settings = ClientSecurity("SSL", cafile=str(server_stores.truststore),
+                                  certfile=str(server_stores.certificate), keyfile=str(server_stores.key),
+                                  key_password=server_stores.key_password).confluent()
+        _produce(kit, {**settings, "message.timeout.ms": 20_000}, "orders", [b"replicated-%d" % i for i in range(10)])
+        kit.wait_for_isr("orders", (1, 2, 3))
     finally:
         kit.close()
 
