@@ -29,7 +29,6 @@ from ..broker import Broker
 from ..client.client_security import PLAINTEXT_CLIENT, ClientSecurity
 from ..clock import SYSTEM_CLOCK, Clock
 from ..config import BrokerConfig
-from ..errors import InvalidConfigurationError
 from ..coordinator.group import GroupCoordinator
 from ..coordinator.transaction import TransactionCoordinator, TxnMarker
 from ..offsets_topic import OFFSETS_TOPIC
