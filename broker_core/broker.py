@@ -468,8 +468,9 @@ class Broker:
                 except KafkaStorageError:
                     pass  # the tier cannot be listed (logged): what it holds is not known now
                 else:
-                    tiers.update(remote_log_start_offset=listed[0].base_offset if listed else -1,
-                                 remote_size_bytes=sum(m.size_in_bytes for m in listed), remote_segments=len(listed))
+                    tiers.update(remote_log_start_offset=listed[0].start_offset if listed else -1,
+                                 remote_size_bytes=sum(s.metadata.size_in_bytes for s in listed),
+                                 remote_segments=len(listed))
             parts.append(PartitionDescription(p, self.node_id, log_start_offset_of(lg, remote), lg.log_end_offset,
                                               lg.high_watermark, lg.size, len(lg.segments), (self.node_id,),
                                               (self.node_id,), **tiers))

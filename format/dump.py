@@ -116,12 +116,17 @@ def dump_log(path: str, print_data: bool = False, decoder: RecordDecoder | None 
 
 
 def dump_segment(reader: SegmentReader, location: str, print_data: bool = False,
-                 decoder: RecordDecoder | None = None) -> DumpResult:
+                 decoder: RecordDecoder | None = None, *, from_offset: int | None = None,
+                 until_offset: int | None = None) -> DumpResult:
     """The batches of a segment read through ``reader`` (a remote tier's object, a file of a log dir on any
-    filesystem), printed as ``dump_log`` prints a local ``.log``."""
+    filesystem), printed as ``dump_log`` prints a local ``.log``; only those from the one holding
+    ``from_offset`` and starting below ``until_offset`` when given (the part of a segment a log reads)."""
     result = DumpResult([f"Dumping {location}", f"Log starting offset: {reader.base_offset}"])
+    start = reader.base_offset if from_offset is None else from_offset
+    if start != reader.base_offset:
+        result.lines.append(f"Starting at offset {start} (the offsets below it are read from the segment before)")
     try:
-        for _, _, batches in reader.read_chunks(reader.base_offset):
+        for _, _, batches in reader.read_chunks(start, until_offset):
             for batch in batches:
                 valid = batch.compute_checksum() == batch.header.crc
                 result.lines.append(describe_batch(batch, valid))

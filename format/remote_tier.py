@@ -32,17 +32,24 @@ a copy started is removed (its objects deleted, the segment copied again under a
 started is completed. Objects with no metadata at all are orphans of a copy that crashed before its first
 PUT landed, and are removed too.
 
-Pure: names, the metadata codec, and ``list_segments`` reading the metadata objects through an fsspec
-filesystem.
+Segments may overlap: after a leader change the new leader's segment boundaries can differ from the old
+leader's (truncation on divergence, ``segment.jitter.ms``), so its first copied segment can start below the
+end of the last one copied (remote ``[0, 99]``, then ``[80, 150]``). ``serving_segments`` says which segment
+serves each offset, for every reader (the broker's ``RemoteLogReader``, ``tiered_log``): the earliest holding
+it, each segment from past the end of the one before.
+
+Pure: names, the metadata codec, the serving segments, and ``list_segments`` reading the metadata objects
+through an fsspec filesystem.
 """
 
 from __future__ import annotations
 
+import bisect
 import enum
 import json
 import uuid
 from dataclasses import dataclass, field, replace
-from typing import Mapping
+from typing import Iterable, Mapping, Sequence
 
 from fsspec import AbstractFileSystem
 
@@ -51,7 +58,7 @@ from .errors import CorruptRecordError
 __all__ = [
     "RemoteLogSegmentState", "RemoteLogSegmentMetadata", "SEGMENT_SUFFIXES", "METADATA_SUFFIX",
     "partition_path", "segment_object", "new_segment_id", "encode_metadata", "decode_metadata", "read_metadata",
-    "list_segments",
+    "list_segments", "ServingSegment", "serving_segments", "serving_segment",
     "REMOTE_TIER_FILE",
 ]
 
@@ -167,3 +174,40 @@ def list_segments(fs: AbstractFileSystem, url: str, topic: str, topic_id: str, p
         return []
     found = [m for m in (read_metadata(fs, n) for n in sorted(names) if n.endswith(METADATA_SUFFIX)) if m is not None]
     return sorted(found, key=lambda m: (m.base_offset, m.event_timestamp_ms))
+
+
+@dataclass(frozen=True)
+class ServingSegment:
+    """A complete remote segment as readers serve it: the offsets of ``metadata`` from ``start_offset`` (its
+    base offset, or the offset past the end of the segment before, which it overlaps) to its end offset."""
+
+    metadata: RemoteLogSegmentMetadata
+    start_offset: int
+
+    @property
+    def end_offset(self) -> int:
+        return self.metadata.end_offset
+
+
+def serving_segments(listed: Iterable[RemoteLogSegmentMetadata]) -> list[ServingSegment]:
+    """The ``COPY_SEGMENT_FINISHED`` segments of ``listed`` that serve reads, in offset order, so that every
+    offset a complete segment holds is served by exactly one: the earliest segment holding it (the longest of
+    those starting at the same offset, then the first copied). A segment overlapping the one before serves from
+    past that one's end; one holding nothing past it (contained in it, a duplicate) serves nothing and is left
+    out. Offsets no segment holds stay a gap: the next segment serves from its own base offset."""
+    finished = sorted((m for m in listed if m.state is RemoteLogSegmentState.COPY_SEGMENT_FINISHED),
+                      key=lambda m: (m.base_offset, -m.end_offset, m.event_timestamp_ms, m.segment_id))
+    out: list[ServingSegment] = []
+    for m in finished:
+        served_until = out[-1].end_offset if out else -1
+        if m.end_offset > served_until:
+            out.append(ServingSegment(m, max(m.base_offset, served_until + 1)))
+    return out
+
+
+def serving_segment(serving: Sequence[ServingSegment], offset: int) -> ServingSegment | None:
+    """The segment of ``serving`` (``serving_segments``) that serves ``offset``; None when no complete segment
+    holds it (below the first, past the last, or in a gap between two), where Kafka answers
+    OFFSET_OUT_OF_RANGE."""
+    i = bisect.bisect_left([s.end_offset for s in serving], offset)
+    return serving[i] if i < len(serving) and serving[i].start_offset <= offset else None

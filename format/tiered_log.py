@@ -6,8 +6,12 @@ the reader brings the storage options (endpoint, keys) itself, or names the tier
 does not (``remote_storage_url``). A partition's remote directory is named by its topic id, read from the
 partition's ``partition.metadata`` as Kafka's text form (``Uuid.toString``: URL-safe base64, no padding).
 
-Only ``COPY_SEGMENT_FINISHED`` segments are read. A segment copied but not yet deleted locally is in both
-tiers: the local copy is read, so the remote segments kept are those wholly below the first local one.
+Only ``COPY_SEGMENT_FINISHED`` segments are read, each offset from the one segment that serves it
+(``remote_tier.serving_segments``: remote segments may overlap after a leader change). A segment copied but
+not yet deleted locally is in both tiers: the local copy is read, so the remote segments kept are those
+starting below the first local one. Each segment of ``segments`` is read from its ``base_offset`` up to the
+next one's: for a remote segment, the first offset it serves, which is past its own base offset when it
+overlaps the segment before (its metadata, ``SegmentInfo.remote``, keeps the base offset of its objects).
 Remote segments are read as local ones are (``SegmentReader``), by range reads through fsspec, starting from
 their offset index.
 """
@@ -21,7 +25,7 @@ from .fs import filesystem_for, join
 from .layout import TopicPartition
 from .log_dir import LogDirectory, SegmentInfo, read_topic_id
 from .properties import parse_properties
-from .remote_tier import REMOTE_TIER_FILE, RemoteLogSegmentMetadata, RemoteLogSegmentState
+from .remote_tier import REMOTE_TIER_FILE, RemoteLogSegmentMetadata, ServingSegment, serving_segments
 from .segment_reader import SegmentReader
 
 __all__ = ["TieredLogDirectory", "REMOTE_STORAGE_URL", "read_remote_storage_url"]
@@ -70,22 +74,17 @@ class TieredLogDirectory(LogDirectory):
             self._remote_fs, _ = filesystem_for(self.remote_storage_url, self.remote_storage_options)
         return self._remote_fs
 
-    def remote_segments(self, tp: TopicPartition) -> list[RemoteLogSegmentMetadata]:
-        """The partition's complete remote segments, in offset order (none without a tier or a topic id)."""
+    def remote_segments(self, tp: TopicPartition) -> list[ServingSegment]:
+        """The partition's complete remote segments serving reads, in offset order (``serving_segments``;
+        none without a tier or a topic id)."""
         url = self.remote_storage_url
         if url is None:
             return []
         topic_id = read_topic_id(self.fs, self.partition_dir(tp))
         if topic_id is None:
             return []
-        listed = self._list_metadata(remote_tier.partition_path(url, tp.topic, topic_id, tp.partition))
-        out: list[RemoteLogSegmentMetadata] = []
-        for m in listed:
-            # A segment copied again after a leader change overlaps one already kept: the first copy serves.
-            finished = m.state is RemoteLogSegmentState.COPY_SEGMENT_FINISHED
-            if finished and (not out or m.base_offset > out[-1].end_offset):
-                out.append(m)
-        return out
+        return serving_segments(self._list_metadata(remote_tier.partition_path(url, tp.topic, topic_id,
+                                                                               tp.partition)))
 
     def _list_metadata(self, directory: str) -> list[RemoteLogSegmentMetadata]:
         """``remote_tier.list_segments`` of one partition directory, reading again only the metadata objects
@@ -115,8 +114,8 @@ class TieredLogDirectory(LogDirectory):
     def segments(self, tp: TopicPartition) -> list[SegmentInfo]:
         local = super().segments(tp)
         first_local = local[0].base_offset if local else None
-        remote = [SegmentInfo(m.base_offset, m.size_in_bytes, remote=m) for m in self.remote_segments(tp)
-                  if first_local is None or m.end_offset < first_local]
+        remote = [SegmentInfo(s.start_offset, s.metadata.size_in_bytes, remote=s.metadata)
+                  for s in self.remote_segments(tp) if first_local is None or s.start_offset < first_local]
         return remote + local
 
     def location(self, tp: TopicPartition, segment: SegmentInfo) -> str:

@@ -303,11 +303,17 @@ def _dump_partition(args: argparse.Namespace) -> int:
         raise CommandError(f"{args.log_dir} has no partition {tp}")
     decoder = format_record if args.transaction_log_decoder or tp.topic == TRANSACTION_STATE_TOPIC else None
     corrupt = False
-    for segment in directory.segments(tp):
+    listed = directory.segments(tp)
+    for i, segment in enumerate(listed):
         location = directory.location(tp, segment)
+        # A remote segment is dumped where the log reads it: from the first offset it serves (past the end of
+        # a segment before that it overlaps) up to the next segment.
+        served = {} if segment.remote is None else {
+            "from_offset": segment.base_offset, "until_offset": listed[i + 1].base_offset if i + 1 < len(listed)
+            else None}
         try:
             with directory.reader(tp, segment) as reader:
-                result = dump_segment(reader, location, print_data=args.print_data_log, decoder=decoder)
+                result = dump_segment(reader, location, print_data=args.print_data_log, decoder=decoder, **served)
         except FileNotFoundError:
             raise CommandError(f"{location} is missing (segment {segment.base_offset} of {tp}, "
                                f"{segment.tier} tier)") from None

@@ -81,20 +81,24 @@ class TieredReads:
 
         max_bytes = DEFAULT_FETCH_MAX_BYTES if max_bytes is None else max_bytes
         tp, remote, first_local = self._remote_segments(topic, partition)
-        holding = [s for s in remote if s.base_offset <= offset <= s.remote.end_offset]
+        holding = [s for s in remote if s.base_offset <= offset <= s.remote.end_offset
+                   and (first_local is None or offset < first_local)]
         if not holding:
             return self.broker.fetch(topic, partition, offset, max_bytes, isolation_level)
         segment = holding[0]
+        # Up to the first local segment: a remote segment may run past its start, and it serves from there.
+        until = segment.remote.end_offset + 1 if first_local is None else min(segment.remote.end_offset + 1,
+                                                                               first_local)
         directory = self._directory(tp)
         try:
             with directory.reader(tp, segment) as reader:
-                chunk = next(reader.read_chunks(offset, segment.remote.end_offset + 1, max_bytes), None)
+                chunk = next(reader.read_chunks(offset, until, max_bytes), None)
         except FileNotFoundError:
             raise FileNotFoundError(f"offsets {offset} to {segment.remote.end_offset} of {tp} are in remote segment "
                                     f"{segment.remote.segment_id}, whose object {directory.location(tp, segment)} "
                                     f"is missing") from None
         if chunk is None:  # nothing left in this segment from offset on
-            return self.fetch(topic, partition, segment.remote.end_offset + 1, max_bytes, isolation_level)
+            return self.fetch(topic, partition, until, max_bytes, isolation_level)
         position, data, batches = chunk
         first, last = batches[0], batches[-1]
         records = bytes(data[first.position - position:last.position - position + last.size_in_bytes])

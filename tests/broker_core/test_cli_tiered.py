@@ -6,7 +6,7 @@ import pytest
 from format import remote_tier
 from format.fs import filesystem_for
 from tests.broker_core.cli_kit import run
-from tests.format.tiered_log_kit import ORDERS_PER_PARTITION, tiered_orders
+from tests.format.tiered_log_kit import ORDERS_PER_PARTITION, recopy_overlapping, tiered_orders
 
 pytestmark = pytest.mark.slow
 
@@ -56,6 +56,25 @@ def test_dump_of_a_partition_prints_the_remote_segments_then_the_local_ones_with
     assert all(d.startswith("file://") for d in dumped[len(remote):]) and len(dumped) > len(remote)
     payloads = [line.split("payload: ", 1)[1].split(".")[0] for line in out.splitlines() if "payload: " in line]
     assert payloads == values(0)
+
+
+def test_a_remote_segment_overlapping_the_one_before_is_dumped_and_consumed_from_past_its_end(tiered):
+    log_dir, url, creds, flags, tiers = tiered
+    before = tiers[0].finished[0]
+    overlapping = recopy_overlapping(url, creds, before, tiers[0].finished[1])
+    code, out, err = run("dump", "--log-dir", log_dir, "--topic", "orders", "--partition", "0",
+                         "--print-data-log", *flags)
+    assert code == 0, err
+    assert f"Starting at offset {before.end_offset + 1} (the offsets below it are read from the segment before)" \
+        in out
+    offsets = [int(line.split("offset: ", 1)[1].split()[0]) for line in out.splitlines() if line.startswith("| offset")]
+    assert offsets == list(range(PER_PARTITION))
+    assert overlapping.base_offset < before.end_offset
+    for first in (0, overlapping.base_offset + 1, before.end_offset + 1):
+        code, out, err = run("consume", "--log-dir", log_dir, "--topic", "orders", "--partition", "0", "--offset",
+                             str(first), "--timeout-ms", "500", *flags)
+        assert code == 0, err
+        assert [line.split(".")[0] for line in out.splitlines()] == values(0, first)
 
 
 def test_a_missing_remote_object_fails_the_dump_and_the_consumer_naming_it(tiered):

@@ -8,7 +8,7 @@ from pyspark.errors import PySparkException
 from format.fs import filesystem_for
 from tests.connector.conftest import T0
 from tests.connector.test_read_stream import expected, run_available_now
-from tests.format.tiered_log_kit import ORDERS_PER_PARTITION, tiered_orders
+from tests.format.tiered_log_kit import ORDERS_PER_PARTITION, recopy_overlapping, tiered_orders
 
 pytestmark = pytest.mark.slow
 
@@ -36,6 +36,13 @@ def rows(df):
 def test_a_batch_read_returns_every_record_of_both_tiers_in_order_once(spark, tiered):
     log_dir, url, options, tiers = tiered
     got = rows(read(spark, log_dir, options, minPartitions="5"))
+    assert got == expected("orders", range(2), 0, PER_PARTITION)
+
+
+def test_a_remote_segment_overlapping_the_one_before_is_read_once_by_every_task(spark, tiered, s3_bucket):
+    log_dir, url, options, tiers = tiered
+    recopy_overlapping(url, s3_bucket[1], tiers[1].finished[0], tiers[1].finished[1])
+    got = rows(read(spark, log_dir, options, minPartitions="9"))
     assert got == expected("orders", range(2), 0, PER_PARTITION)
 
 

@@ -1,5 +1,5 @@
-"""The remote tier's layout and metadata codec: object names, a round trip, and listing a partition's
-segments through an fsspec filesystem."""
+"""The remote tier's layout and metadata codec: object names, a round trip, listing a partition's
+segments through an fsspec filesystem, and which segment serves each offset."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from format.errors import CorruptRecordError
 from format.remote_tier import (METADATA_SUFFIX, RemoteLogSegmentMetadata, RemoteLogSegmentState, decode_metadata,
-                                encode_metadata, list_segments, segment_object)
+                                encode_metadata, list_segments, segment_object, serving_segment, serving_segments)
 
 S = RemoteLogSegmentState
 
@@ -38,3 +38,50 @@ def test_list_segments_gives_each_segments_latest_metadata_in_offset_order():
     listed = list_segments(fs, "memory://tier", "orders", "TOPICID", 3)
     assert [(m.base_offset, m.state) for m in listed] == [(0, S.COPY_SEGMENT_STARTED), (10, S.COPY_SEGMENT_FINISHED)]
     assert list_segments(fs, "memory://tier", "orders", "TOPICID", 4) == []
+
+
+def _segment(base: int, end: int, segment_id: str, state: S = S.COPY_SEGMENT_FINISHED, copied_ms: int = 0
+             ) -> RemoteLogSegmentMetadata:
+    return RemoteLogSegmentMetadata("orders", "TOPICID", 3, segment_id, base, end, -1, 4096, state, 2, copied_ms)
+
+
+def _served(listed: list[RemoteLogSegmentMetadata]) -> list[tuple[str, int, int]]:
+    return [(s.metadata.segment_id, s.start_offset, s.end_offset) for s in serving_segments(listed)]
+
+
+def _offsets(listed: list[RemoteLogSegmentMetadata], until: int) -> dict[int, str | None]:
+    """The segment id serving each offset below ``until`` (None: no segment)."""
+    serving = serving_segments(listed)
+    found = {o: serving_segment(serving, o) for o in range(until)}
+    return {o: None if s is None else s.metadata.segment_id for o, s in found.items()}
+
+
+def test_a_segment_overlapping_the_one_before_serves_from_past_its_end():
+    listed = [_segment(80, 150, "b", copied_ms=2), _segment(0, 99, "a", copied_ms=1)]
+    assert _served(listed) == [("a", 0, 99), ("b", 100, 150)]
+    assert _offsets(listed, 152) == {**{o: "a" for o in range(100)}, **{o: "b" for o in range(100, 151)}, 151: None}
+
+
+def test_a_segment_contained_in_another_serves_nothing():
+    assert _served([_segment(0, 150, "a"), _segment(80, 120, "b")]) == [("a", 0, 150)]
+    # The longer of two starting at the same offset serves, whichever was copied first.
+    assert _served([_segment(0, 99, "a", copied_ms=1), _segment(0, 150, "b", copied_ms=2)]) == [("b", 0, 150)]
+
+
+def test_of_identical_copies_the_first_copied_serves():
+    listed = [_segment(0, 99, "later", copied_ms=2), _segment(0, 99, "first", copied_ms=1), _segment(100, 199, "c")]
+    assert _served(listed) == [("first", 0, 99), ("c", 100, 199)]
+
+
+def test_offsets_in_a_gap_stay_unserved_as_kafka_answers_them_out_of_range():
+    listed = [_segment(0, 99, "a"), _segment(120, 199, "b"), _segment(110, 130, "c", copied_ms=1)]
+    assert _served(listed) == [("a", 0, 99), ("c", 110, 130), ("b", 131, 199)]
+    offsets = _offsets(listed, 201)
+    assert [o for o, served in offsets.items() if served is None] == [*range(100, 110), 200]
+    assert serving_segment([], 0) is None
+
+
+def test_only_finished_copies_serve():
+    listed = [_segment(0, 99, "a"), _segment(80, 150, "started", S.COPY_SEGMENT_STARTED),
+              _segment(90, 160, "deleting", S.DELETE_SEGMENT_STARTED)]
+    assert _served(listed) == [("a", 0, 99)]

@@ -5,7 +5,7 @@ import pytest
 from format.layout import TopicPartition
 from format.tiered_log import TieredLogDirectory
 from tests.connector.conftest import produce_numbered
-from tests.format.tiered_log_kit import tier_log_dir
+from tests.format.tiered_log_kit import recopy_overlapping, tier_log_dir
 
 pytestmark = pytest.mark.slow
 
@@ -77,3 +77,33 @@ def test_a_segment_whose_metadata_moves_to_delete_started_is_no_longer_listed(ti
     fs, path = filesystem_for(obj, creds)
     fs.pipe_file(path, remote_tier.encode_metadata(deleting))
     assert directory.segments(tp)[0].base_offset > first.base_offset
+
+
+def test_a_remote_segment_overlapping_the_one_before_is_read_from_past_its_end_so_every_offset_is_read_once(tiered):
+    from connector.planning import OffsetRange
+    from connector.reading import read_range
+
+    log_dir, url, creds, tiers = tiered
+    finished = tiers[1].finished
+    assert len(finished) >= 5
+    before = finished[1]
+    overlapping = recopy_overlapping(url, creds, before, finished[2])
+    assert overlapping.base_offset < before.end_offset < overlapping.end_offset
+    directory = TieredLogDirectory(log_dir, remote_storage_options=creds)
+    tp = TopicPartition("orders", 1)
+    listed = directory.segments(tp)
+    assert [(s.base_offset, s.remote.segment_id) for s in listed[1:3]] == [
+        (before.base_offset, before.segment_id), (before.end_offset + 1, overlapping.segment_id)]
+    info = directory.describe(tp)
+    assert (info.log_start_offset, info.log_end_offset) == (0, 200)
+
+    def offsets(ranges):
+        return [o for r in ranges for b in read_range(directory, r, include_headers=False, fail_on_data_loss=True,
+                                                      chunk_bytes=1 << 20) for o in b.column("offset").to_pylist()]
+
+    whole = OffsetRange("orders", 1, info.log_start_offset, info.log_end_offset)
+    assert offsets([whole]) == list(range(200))
+    # Tasks starting inside the overlap, where the overlapping segment starts serving, and inside its part.
+    cuts = [info.log_start_offset, overlapping.base_offset + 1, before.end_offset + 1, before.end_offset + 3,
+            info.log_end_offset]
+    assert offsets([OffsetRange("orders", 1, a, b) for a, b in zip(cuts, cuts[1:])]) == list(range(200))

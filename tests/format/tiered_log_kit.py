@@ -104,6 +104,35 @@ def tier_log_dir(log_dir: str, topic: str, url: str, storage_options: dict, *, k
     return out
 
 
+def recopy_overlapping(url: str, storage_options: dict, before: RemoteLogSegmentMetadata,
+                       after: RemoteLogSegmentMetadata) -> RemoteLogSegmentMetadata:
+    """What a new leader whose segment boundaries differ from the old leader's leaves in the remote tier: the
+    finished segment ``after`` (the one following ``before``) replaced by a copy that starts at the batch in the
+    middle of ``before`` and holds ``after``'s offsets too, overlapping ``before`` (a ``.log`` object only,
+    read from its start). The new segment's metadata."""
+    from format.record_batch import iter_batches
+
+    remote_fs, _ = filesystem_for(url, storage_options)
+
+    def log_of(m: RemoteLogSegmentMetadata) -> bytes:
+        return remote_fs.cat_file(filesystem_for(remote_tier.segment_object(url, m, ".log"))[1])
+
+    head = list(iter_batches(log_of(before)))
+    middle = head[len(head) // 2]
+    data = log_of(before)[middle.position:] + log_of(after)
+    batches = list(iter_batches(data))
+    assert batches[-1].header.last_offset == after.end_offset
+    m = RemoteLogSegmentMetadata(
+        after.topic, after.topic_id, after.partition, remote_tier.new_segment_id(), middle.header.base_offset,
+        after.end_offset, max(b.header.max_timestamp for b in batches), len(data),
+        RemoteLogSegmentState.COPY_SEGMENT_FINISHED, 1, after.event_timestamp_ms + 1, objects=(".log",))
+    _put(remote_fs, url, m, ".log", data)
+    _put(remote_fs, url, m, remote_tier.METADATA_SUFFIX, remote_tier.encode_metadata(m))
+    for suffix in (*after.objects, remote_tier.METADATA_SUFFIX):
+        remote_fs.rm(filesystem_for(remote_tier.segment_object(url, after, suffix))[1])
+    return m
+
+
 #: Records per partition of ``tiered_orders``.
 ORDERS_PER_PARTITION = 200
 

@@ -2,7 +2,9 @@
 the offsets ListOffsets answers across both tiers.
 
 A partition's remote segments are those ``format.remote_tier`` lists in ``COPY_SEGMENT_FINISHED`` state
-(a copy started, or a segment being deleted, is never read). A read finds the segment holding the offset,
+(a copy started, or a segment being deleted, is never read); where they overlap (a new leader's segment
+boundaries differ from the old leader's), each offset is read from the one segment serving it
+(``remote_tier.serving_segments``). A read finds the segment serving the offset,
 looks the offset up in the segment's ``.index`` (fetched once into the local ``RemoteIndexCache``), and
 range-reads the ``.log`` object through fsspec from that position: only the bytes a fetch returns travel.
 Batches are checked as local reads check them (CRC, offsets against their neighbours and the index).
@@ -18,7 +20,6 @@ and the listing is not tried again within the TTL outside a read of the tier.
 
 from __future__ import annotations
 
-import bisect
 import logging
 import threading
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ from format.index import OffsetIndex, TimeIndex
 from format.layout import TopicPartition
 from format.record_batch import NO_TIMESTAMP
 from format.txn_index import AbortedTxn, collect_aborted_txns, parse_aborted_txns
-from format.remote_tier import RemoteLogSegmentMetadata, RemoteLogSegmentState
+from format.remote_tier import RemoteLogSegmentMetadata, RemoteLogSegmentState, ServingSegment, serving_segment
 from format.segment import FetchDataInfo, LogSegment
 
 from ...clock import SYSTEM_CLOCK, Clock
@@ -78,7 +79,7 @@ class RemoteLogReader:
         self.index_cache = index_cache
         self.clock = clock
         self._lock = threading.Lock()
-        self._listings: dict[TopicPartition, tuple[int, list[RemoteLogSegmentMetadata]]] = {}
+        self._listings: dict[TopicPartition, tuple[int, list[ServingSegment]]] = {}
         self._failures: dict[TopicPartition, tuple[int, str]] = {}  # the last listing that failed, and why
 
     def __repr__(self) -> str:
@@ -86,9 +87,9 @@ class RemoteLogReader:
 
     # --- the segments -----------------------------------------------------------
 
-    def segments(self, tp: TopicPartition, refresh: bool = False) -> list[RemoteLogSegmentMetadata]:
-        """The partition's readable remote segments in offset order: finished copies, each starting past the
-        one before (a segment copied again after a leader change overlaps one kept: the first serves)."""
+    def segments(self, tp: TopicPartition, refresh: bool = False) -> list[ServingSegment]:
+        """The partition's readable remote segments in offset order: finished copies, each serving from past
+        the end of the one before (``remote_tier.serving_segments``)."""
         now = self.clock.milliseconds()
         with self._lock:
             cached = self._listings.get(tp)
@@ -113,11 +114,7 @@ class RemoteLogReader:
             with self._lock:
                 self._failures[tp] = (now, cause)
             raise KafkaStorageError(cause) from None
-        kept: list[RemoteLogSegmentMetadata] = []
-        for m in listed:
-            finished = m.state is RemoteLogSegmentState.COPY_SEGMENT_FINISHED
-            if finished and (not kept or m.base_offset > kept[-1].end_offset):
-                kept.append(m)
+        kept = remote_tier.serving_segments(listed)
         with self._lock:
             self._listings[tp] = (now, kept)
             self._failures.pop(tp, None)
@@ -133,7 +130,7 @@ class RemoteLogReader:
             listed = self.segments(lg.topic_partition)
         except KafkaStorageError:
             return lg.log_start_offset  # the tier cannot be listed (logged): reads of local disk go on
-        return min(lg.log_start_offset, listed[0].base_offset) if listed else lg.log_start_offset
+        return min(lg.log_start_offset, listed[0].start_offset) if listed else lg.log_start_offset
 
     def highest_offset(self, tp: TopicPartition) -> int:
         """The last offset a complete remote segment holds (ListOffsets' latest-tiered); -1 when none."""
@@ -143,29 +140,34 @@ class RemoteLogReader:
     # --- reading -----------------------------------------------------------------
 
     def read(self, lg: Log, offset: int, max_bytes: int, min_one_message: bool = True) -> FetchDataInfo:
-        """Complete batches of the remote segment holding ``offset`` (at most ``max_bytes``, the first batch
-        whole with ``min_one_message``); OffsetOutOfRangeError when neither tier holds ``offset``."""
+        """Complete batches of the remote segment serving ``offset`` (at most ``max_bytes``, the first batch
+        whole with ``min_one_message``); OffsetOutOfRangeError when neither tier holds ``offset`` (as Kafka
+        answers an offset that no remote segment holds, one in a gap between them too)."""
         tp = lg.topic_partition
         for refresh in (False, True):
             listed = self.segments(tp, refresh=refresh)
             start = self.log_start_offset(lg)
             local = lg.local_log_start_offset
-            if not listed or offset < start or offset < listed[0].base_offset or offset > listed[-1].end_offset:
+            serving = serving_segment(listed, offset) if offset >= start else None
+            if serving is None:
                 if refresh:
                     raise OffsetOutOfRangeError(
                         f"{lg}: offset {offset} is in neither tier: the log starts at {start}, on local disk at "
                         f"{local}, and the remote tier {self.storage.url} holds "
-                        + (f"{listed[0].base_offset}..{listed[-1].end_offset}" if listed else "nothing"))
+                        + (", ".join(f"{s.start_offset}..{s.end_offset}" for s in listed) if listed else "nothing"))
                 continue
-            # The first segment ending at or past the offset (an offset in a gap reads from the next batch).
-            i = bisect.bisect_left([m.end_offset for m in listed], offset)
-            following = listed[i + 1].base_offset if i + 1 < len(listed) else local
+            i = listed.index(serving)
+            # Where the read must stop: the next segment serves from there (a remote segment reaching past the
+            # local log start offset is read to its end: the local copy holds the same batches).
+            following = listed[i + 1].start_offset if i + 1 < len(listed) else \
+                local if local > serving.end_offset else None
+            m = serving.metadata
             try:
-                info = self._read_segment(listed[i], offset, max_bytes, min_one_message, following)
+                info = self._read_segment(m, offset, max_bytes, min_one_message, following)
             except FileNotFoundError as exc:
                 if not refresh:
                     continue  # deleted since the listing (total retention): list again
-                raise self._storage_error(listed[i], exc) from None
+                raise self._storage_error(m, exc) from None
             if info is not None:
                 return info
         return FetchDataInfo(offset, local, 0, b"")
@@ -179,12 +181,13 @@ class RemoteLogReader:
         """The first offset of the remote tier whose record's timestamp is at or after ``timestamp`` (a
         segment's time index fetched for the lookup); None when no remote record is that recent."""
         start = self.log_start_offset(lg)
-        for m in self.segments(lg.topic_partition):
+        for s in self.segments(lg.topic_partition):
+            m = s.metadata
             if m.end_offset < start or 0 <= m.max_timestamp_ms < timestamp:
                 continue
             try:
                 found = self._with_segment(m, lambda segment: segment.find_offset_by_timestamp(
-                    timestamp, max(start, m.base_offset)), time_index=True)
+                    timestamp, max(start, s.start_offset)), time_index=True)
             except FileNotFoundError as exc:
                 raise self._storage_error(m, exc) from None
             if found is not None:
@@ -231,13 +234,15 @@ class RemoteLogReader:
         the local ones, found in the time index of the segment whose metadata names that timestamp; None when
         the remote tier holds no timestamped record."""
         start = self.log_start_offset(lg)
-        candidates = sorted((m for m in self.segments(lg.topic_partition)
-                             if m.end_offset >= start and m.base_offset < lg.local_log_start_offset
-                             and m.max_timestamp_ms >= 0), key=lambda m: (-m.max_timestamp_ms, m.base_offset))
-        for m in candidates:
+        candidates = sorted((s for s in self.segments(lg.topic_partition)
+                             if s.end_offset >= start and s.start_offset < lg.local_log_start_offset
+                             and s.metadata.max_timestamp_ms >= 0),
+                            key=lambda s: (-s.metadata.max_timestamp_ms, s.start_offset))
+        for s in candidates:
+            m = s.metadata
             try:
                 found = self._with_segment(m, lambda segment: segment.find_offset_by_timestamp(
-                    m.max_timestamp_ms, max(start, m.base_offset)), time_index=True)
+                    m.max_timestamp_ms, max(start, s.start_offset)), time_index=True)
             except FileNotFoundError as exc:
                 raise self._storage_error(m, exc) from None
             if found is not None:
@@ -251,10 +256,12 @@ class RemoteLogReader:
         search is complete (Kafka's RemoteLogManager.collectAbortedTransactions); when not, the local
         segments' indexes follow."""
         found: list[AbortedTxn] = []
-        for m in self.segments(lg.topic_partition):
-            if m.end_offset < start_offset or m.base_offset >= lg.local_log_start_offset:
+        for s in self.segments(lg.topic_partition):
+            if s.end_offset < start_offset or s.start_offset >= lg.local_log_start_offset:
                 continue
-            result = collect_aborted_txns(self._txn_index(m), start_offset, upper_bound_offset)
+            # From where the segment serves: what it holds below that, the segment before listed already.
+            result = collect_aborted_txns(self._txn_index(s.metadata), max(start_offset, s.start_offset),
+                                          upper_bound_offset)
             found.extend(result.aborted_txns)
             if result.is_complete:
                 return found, True

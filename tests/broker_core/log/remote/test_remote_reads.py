@@ -23,6 +23,7 @@ from format.record_batch import iter_batches
 from testbed.broker_process import BrokerProcess
 from tests.broker_core.log.remote.tiered_partition_kit import (EVENT_MS, PER_BATCH, RECORDS, remote_config, tier, value,
                                                                write_topic)
+from tests.format.tiered_log_kit import recopy_overlapping
 
 pytestmark = pytest.mark.slow
 
@@ -88,6 +89,64 @@ def test_a_consumer_from_offset_zero_reads_every_record_in_order_through_the_bro
         consumer.close()
     assert copied[0].base_offset == 0 and copied[-1].end_offset > RECORDS // 2  # most of it was remote
     assert seen == [(i, value(i)) for i in range(RECORDS)]
+
+
+def consume_all(server: BrokerServer, first: int = 0) -> list[tuple[int, bytes]]:
+    """Every record from ``first`` to the log end, as confluent-kafka receives them."""
+    consumer = Consumer({"bootstrap.servers": server.bootstrap_servers, "group.id": "tiered",
+                         "enable.auto.commit": False, "fetch.wait.max.ms": 100})
+    try:
+        consumer.assign([TopicPartition("t", 0, first)])
+        seen = []
+        deadline = time.monotonic() + TIMEOUT_S
+        while (not seen or seen[-1][0] < RECORDS - 1) and time.monotonic() < deadline:
+            message = consumer.poll(1.0)
+            if message is None:
+                continue
+            assert message.error() is None, message.error()
+            seen.append((message.offset(), message.value()))
+    finally:
+        consumer.close()
+    return seen
+
+
+def test_a_remote_segment_overlapping_the_one_before_after_a_leader_change_serves_every_offset_once(tiered, server):
+    _, config, copied, options = tiered
+    before = copied[3]
+    overlapping = recopy_overlapping(config["remote.storage.url"], options, before, copied[4])
+    assert overlapping.base_offset < before.end_offset < copied[4].base_offset <= overlapping.end_offset
+    assert consume_all(server) == [(i, value(i)) for i in range(RECORDS)]
+    # A consumer starting inside the overlap, and one where the overlapping segment starts serving.
+    for first in (overlapping.base_offset + 1, before.end_offset + 1):
+        assert consume_all(server, first) == [(i, value(i)) for i in range(first, RECORDS)]
+
+
+def test_a_fetch_at_the_end_of_a_remote_segment_that_a_later_one_overlaps_moves_on_to_the_later_one(tiered):
+    log_dir, config, copied, options = tiered
+    before = copied[3]
+    recopy_overlapping(config["remote.storage.url"], options, before, copied[4])
+    with Broker(log_dir, config, background=False) as broker:
+        last = broker.fetch("t", 0, before.end_offset)
+        assert [r.offset for r in last.decoded(before.end_offset)] == [before.end_offset]
+        following = broker.fetch("t", 0, before.end_offset + 1)
+        assert [(r.offset, r.value) for r in following.decoded()][:1] == [(before.end_offset + 1,
+                                                                          value(before.end_offset + 1))]
+        held_only_by_the_overlapping_one = copied[4].base_offset + 1
+        assert broker.list_offsets("t", 0, EVENT_MS + held_only_by_the_overlapping_one).offset == \
+            held_only_by_the_overlapping_one
+        assert broker.list_offsets("t", 0, "latest_tiered").offset == copied[-1].end_offset
+
+
+def test_an_offset_in_a_gap_between_remote_segments_is_out_of_range_as_from_kafka(tiered):
+    log_dir, config, copied, options = tiered
+    lost = copied[4]
+    fs = s3fs.S3FileSystem(**options)
+    for suffix in (*lost.objects, remote_tier.METADATA_SUFFIX):
+        fs.rm(remote_tier.segment_object(config["remote.storage.url"], lost, suffix))
+    with Broker(log_dir, config, background=False) as broker:
+        with pytest.raises(OffsetOutOfRangeError, match=f"offset {lost.base_offset + 1} is in neither tier"):
+            broker.fetch("t", 0, lost.base_offset + 1)
+        assert broker.fetch("t", 0, lost.end_offset + 1).decoded()[0].offset == lost.end_offset + 1
 
 
 def test_list_offsets_answers_earliest_of_either_tier_earliest_local_and_latest_tiered(tiered, server):
