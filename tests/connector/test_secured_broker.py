@@ -1,4 +1,5 @@
-"""Spark reading through a SASL_SSL broker (SCRAM-SHA-512, PEM truststore) with Spark's kafka.* security options."""
+"""Spark reading and writing through a SASL_SSL broker (SCRAM-SHA-512, PEM truststore) with Spark's kafka.*
+security options."""
 
 import pytest
 from py4j.protocol import Py4JJavaError
@@ -6,6 +7,7 @@ from pyspark.errors import AnalysisException, PySparkException
 
 from broker_core.client.remote_broker import RemoteBroker
 from format.record import SimpleRecord
+from format.record_batch import iter_batches
 from tests.broker_core.security.sasl_listener_kit import USERS, sasl_ssl, seglog_security, start_sasl_broker
 from tests.broker_core.security.tls_kit import TestCa
 from tests.connector.conftest import T0
@@ -20,11 +22,17 @@ def stores(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def secured(tmp_path_factory, stores):
+def log_dir(tmp_path_factory) -> str:
+    return str(tmp_path_factory.mktemp("secured") / "logs")
+
+
+@pytest.fixture(scope="module")
+def secured(log_dir, stores):
     # SASL_SSL offers SCRAM-SHA-512 and PLAIN only.
-    server = start_sasl_broker(tmp_path_factory.mktemp("secured") / "logs", stores,
+    server = start_sasl_broker(log_dir, stores,
                                **{"listener.name.sasl_ssl.sasl.enabled.mechanisms": "SCRAM-SHA-512,PLAIN"})
     try:
+        server.broker.create_topic("written", 1)
         server.broker.create_topic("events", 2)
         for p in range(2):
             server.broker.produce("events", [SimpleRecord(b"e-%d-%d" % (p, n), None, T0 + n) for n in range(30)],
@@ -71,6 +79,17 @@ def test_a_streaming_read_through_a_sasl_ssl_broker_commits_its_group_offsets_th
     with RemoteBroker(sasl_ssl(secured), seglog_security(stores)) as broker:
         committed = {tp.partition: c.offset for tp, c in broker.committed_offsets("secured-etl").items()}
     assert committed == {0: 30, 1: 30}
+
+
+def test_a_batch_write_into_the_log_dir_of_a_sasl_ssl_broker_goes_through_its_listener(spark, secured, stores,
+                                                                                     log_dir):
+    rows = spark.createDataFrame([(b"k%d" % n, b"v%d" % n) for n in range(5)], "key binary, value binary")
+    with_options(rows.write.format("seglog"), {"path": log_dir, "topic": "written",
+                                               "kafka.bootstrap.servers": sasl_ssl(secured),
+                                               **security_options(stores)}).mode("append").save()
+    with RemoteBroker(sasl_ssl(secured), seglog_security(stores)) as broker:
+        fetched = broker.fetch("written", 0, 0)
+    assert [r.value for b in iter_batches(fetched.records) for r in b.records()] == [b"v%d" % n for n in range(5)]
 
 
 @pytest.mark.parametrize("options, message", [
