@@ -1,9 +1,9 @@
 """``seglog users add|delete|list``: the SCRAM users a broker authenticates (SASL/SCRAM-SHA-256, -512, and
 PLAIN, which checks passwords against the same credentials).
 
-With ``--bootstrap`` (``--command-config FILE`` for a secured listener) the command asks a running broker (AlterUserScramCredentials,
-DescribeUserScramCredentials, as ``kafka-configs.sh --entity-type users`` does); with ``--log-dir`` it
-changes the credentials file of log dirs no broker runs on (it takes their lock, so a running broker
+With ``--bootstrap`` (``--command-config FILE`` for a secured listener) the command asks a running broker
+(AlterUserScramCredentials, DescribeUserScramCredentials, as ``kafka-configs.sh --entity-type users`` does);
+with ``--log-dir`` it changes the credentials file of log dirs no broker runs on (it takes their lock, so a running broker
 is reached through ``--bootstrap`` instead; in cluster mode the credentials live in etcd, reached
 through any broker). The password is salted here (PBKDF2, a fresh random salt) and only the salted
 form leaves the command; without ``--password`` it is read from the first line of standard input.
