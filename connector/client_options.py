@@ -16,6 +16,7 @@ strings; each Python process builds the TLS context from them once.
 
 from __future__ import annotations
 
+import ssl
 from functools import lru_cache
 from typing import Mapping
 
@@ -61,6 +62,12 @@ def open_broker(bootstrap: str, props: Mapping[str, str]):
         return RemoteBroker(bootstrap, security)
     except (UnsupportedSaslMechanismError, SaslAuthenticationFailedError) as exc:
         raise _refused_login(exc, bootstrap, props) from None
+    except ssl.SSLCertVerificationError as exc:
+        from .options import SeglogOptionError
+
+        raise SeglogOptionError(f"option {PREFIX}ssl.truststore.location={props.get('ssl.truststore.location')}: "
+                                f"the certificate of the broker at {bootstrap} is not trusted "
+                                f"({exc.verify_message})") from None
 
 
 def _refused_login(exc: Exception, bootstrap: str, props: Mapping[str, str]) -> Exception:

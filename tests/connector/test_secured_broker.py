@@ -105,6 +105,16 @@ def test_a_refused_login_fails_at_load_naming_the_option(spark, secured, stores,
     assert "not-alices-password" not in str(err.value)
 
 
+def test_a_truststore_without_the_brokers_ca_fails_at_load_naming_the_option(spark, secured, stores, tmp_path):
+    other_ca = TestCa(tmp_path / "other-ca").server().truststore
+    options = {**security_options(stores), "kafka.ssl.truststore.location": str(other_ca)}
+    reader = with_options(spark.read.format("seglog"), {"bootstrap": sasl_ssl(secured), "subscribe": "events",
+                                                        **options})
+    with pytest.raises(SPARK_ERRORS) as err:
+        reader.load()
+    assert f"option kafka.ssl.truststore.location={other_ca}: the certificate of the broker at" in str(err.value)
+
+
 def test_a_missing_truststore_fails_at_load_naming_the_option(spark, secured, stores, tmp_path):
     options = {**security_options(stores), "kafka.ssl.truststore.location": str(tmp_path / "no-ca.pem")}
     reader = with_options(spark.read.format("seglog"), {"bootstrap": sasl_ssl(secured), "subscribe": "events",
