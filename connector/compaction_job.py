@@ -38,7 +38,10 @@ import time
 import uuid
 from typing import Callable, Mapping, Sequence
 
+from broker_core.cli.broker_access import add_command_config_argument
+from broker_core.client.client_security import PLAINTEXT_CLIENT, ClientSecurity
 from broker_core.config import BrokerConfig
+from broker_core.errors import InvalidConfigurationError
 from broker_core.key_values import parse_key_values
 from broker_core.log.cleaner.distributed import CompactionError
 from broker_core.log.cleaner.distributed.clean_stage import CleanTask, clean_inputs, clean_tasks, run_clean_task
@@ -120,11 +123,11 @@ class _Progress:
 def run_compaction(spark, url: str, topics: Sequence[str], *, storage_options: Mapping | None = None,
                    broker_config: Mapping[str, object] | None = None, now_ms: int | None = None,
                    out: Callable[[str], None] = print, bootstrap: str | None = None,
-                   lease_ms: int = DEFAULT_LEASE_MS,
-                   task_bytes: int = DEFAULT_TASK_BYTES) -> list[PartitionReport]:
+                   lease_ms: int = DEFAULT_LEASE_MS, task_bytes: int = DEFAULT_TASK_BYTES,
+                   security: ClientSecurity = PLAINTEXT_CLIENT) -> list[PartitionReport]:
     """Compact ``topics`` of the log dir at ``url``; returns a report per partition cleaned.
 
-    With ``bootstrap`` (the listener of the broker running on the log dir) the job leases the
+    With ``bootstrap`` (the listener of the broker running on the log dir, reached with ``security``) the job leases the
     partitions from that broker and the broker swaps the cleaned segments in; without, the log
     dir must have no running broker and the job swaps them itself under the dir's lock.
 
@@ -140,7 +143,7 @@ def run_compaction(spark, url: str, topics: Sequence[str], *, storage_options: M
     group_id = f"seglog-compaction-{uuid.uuid4().hex[:8]}"
     sc.setJobGroup(group_id, f"seglog compaction of {','.join(topics)} in {url}", interruptOnCancel=True)
     try:
-        with compaction_lease(directory, topics, bootstrap, lease_ms) as lease:
+        with compaction_lease(directory, topics, bootstrap, lease_ms, security) as lease:
             started = time.monotonic()
             plans = plan_compaction(url, topics, storage_options=storage_options, now_ms=now_ms,
                                     broker_config=broker_config, settle_leftovers=lease.settles_leftovers)
@@ -235,11 +238,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--bootstrap", metavar="HOST:PORT",
                         help="the listener of a broker running on the log dir: the job leases the topics' "
                              "partitions from it and it swaps the cleaned segments in")
+    add_command_config_argument(parser)
     parser.add_argument("--lease-ms", type=int, default=DEFAULT_LEASE_MS,
                         help="how long the broker keeps the lease without a renewal (default 60000)")
     parser.add_argument("--now-ms", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     topics = [t.strip() for t in args.topics.split(",") if t.strip()]
+    try:
+        security = ClientSecurity.from_file(args.command_config)
+    except InvalidConfigurationError as exc:
+        print(f"compaction_job: --command-config {args.command_config}: {exc}", file=sys.stderr)
+        return 1
     from pyspark.sql import SparkSession
 
     spark = SparkSession.builder.appName("seglog-compaction").getOrCreate()
@@ -248,7 +257,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                         for k, v in parse_key_values(args.storage, "--storage").items()})
         run_compaction(spark, args.path, topics, storage_options=storage,
                        broker_config=parse_key_values(args.broker_config, "--broker-config"),
-                       now_ms=args.now_ms, bootstrap=args.bootstrap, lease_ms=args.lease_ms)
+                       now_ms=args.now_ms, bootstrap=args.bootstrap, lease_ms=args.lease_ms,
+                       security=security)
     except (CompactionError, ValueError, OSError) as exc:
         print(f"compaction_job: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1

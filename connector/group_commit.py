@@ -25,9 +25,9 @@ log = logging.getLogger(__name__)
 def commit_group_offsets(options: SourceOptions, offsets: Mapping[TopicPartition, int]) -> None:
     """Store ``offsets`` as the committed position of ``options.group_id``."""
     if options.bootstrap:
-        from broker_core.client.remote_broker import RemoteBroker
+        from .client_options import open_broker
 
-        with RemoteBroker(options.bootstrap) as broker:
+        with open_broker(options.bootstrap, options.client_props) as broker:
             broker.commit_offsets(options.group_id, dict(offsets))
         log.info("committed offsets of group %s through %s: %s", options.group_id, options.bootstrap, dict(offsets))
         return

@@ -16,6 +16,8 @@ from typing import Mapping
 from format.fs import storage_options_from
 from format.tiered_log import TieredLogDirectory
 
+from .client_options import client_security, security_props
+
 EARLIEST = -2
 LATEST = -1
 VIEWS = ("offsets", "groups", "segments")
@@ -79,7 +81,13 @@ class SourceOptions:
     isolation_level: str = "read_uncommitted"
     view: str | None = None
     chunk_bytes: int = 4 * 1024 * 1024
-    raw: Mapping[str, str] = field(default_factory=dict)
+    raw: Mapping[str, str] = field(default_factory=dict, repr=False)
+    # The kafka.security.protocol, kafka.sasl.* and kafka.ssl.* options, without the prefix.
+    client_props: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+    def security(self):
+        """How to reach the broker of ``bootstrap`` (a ``ClientSecurity``, built once per process)."""
+        return client_security(self.client_props)
 
     def selects(self, topic: str) -> bool:
         if self.subscribe:
@@ -339,6 +347,9 @@ def parse_options(options: Mapping[str, str], *, streaming: bool | None = False)
                                 f"maxOffsetsPerTrigger ({max_offsets})")
     chunk = _positive_int(opts, "chunkBytes")
     isolation_level = _isolation_level(opts)
+    client_props = security_props(options)
+    if bootstrap is not None:
+        client_security(client_props)  # a bad kafka.security.protocol, kafka.ssl.* or kafka.sasl.* fails load()
     parsed = SourceOptions(
         path=path, storage_options=storage_options_from(options), bootstrap=bootstrap,
         remote_storage_url=remote_storage_url,
@@ -351,7 +362,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool | None = False)
         include_headers=_bool(opts, "includeHeaders", False),
         group_id=group_id, auto_offset_reset=auto_offset_reset, starting_timestamp_strategy=strategy,
         isolation_level=isolation_level, view=view.lower() if view else None,
-        chunk_bytes=chunk or 4 * 1024 * 1024, raw=dict(options))
+        chunk_bytes=chunk or 4 * 1024 * 1024, raw=dict(options), client_props=client_props)
     if streaming is not None:
         check_mode(parsed, streaming)
     return parsed

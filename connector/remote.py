@@ -9,7 +9,7 @@ way.
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, Mapping
 
 import pyarrow as pa
 
@@ -19,20 +19,20 @@ from format.layout import INTERNAL_TOPICS, TopicPartition
 from format.log_dir import PartitionInfo
 from format.record_batch import iter_batches
 
+from .client_options import open_broker
 from .planning import OffsetRange
 
 
 class RemoteLog:
     """Metadata of the partitions served by the broker at ``bootstrap`` (``host:port``)."""
 
-    def __init__(self, bootstrap: str):
+    def __init__(self, bootstrap: str, client_props: Mapping[str, str] | None = None):
         self.url = bootstrap
         self.bootstrap = bootstrap
+        self.client_props = dict(client_props or {})  # kafka.security.protocol, kafka.ssl.*, kafka.sasl.*
 
     def _broker(self):
-        from broker_core.client.remote_broker import RemoteBroker
-
-        return RemoteBroker(self.bootstrap)
+        return open_broker(self.bootstrap, self.client_props)
 
     def topics(self, include_internal: bool = False) -> dict[str, list[int]]:
         with self._broker() as broker:
@@ -68,16 +68,17 @@ class RemoteLog:
 
 
 def fetch_range(bootstrap: str, r: OffsetRange, *, include_headers: bool, fail_on_data_loss: bool,
-                max_bytes: int, read_committed: bool = False) -> Iterator[pa.RecordBatch]:
+                max_bytes: int, read_committed: bool = False,
+                client_props: Mapping[str, str] | None = None) -> Iterator[pa.RecordBatch]:
     """Arrow record batches of ``r`` fetched over the protocol, in offset order; ``read_committed``
-    fetches at that isolation level and leaves out the aborted transactions the responses list."""
-    from broker_core.client.remote_broker import RemoteBroker
+    fetches at that isolation level and leaves out the aborted transactions the responses list;
+    ``client_props``: the security options the broker is reached with."""
     from broker_core.errors import OffsetOutOfRangeError
 
     from .reading import data_loss
 
     position = r.from_offset
-    with RemoteBroker(bootstrap) as broker:
+    with open_broker(bootstrap, client_props or {}) as broker:
         while position < r.until_offset:
             try:
                 result = broker.fetch(r.topic, r.partition, position, max_bytes,

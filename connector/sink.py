@@ -82,6 +82,7 @@ from format.layout import TopicPartition
 from format.log_dir import LogDirectory
 from format.record import Header, SimpleRecord
 
+from .client_options import client_security, open_broker, security_props
 from .options import SeglogOptionError, _bootstrap
 from .sink_transaction import (SinkTransaction, committed_batch_id, pause_at,
                                query_transaction, transactional_id_option)
@@ -122,6 +123,8 @@ class SinkOptions:
     broker_config: Mapping[str, str] = field(default_factory=dict)  # auto.create.topics.enable, num.partitions
     transaction: SinkTransaction | None = None  # None: at-least-once, plain appends
     bootstrap: str | None = None  # the broker that owns log_dir (host:port): commits go through it
+    # kafka.security.protocol, kafka.ssl.*, kafka.sasl.* without the prefix: how bootstrap is reached.
+    client_props: Mapping[str, str] = field(default_factory=dict, repr=False)
 
 
 def _type_name(data_type: DataType) -> str:
@@ -238,7 +241,11 @@ def parse_sink_options(options: Mapping[str, str], schema: StructType, overwrite
     else:
         given = transactional_id_option(opts)
         transaction = None if given is None else SinkTransaction(given, given)
-    return SinkOptions(log_dir, topic, compression, columns, broker_config, transaction, _bootstrap(opts))
+    bootstrap = _bootstrap(opts)
+    client_props = security_props(opts)
+    if bootstrap is not None:
+        client_security(client_props)  # a bad security option fails before any task runs
+    return SinkOptions(log_dir, topic, compression, columns, broker_config, transaction, bootstrap, client_props)
 
 
 def _check_topic(log_dir: str, topic: str, broker_config: Mapping[str, str]) -> None:
@@ -429,9 +436,10 @@ def _missing_topics(broker: Broker | RemoteBroker, found: Mapping[str, tuple[int
 
 def produce_staged(log_dir: str, staged: Sequence[StagedBatches], topic_option: str | None,
                    compression: CompressionType, broker_config: Mapping[str, str] | None = None,
-                   transaction: SinkTransaction | None = None, bootstrap: str | None = None) -> int:
+                   transaction: SinkTransaction | None = None, bootstrap: str | None = None,
+                   client_props: Mapping[str, str] | None = None) -> int:
     """Append the staged rows, in task order, through the embedded broker (or the running broker at
-    ``bootstrap``); returns the records written.
+    ``bootstrap``, reached with the security options ``client_props``); returns the records written.
 
     Every destination is checked before the first append or topic creation, so
     a refused topic or an unknown partition writes nothing. With ``transaction``
@@ -444,7 +452,7 @@ def produce_staged(log_dir: str, staged: Sequence[StagedBatches], topic_option: 
         return 0  # an empty micro-batch needs no broker (and no lock)
     broker_config = dict(broker_config or {})
     if bootstrap is not None:
-        broker: Broker | RemoteBroker = RemoteBroker(bootstrap)
+        broker: Broker | RemoteBroker = open_broker(bootstrap, client_props or {})
         num_partitions = broker_config.get("num.partitions")
         create = functools.partial(broker.create_topic, partitions=None if num_partitions is None
                                    else int(num_partitions))
@@ -543,7 +551,7 @@ class _SinkBase:
         try:
             pause_at("before-write")
             produce_staged(self.options.log_dir, staged, self.options.topic, self.options.compression,
-                           self.options.broker_config, transaction, self.options.bootstrap)
+                           self.options.broker_config, transaction, self.options.bootstrap, self.options.client_props)
         finally:
             self._clean(messages)
 

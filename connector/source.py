@@ -22,6 +22,7 @@ from format.log_dir import PartitionInfo
 from format.remote_tier import REMOTE_TIER_FILE
 from format.tiered_log import TieredLogDirectory
 
+from .client_options import open_broker
 from .options import SeglogOptionError, SourceOptions, open_log_directory, parse_options
 from .planning import (OffsetRange, TriggerPacer, bound_to_readable, check_named_partitions, check_ranges,
                        from_offsets_json, resolve, select_partitions, split_ranges, to_offsets_json)
@@ -50,7 +51,7 @@ class _Planner:
         self.options = options
         self.directory = _log_directory(options) if options.path else None
         # With bootstrap, the running broker is the authority on partitions and offsets.
-        self.metadata = RemoteLog(options.bootstrap) if options.bootstrap else self.directory
+        self.metadata = RemoteLog(options.bootstrap, options.client_props) if options.bootstrap else self.directory
 
     def check_path(self) -> None:
         if self.directory is None:
@@ -104,9 +105,7 @@ class _Planner:
 
         if self.options.bootstrap:
             # The running broker's coordinator knows the group's offsets (OffsetFetch).
-            from broker_core.client.remote_broker import RemoteBroker
-
-            with RemoteBroker(self.options.bootstrap) as broker:
+            with open_broker(self.options.bootstrap, self.options.client_props) as broker:
                 return {tp: c.offset for tp, c in broker.committed_offsets(self.options.group_id).items()}
         if self.directory is None:
             raise SeglogOptionError("option startingOffsets=group needs the option path (the log dir holding "
@@ -178,7 +177,7 @@ def _read(options: SourceOptions, partition: InputPartition) -> Iterator[pa.Reco
     if not options.path:
         yield from fetch_range(options.bootstrap, partition.offset_range, include_headers=options.include_headers,
                                fail_on_data_loss=options.fail_on_data_loss, max_bytes=options.chunk_bytes,
-                               read_committed=options.read_committed)
+                               read_committed=options.read_committed, client_props=options.client_props)
         return
     directory = open_log_directory(options)
     yield from read_range(directory, partition.offset_range, include_headers=options.include_headers,

@@ -26,6 +26,7 @@ from typing import Sequence, TextIO
 
 from ..key_values import parse_key_values
 from .arguments import CommandError, UsageError, non_negative
+from .broker_access import add_command_config_argument
 from .progress import DEFAULT_REPORTING_INTERVAL_MS, ProgressLine
 
 
@@ -169,7 +170,8 @@ def _project_root(job_file: str) -> str:
 
 def spark_submit_command(path: str, topics: list[str], *, master: str | None = None,
                          storage: Sequence[str] = (), broker_config: Sequence[str] = (),
-                         conf: Sequence[str] = (), bootstrap: str | None = None) -> tuple[list[str], str]:
+                         conf: Sequence[str] = (), bootstrap: str | None = None,
+                         command_config: str | None = None) -> tuple[list[str], str]:
     """The spark-submit command running the compaction job, and the directory to run it from."""
     job = compaction_job_file()
     root = _project_root(job)
@@ -188,6 +190,8 @@ def spark_submit_command(path: str, topics: list[str], *, master: str | None = N
         command += ["--broker-config", item]
     if bootstrap:
         command += ["--bootstrap", bootstrap]
+    if command_config:
+        command += ["--command-config", os.path.abspath(command_config)]
     return command, root
 
 
@@ -213,7 +217,7 @@ def compact_with_spark(args: argparse.Namespace) -> int:
             return 0
     command, root = spark_submit_command(path, topics, master=args.master, storage=args.storage or (),
                                          broker_config=args.broker_config or (), conf=args.conf or (),
-                                         bootstrap=args.bootstrap)
+                                         bootstrap=args.bootstrap, command_config=args.command_config)
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
     return subprocess.call(command, cwd=root, env=env)
 
@@ -221,9 +225,9 @@ def compact_with_spark(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.spark:
         return compact_with_spark(args)
-    if args.master or args.storage or args.conf or args.bootstrap:
-        raise UsageError("--master, --storage, --conf and --bootstrap go with --spark (a running broker cleans "
-                         "its own logs)")
+    if args.master or args.storage or args.conf or args.bootstrap or args.command_config:
+        raise UsageError("--master, --storage, --conf, --command-config and --bootstrap go with --spark (a running "
+                         "broker cleans its own logs)")
     return compact_in_process(args.log_dir, args.topic, parse_key_values(args.broker_config, "--broker-config"),
                               reporting_interval_ms=args.reporting_interval)
 
@@ -247,4 +251,5 @@ def add_parser(commands) -> None:
     compact.add_argument("--bootstrap", metavar="HOST:PORT",
                          help="--spark: the listener of the broker running on the log dir; the job leases the "
                               "partitions from it and the broker swaps the cleaned segments in")
+    add_command_config_argument(compact)
     compact.set_defaults(run=run)

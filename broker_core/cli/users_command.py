@@ -1,9 +1,9 @@
 """``seglog users add|delete|list``: the SCRAM users a broker authenticates (SASL/SCRAM-SHA-256, -512, and
 PLAIN, which checks passwords against the same credentials).
 
-With ``--bootstrap`` the command asks a running broker (AlterUserScramCredentials,
-DescribeUserScramCredentials, as ``kafka-configs.sh --entity-type users`` does); with ``--log-dir`` it
-changes the credentials file of log dirs no broker runs on (it takes their lock, so a running broker
+With ``--bootstrap`` (``--command-config FILE`` for a secured listener) the command asks a running broker
+(AlterUserScramCredentials, DescribeUserScramCredentials, as ``kafka-configs.sh --entity-type users`` does);
+with ``--log-dir`` it changes the credentials file of log dirs no broker runs on (it takes their lock, so a running broker
 is reached through ``--bootstrap`` instead; in cluster mode the credentials live in etcd, reached
 through any broker). The password is salted here (PBKDF2, a fresh random salt) and only the salted
 form leaves the command; without ``--password`` it is read from the first line of standard input.
@@ -17,6 +17,7 @@ import sys
 from contextlib import ExitStack
 from typing import Any
 
+from ..client.client_security import ClientSecurity
 from ..errors import LogDirInUseError, error_for_code
 from ..protocol import ApiKey
 from ..security import scram
@@ -24,6 +25,7 @@ from ..security.credential_admin import (alter_user_scram_credentials, deletion,
                                          upsertion)
 from ..security.scram import ScramMechanism
 from .arguments import CommandError, UsageError
+from .broker_access import add_command_config_argument
 from .tables import aligned
 
 DEFAULT_MECHANISM = ScramMechanism.SCRAM_SHA_512
@@ -58,13 +60,14 @@ class _LogDirs:
 class _Broker:
     """A running broker, through the Kafka protocol."""
 
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, security: ClientSecurity) -> None:
         self.bootstrap = bootstrap
+        self.security = security
 
     def _send(self, api_key: ApiKey, body: dict[str, Any]) -> dict[str, Any]:
         from ..client.protocol_client import ProtocolClient
 
-        with ProtocolClient(self.bootstrap, client_id="seglog-cli") as client:
+        with ProtocolClient(self.bootstrap, client_id="seglog-cli", security=self.security) as client:
             return client.send(api_key, body)
 
     def alter(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -78,7 +81,9 @@ class _Broker:
 
 
 def _where(args: argparse.Namespace) -> _LogDirs | _Broker:
-    return _Broker(args.bootstrap) if args.bootstrap else _LogDirs(args.log_dir)
+    if args.bootstrap:
+        return _Broker(args.bootstrap, ClientSecurity.from_file(args.command_config))
+    return _LogDirs(args.log_dir)
 
 
 def _check(results: list[dict[str, Any]]) -> None:
@@ -141,6 +146,7 @@ def add_parser(commands) -> None:
         group = p.add_mutually_exclusive_group(required=True)
         group.add_argument("--log-dir", action="append", help="a log directory no broker runs on (repeat for several)")
         group.add_argument("--bootstrap", metavar="HOST:PORT", help="a running broker")
+        add_command_config_argument(p)
 
     add = actions.add_parser("add", help="add a user, or change a user's password")
     where(add)

@@ -67,6 +67,19 @@ def test_compact_with_spark_beside_a_running_broker_hands_the_job_its_listener(t
     assert "--bootstrap go with --spark" in capsys.readouterr().err
 
 
+def test_compact_with_spark_hands_the_job_the_command_config_of_a_secured_listener(tmp_path, capsys):
+    command, _ = spark_submit_command("/data/logs", ["a"], bootstrap="127.0.0.1:9093", command_config="client.properties")
+    assert command[-4:] == ["--bootstrap", "127.0.0.1:9093", "--command-config", os.path.abspath("client.properties")]
+    # The job reads the file before Spark starts: a bad one stops it naming the setting.
+    config = tmp_path / "client.properties"
+    config.write_text("security.protocol=SASL_TLS\n")
+    from connector.compaction_job import main as job_main
+
+    assert job_main(["--path", str(tmp_path), "--topics", "a", "--bootstrap", "127.0.0.1:9093",
+                     "--command-config", str(config)]) == 1
+    assert "configuration security.protocol" in capsys.readouterr().err
+
+
 def test_key_value_options_are_parsed_in_one_place_naming_the_option():
     from broker_core.key_values import parse_key_values
 

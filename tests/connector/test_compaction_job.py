@@ -265,3 +265,29 @@ def test_the_job_compacts_a_log_dir_a_running_broker_owns_through_its_lease(spar
     finally:
         server.shutdown()
     assert [n for _, _, names in os.walk(d) for n in names if n.endswith(layout.TRANSIENT_FILE_SUFFIXES)] == []
+
+
+def test_the_job_leases_through_a_sasl_ssl_listener_with_the_client_security_it_is_given(spark, tmp_path):
+    from broker_core.errors import SaslAuthenticationFailedError
+    from tests.broker_core.security.sasl_listener_kit import sasl_ssl, seglog_security, start_sasl_broker
+    from tests.broker_core.security.tls_kit import TestCa
+
+    stores = TestCa(tmp_path / "ca").server()
+    clock = MockTime(current_time_ms=T0)
+    d = str(tmp_path / "logs")
+    fill(d, clock, {}, partitions=1, batches=20, keys=10)
+    lag = {"log.cleaner.min.compaction.lag.ms": 400 * 86_400_000}
+    later = clock.milliseconds() + 401 * 86_400_000
+    server = start_sasl_broker(d, stores, **lag)
+    try:
+        with pytest.raises(SaslAuthenticationFailedError, match="alice"):
+            run_compaction(spark, d, ["table"], now_ms=later, broker_config=lag, bootstrap=sasl_ssl(server),
+                           security=seglog_security(stores, password="wrong"), out=lambda line: None)
+        reports = run_compaction(spark, d, ["table"], now_ms=later, broker_config=lag, bootstrap=sasl_ssl(server),
+                                 security=seglog_security(stores), out=lambda line: None)
+        assert [str(r.topic_partition) for r in reports] == ["table-0"]
+        assert reports[0].bytes_after < reports[0].bytes_before
+        checkpoint = server.broker.log_manager.cleaner.manager.all_cleaner_checkpoints()
+        assert checkpoint[TopicPartition("table", 0)] == reports[0].end_offset
+    finally:
+        server.shutdown(timeout_ms=10_000)

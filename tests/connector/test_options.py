@@ -129,3 +129,34 @@ def test_remote_storage_url_without_a_path_or_without_a_scheme_is_refused_naming
     url = "s3://bucket/tier" if "bootstrap" in given else "bucket/tier"
     with pytest.raises(SeglogOptionError, match="option remote.storage.url"):
         parse_options({**given, "subscribe": "t", "remote.storage.url": url})
+
+
+_SECURED = {**BASE, "bootstrap": "127.0.0.1:9093", "kafka.security.protocol": "SASL_PLAINTEXT",
+            "kafka.sasl.mechanism": "SCRAM-SHA-512",
+            "kafka.sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required '
+                                      'username="etl" password="etl-secret";'}
+
+
+def test_the_kafka_security_options_are_the_client_properties_without_the_prefix():
+    options = parse_options({**_SECURED, "KAFKA.SSL.Truststore.Type": "PEM"}, streaming=None)
+    assert options.client_props == {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512",
+                                    "sasl.jaas.config": _SECURED["kafka.sasl.jaas.config"],
+                                    "ssl.truststore.type": "PEM"}
+    security = options.security()
+    assert (security.security_protocol, security.sasl_mechanism, security.username, security.password) == \
+        ("SASL_PLAINTEXT", "SCRAM-SHA-512", "etl", "etl-secret")
+    assert "etl-secret" not in repr(options)
+
+
+@pytest.mark.parametrize("extra, option", [
+    ({"kafka.security.protocol": "SASL_TLS"}, "option kafka.security.protocol"),
+    ({"kafka.sasl.mechanism": "GSSAPI"}, "option kafka.sasl.mechanism"),
+    ({"kafka.sasl.jaas.config": 'username="etl" password="etl-secret"'}, "option kafka.sasl.jaas.config"),
+    ({"kafka.security.protocol": "SASL_SSL", "kafka.ssl.truststore.location": "/no/such/ca.pem"},
+     "option kafka.ssl.truststore.location"),
+    ({"kafka.security.protocol": "SSL", "kafka.ssl.keystore.type": "JKS"}, "option kafka.ssl.keystore.type"),
+])
+def test_a_bad_security_option_names_the_option_and_hides_the_password(extra, option):
+    with pytest.raises(SeglogOptionError, match=option) as err:
+        parse_options({**_SECURED, **extra}, streaming=None)
+    assert "etl-secret" not in str(err.value)

@@ -74,18 +74,53 @@ def test_each_client_authenticates_with_scram_sha_256_over_sasl_plaintext(sasl_b
     assert values == expected_values()
 
 
-def test_the_cli_works_through_a_sasl_ssl_listener_with_a_command_config_file(sasl_broker, server_stores, tmp_path):
+def _command_config(server_stores, tmp_path) -> str:
     config = tmp_path / "client.properties"
     config.write_text(
         "security.protocol=SASL_SSL\nssl.truststore.type=PEM\n"
         f"ssl.truststore.location={server_stores.truststore}\nsasl.mechanism=SCRAM-SHA-512\n"
         'sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="alice" '
         'password="alice-secret";\n')
-    where = ["--bootstrap", sasl_ssl(sasl_broker), "--command-config", str(config)]
+    return str(config)
+
+
+def test_the_cli_works_through_a_sasl_ssl_listener_with_a_command_config_file(sasl_broker, server_stores, tmp_path):
+    where = ["--bootstrap", sasl_ssl(sasl_broker), "--command-config", _command_config(server_stores, tmp_path)]
     assert run("topics", "create", *where, "--topic", "cli-sasl")[0] == 0
     assert run("produce", *where, "--topic", "cli-sasl", stdin="one\ntwo\n")[0] == 0
     code, out, err = run("consume", *where, "--topic", "cli-sasl", "--from-beginning", "--timeout-ms", "0")
     assert (code, out.split()) == (0, ["one", "two"]), err
+
+
+def test_every_command_taking_bootstrap_takes_a_command_config_file():
+    import argparse
+
+    from broker_core.cli.seglog_command import build_parser
+
+    def commands(parser, name=""):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub_name, sub in action.choices.items():
+                    yield from commands(sub, f"{name} {sub_name}".strip())
+        yield name, {flag for action in parser._actions for flag in action.option_strings}
+
+    with_bootstrap = {name: flags for name, flags in commands(build_parser()) if "--bootstrap" in flags}
+    assert {"topics", "produce", "consume", "groups", "transactions", "cluster", "compact", "acls",
+            "users add", "users list", "users delete"} <= set(with_bootstrap)
+    assert [name for name, flags in with_bootstrap.items() if "--command-config" not in flags] == []
+
+
+def test_users_and_groups_work_through_a_sasl_ssl_listener_with_a_command_config_file(sasl_broker, server_stores,
+                                                                                      tmp_path):
+    where = ["--bootstrap", sasl_ssl(sasl_broker), "--command-config", _command_config(server_stores, tmp_path)]
+    code, _, err = run("users", "add", *where, "--user", "carol", "--password", "carol-secret")
+    assert code == 0, err
+    code, out, err = run("users", "list", *where, "--user", "carol")
+    assert (code, out.split()[3:]) == (0, ["carol", "SCRAM-SHA-512", "4096"]), err
+    ProtocolClient(sasl_ssl(sasl_broker), security=seglog_security(server_stores, user="carol",
+                                                                   password="carol-secret")).close()
+    code, _, err = run("users", "list", "--bootstrap", sasl_ssl(sasl_broker))
+    assert code != 0
 
 
 # --- refusals, each beside a witness --------------------------------------------------------------------

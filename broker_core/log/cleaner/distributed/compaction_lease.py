@@ -9,6 +9,7 @@ through seglog's CompactionLease request, and has that broker swap them in
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import uuid
@@ -18,6 +19,7 @@ from format.fs import is_local
 from format.layout import TopicPartition
 from format.log_dir import LogDirectory
 
+from ....client.client_security import PLAINTEXT_CLIENT, ClientSecurity
 from ....client.protocol_client import ProtocolClient
 from ....errors import LogDirInUseError, error_for_code
 from ....protocol.api_keys import SeglogApiKey
@@ -174,10 +176,12 @@ def _error_text(entry: Mapping) -> str:
 
 
 def compaction_lease(directory: LogDirectory, topics: Sequence[str], bootstrap: str | None = None,
-                     lease_ms: int = DEFAULT_LEASE_MS) -> LockFileLease | BrokerLease:
+                     lease_ms: int = DEFAULT_LEASE_MS,
+                     security: ClientSecurity = PLAINTEXT_CLIENT) -> LockFileLease | BrokerLease:
     """The lease the job holds on ``directory``: against the broker at
-    ``bootstrap`` when one runs on it, else the log dir's lock file."""
+    ``bootstrap`` (reached with ``security``) when one runs on it, else the log dir's lock file."""
     if bootstrap is None:
         return LockFileLease(directory.fs, directory.root)
     present = directory.topics(include_internal=True)
-    return BrokerLease(bootstrap, [TopicPartition(t, p) for t in topics for p in present.get(t, ())], lease_ms)
+    return BrokerLease(bootstrap, [TopicPartition(t, p) for t in topics for p in present.get(t, ())], lease_ms,
+                       client_factory=functools.partial(ProtocolClient, security=security))
