@@ -340,17 +340,23 @@ class Broker:
 
     def create_topic(self, name: str, partitions: int | None = None,
                      config: Mapping[str, object] | None = None, *,
-                     replication_factor: int | None = None, topic_id: str | None = None) -> TopicDescription:
+                     replication_factor: int | None = None) -> TopicDescription:
         """Create a topic, all its partitions or none: the creation is checked against
         ``max.partitions``, the descriptors and the log dirs' room first, and a creation
         that fails (or is interrupted) half-way is rolled back (at the next open). One broker holds
-        one replica: a ``replication_factor`` above 1 is INVALID_REPLICATION_FACTOR. ``topic_id`` is the
-        cluster's id of the topic (a new one when None)."""
-        self._check_writable(f"create topic {name!r}")
+        one replica: a ``replication_factor`` above 1 is INVALID_REPLICATION_FACTOR."""
         if replication_factor not in (None, 1):
             raise InvalidReplicationFactorError(
                 f"Unable to replicate the partition {replication_factor} time(s): The target replication factor "
                 f"of {replication_factor} cannot be reached because only 1 broker(s) are registered.")
+        return self.create_replica_topic(name, partitions, config)
+
+    def create_replica_topic(self, name: str, partitions: int | None = None,
+                             config: Mapping[str, object] | None = None, topic_id: str | None = None,
+                             ) -> TopicDescription:
+        """``create_topic`` for this broker's replicas of a cluster's topic, under the cluster's
+        ``topic_id`` (a new id when None)."""
+        self._check_writable(f"create topic {name!r}")
         try:
             layout.validate_topic_name(name)
         except FormatInvalidTopicError as exc:

@@ -26,6 +26,7 @@ __all__ = [
     "ERRORS_BY_CODE",
     "UnknownServerError",
     "OffsetOutOfRangeError",
+    "OffsetMovedToTieredStorageError",
     "CorruptMessageError",
     "UnknownTopicOrPartitionError",
     "InvalidFetchSizeError",

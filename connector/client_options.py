@@ -23,6 +23,8 @@ from typing import Mapping
 from broker_core.client.client_security import ClientSecurity
 from broker_core.errors import InvalidConfigurationError, SaslAuthenticationFailedError, UnsupportedSaslMechanismError
 
+from .option_error import SeglogOptionError
+
 PREFIX = "kafka."
 # The Kafka client properties seglog's client reads (without the prefix).
 SECURITY_KEYS = ("security.protocol", "sasl.mechanism", "sasl.jaas.config", "sasl.username", "sasl.password",
@@ -44,8 +46,6 @@ def client_security(props: Mapping[str, str]) -> ClientSecurity:
 
 @lru_cache(maxsize=8)
 def _built(items: tuple[tuple[str, str], ...]) -> ClientSecurity:
-    from .options import SeglogOptionError
-
     try:
         return ClientSecurity.from_props(dict(items))
     except InvalidConfigurationError as exc:
@@ -63,16 +63,12 @@ def open_broker(bootstrap: str, props: Mapping[str, str]):
     except (UnsupportedSaslMechanismError, SaslAuthenticationFailedError) as exc:
         raise _refused_login(exc, bootstrap, props) from None
     except ssl.SSLCertVerificationError as exc:
-        from .options import SeglogOptionError
-
-        raise SeglogOptionError(f"option {PREFIX}ssl.truststore.location={props.get('ssl.truststore.location')}: "
+            raise SeglogOptionError(f"option {PREFIX}ssl.truststore.location={props.get('ssl.truststore.location')}: "
                                 f"the certificate of the broker at {bootstrap} is not trusted "
                                 f"({exc.verify_message})") from None
 
 
 def _refused_login(exc: Exception, bootstrap: str, props: Mapping[str, str]) -> Exception:
-    from .options import SeglogOptionError
-
     if isinstance(exc, UnsupportedSaslMechanismError):
         return SeglogOptionError(f"option {PREFIX}sasl.mechanism={props.get('sasl.mechanism')}: {exc}")
     return SeglogOptionError(f"option {PREFIX}sasl.jaas.config: the broker at {bootstrap} refused the login: {exc}")

@@ -17,6 +17,7 @@ from format.fs import storage_options_from
 from format.tiered_log import TieredLogDirectory
 
 from .client_options import client_security, security_props
+from .option_error import SeglogOptionError
 
 EARLIEST = -2
 LATEST = -1
@@ -38,10 +39,6 @@ ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 # What startingTimestamp does for a partition with no record at or after it: Spark's
 # Kafka source's values. seglog's default is latest (read nothing), not Spark's error.
 TIMESTAMP_STRATEGIES = ("error", "latest")
-
-
-class SeglogOptionError(ValueError):
-    """A bad data source option; the message names it."""
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ from ..network.socket_server import SocketServer
 from ..purgatory import DelayedOperationPurgatory
 from ..security.authorizer import Authorizer, authorizer_for
 from ..security.credential_store import CredentialStore
-from ..security.inter_broker_security import inter_broker_security
+from .inter_broker_security import inter_broker_security
 from .credential_stores import open_credential_store
 from .delayed_fetch import DelayedFetch
 from .handler_pool import KafkaRequestHandlerPool

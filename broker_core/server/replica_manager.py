@@ -173,7 +173,7 @@ class ReplicaManager:
         held = self.broker.topics.get(topic)
         try:
             if held is None:
-                self.broker.create_topic(topic, partitions, config, topic_id=self.zk_client.get_topic_id(topic))
+                self.broker.create_replica_topic(topic, partitions, config, self.zk_client.get_topic_id(topic))
                 return
             if held.partitions < partitions:
                 self.broker.create_partitions(topic, partitions)

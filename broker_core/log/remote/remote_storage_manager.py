@@ -9,6 +9,7 @@ import os
 from dataclasses import dataclass
 
 from fsspec import AbstractFileSystem
+from fsspec.implementations.local import LocalFileSystem
 
 from format import remote_tier
 from format.checkpoint import fsync_dir
@@ -76,10 +77,18 @@ class RemoteStorageManager:
         return self.fs._strip_protocol(remote_tier.segment_object(self.url, metadata, suffix))
 
     def put_metadata(self, metadata: RemoteLogSegmentMetadata) -> None:
-        """One PUT of the segment's metadata object: each state change is atomic."""
+        """One PUT of the segment's metadata object: each state change is atomic. An object store's PUT
+        is; on a local filesystem the object is written beside its name and renamed, so that a reader
+        listing the partition meanwhile never sees it half-written."""
         path = self._path(metadata, METADATA_SUFFIX)
+        data = remote_tier.encode_metadata(metadata)
         self.fs.makedirs(path.rpartition("/")[0], exist_ok=True)  # a local tier needs the directory; S3 not
-        self.fs.pipe_file(path, remote_tier.encode_metadata(metadata))
+        if not isinstance(self.fs, LocalFileSystem):
+            self.fs.pipe_file(path, data)
+            return
+        staged = path + ".tmp"  # not a metadata name: listings skip it
+        self.fs.pipe_file(staged, data)
+        self.fs.mv(staged, path)
 
     def copy_log_segment_data(self, metadata: RemoteLogSegmentMetadata, data: LogSegmentData) -> None:
         """PUT the segment's data and index objects (those ``metadata.objects`` names)."""

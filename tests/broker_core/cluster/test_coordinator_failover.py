@@ -156,14 +156,19 @@ def test_seglog_groups_asked_of_any_broker_find_the_groups_coordinator(cluster):
 
 
 def test_only_the_leader_of_a_groups_partition_coordinates_it_the_others_answer_not_coordinator(cluster):
-    coordinator = wait_for_coordinator(cluster, "g")
-    for node in sorted(cluster.brokers):
+    def offset_fetch_error(node: int) -> int:
         with cluster.client(node) as client:
             response = client.send(ApiKey.OFFSET_FETCH, {
                 "group_id": "g", "topics": None, "groups": [{"group_id": "g", "topics": None}],
                 "require_stable": False})
-        error = response["groups"][0]["error_code"] if response.get("groups") else response["error_code"]
-        assert error == (0 if node == coordinator else NotCoordinatorError.code), node
+        return response["groups"][0]["error_code"] if response.get("groups") else response["error_code"]
+
+    coordinator = wait_for_coordinator(cluster, "g")
+    # The elected leader takes the partition's groups on once it has seen its election, which on a busy
+    # machine can come a moment after FindCoordinator already names it.
+    cluster.wait_until(lambda: offset_fetch_error(coordinator) == 0, f"broker {coordinator} coordinating 'g'")
+    for node in sorted(cluster.brokers):
+        assert offset_fetch_error(node) == (0 if node == coordinator else NotCoordinatorError.code), node
 
 
 def test_find_coordinator_answers_coordinator_not_available_while_too_few_brokers_hold_the_offsets_topic(

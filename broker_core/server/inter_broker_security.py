@@ -24,8 +24,8 @@ from ..config import BrokerConfig
 from ..errors import InvalidConfigurationError
 from ..network.endpoint import SASL_PROTOCOLS, TLS_PROTOCOLS
 from ..network.listener_config import ListenerConfig, listener_prefix
-from .sasl_mechanisms import SERVED_MECHANISMS
-from .ssl_factory import client_ssl_context
+from ..security.sasl_mechanisms import SERVED_MECHANISMS
+from ..security.ssl_factory import client_ssl_context
 
 __all__ = ["INTER_BROKER_MECHANISM", "inter_broker_security"]
 
