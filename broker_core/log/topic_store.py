@@ -23,7 +23,7 @@ import os
 import threading
 import uuid
 from dataclasses import dataclass, replace
-from typing import ClassVar
+from typing import ClassVar, Sequence
 
 from format import layout
 from format.checkpoint import fsync_dir
@@ -94,6 +94,28 @@ def atomic_write(path: str, text: str, mode: int = 0o666) -> None:
     fsync_dir(os.path.dirname(path) or ".")
 
 
+def newest_copy(log_dirs: Sequence[str], file_name: str, what: str) -> tuple[dict, str] | None:
+    """The copy of ``file_name`` (a JSON object with a ``version`` counter, kept in every log dir) with
+    the highest version, and its path; None when no dir has one. An unreadable copy raises ``ValueError``
+    naming the file and ``what`` it holds."""
+    best: tuple[dict, str] | None = None
+    for d in log_dirs:
+        path = os.path.join(d, file_name)
+        try:
+            with open(path, encoding="utf-8") as f:
+                doc = json.load(f)
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"{path}: unreadable {what}: {exc}") from None
+        version = doc.get("version", 0) if isinstance(doc, dict) else None
+        if not isinstance(version, int):
+            raise ValueError(f"{path}: unreadable {what}: no version counter")
+        if best is None or version > best[0]["version"]:
+            best = (doc, path)
+    return best
+
+
 def write_partition_metadata(partition_dir: str, topic_id: str) -> None:
     """Kafka's ``partition.metadata``: the topic id this directory belongs to."""
     atomic_write(os.path.join(partition_dir, layout.PARTITION_METADATA_FILE), f"version: 0\ntopic_id: {topic_id}\n")
@@ -111,19 +133,9 @@ class TopicStore:
         self._load()
 
     def _load(self) -> None:
-        best = None
-        for d in self.log_dirs:
-            path = os.path.join(d, STORE_FILE)
-            try:
-                with open(path, encoding="utf-8") as f:
-                    doc = json.load(f)
-            except FileNotFoundError:
-                continue
-            except (OSError, ValueError) as exc:
-                raise ValueError(f"{path}: unreadable topic metadata: {exc}") from exc
-            if best is None or doc.get("version", 0) > best.get("version", 0):
-                best = doc
-        if best is not None:
+        newest = newest_copy(self.log_dirs, STORE_FILE, "topic metadata")
+        if newest is not None:
+            best = newest[0]
             self._version = int(best.get("version", 0))
             self._topics = {t["name"]: TopicMetadata.from_json(t) for t in best.get("topics", [])}
             pending = (PendingChange.from_json(p) for p in best.get("pending", []))

@@ -16,7 +16,7 @@ import os
 import threading
 from typing import Callable, Iterable
 
-from ..log.topic_store import atomic_write
+from ..log.topic_store import atomic_write, newest_copy
 from .acl import (AccessControlEntry, AclBinding, AclOperation, AclPermissionType, PatternType, ResourcePattern,
                   ResourceType)
 
@@ -94,21 +94,10 @@ class LogDirAclStore(AclStore):
         self._load()
 
     def _load(self) -> None:
-        best: dict | None = None
-        best_path = ""
-        for d in self.log_dirs:
-            path = os.path.join(d, ACL_STORE_FILE)
-            try:
-                with open(path, encoding="utf-8") as f:
-                    doc = json.load(f)
-            except FileNotFoundError:
-                continue
-            except (OSError, ValueError) as exc:
-                raise ValueError(f"{path}: unreadable ACLs: {exc}") from exc
-            if best is None or doc.get("version", 0) > best.get("version", 0):
-                best, best_path = doc, path
-        if best is None:
+        newest = newest_copy(self.log_dirs, ACL_STORE_FILE, "ACLs")
+        if newest is None:
             return
+        best, best_path = newest
         bindings = set()
         try:
             for resource in best["resources"]:

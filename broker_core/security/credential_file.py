@@ -18,7 +18,7 @@ import json
 import os
 from typing import Mapping, Sequence
 
-from ..log.topic_store import atomic_write
+from ..log.topic_store import atomic_write, newest_copy
 from .credential_store import Credentials, InMemoryCredentialStore
 from .scram import ScramCredential, ScramMechanism
 
@@ -31,24 +31,11 @@ STORE_FORMAT_VERSION = 1
 def read_credentials(log_dirs: Sequence[str]) -> tuple[int, dict[str, dict[ScramMechanism, ScramCredential]]]:
     """(version, table) of the newest copy among ``log_dirs``; (0, {}) when no dir has one.
     Raises ``ValueError`` naming the file and the entry at fault."""
-    best: tuple[int, str, dict] | None = None
-    for d in log_dirs:
-        path = os.path.join(d, STORE_FILE)
-        try:
-            with open(path, encoding="utf-8") as f:
-                doc = json.load(f)
-        except FileNotFoundError:
-            continue
-        except (OSError, ValueError) as exc:
-            raise ValueError(f"{path}: unreadable SCRAM credentials: {exc}") from None
-        version = doc.get("version", 0) if isinstance(doc, dict) else None
-        if not isinstance(version, int):
-            raise ValueError(f"{path}: no version counter")
-        if best is None or version > best[0]:
-            best = (version, path, doc)
-    if best is None:
+    newest = newest_copy(log_dirs, STORE_FILE, "SCRAM credentials")
+    if newest is None:
         return 0, {}
-    version, path, doc = best
+    doc, path = newest
+    version = doc.get("version", 0)
     return version, _decode(path, doc.get("users"))
 
 
