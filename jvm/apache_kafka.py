@@ -6,6 +6,11 @@ tests and benchmarks compare against; ``KafkaCluster`` starts three brokers and 
 controller of their own, the reference for seglog's cluster mode. ``run_tool`` runs the class behind one of Kafka's
 ``bin/*.sh`` scripts (``TOOLS`` maps the script names) with the same classpath, against
 either broker.
+
+A ``KafkaBroker`` can serve more listeners than its PLAINTEXT one (``listeners``: name -> security protocol,
+each on a port of its own; their TLS and SASL settings go in ``overrides`` under Kafka's names) and have
+SCRAM users from the start (``scram_users``, written into KRaft's metadata when the log dir is formatted,
+as ``kafka-storage.sh format --add-scram`` does).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import os
 import shutil
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -74,6 +80,27 @@ def random_cluster_id() -> str:
             return cluster_id
 
 
+@dataclass(frozen=True)
+class ScramUser:
+    """A SCRAM credential a node's metadata starts with: ``kafka-storage.sh format --add-scram`` writes it (as
+    Kafka stores it: salted, never the password), so SASL listeners take it from the first start. ``name`` and
+    ``password`` go unquoted into the ``--add-scram`` value: no ``,``, ``[``, ``]``, ``=`` or ``"`` in them."""
+
+    name: str
+    password: str
+    mechanism: str = "SCRAM-SHA-512"
+
+    def __post_init__(self) -> None:
+        for field_name, value in (("name", self.name), ("password", self.password)):
+            if not value or any(c in value for c in ',[]="'):
+                raise ValueError(f"SCRAM user {self.name!r}: {field_name} {value!r} is empty or holds one of "
+                                 f"',[]=\"', which --add-scram does not take unquoted")
+
+    def add_scram(self) -> str:
+        """The value of ``kafka-storage.sh format --add-scram``."""
+        return f"{self.mechanism}=[name={self.name},password={self.password}]"
+
+
 class KafkaBroker:
     """One Apache Kafka node in KRaft mode, on 127.0.0.1, with its own log dir: by default a broker and
     the controller of its own one-voter quorum.
@@ -88,9 +115,16 @@ class KafkaBroker:
                  overrides: Mapping[str, object] | None = None, heap: str = "-Xmx768m",
                  cpu: int | None = None, start_timeout_s: float = 90.0, node_id: int = 1,
                  roles: str = "broker,controller", controller_quorum: str | None = None,
-                 cluster_id: str | None = None):
+                 cluster_id: str | None = None, listeners: Mapping[str, str] | None = None,
+                 scram_users: Sequence[ScramUser] = ()):
         self.root = Path(root)
         self.port = port or free_port()
+        self.listener_protocols = dict(listeners or {})
+        if {"PLAINTEXT", "CONTROLLER"} & self.listener_protocols.keys():
+            raise ValueError(f"listeners {sorted(self.listener_protocols)}: PLAINTEXT and CONTROLLER are the "
+                             f"node's own; name the others differently")
+        self.listener_ports = {name: free_port() for name in self.listener_protocols}
+        self.scram_users = tuple(scram_users)
         self.controller_port = free_port()
         self.log_dir = self.root / "kafka-logs"
         self.overrides = dict(overrides or {})
@@ -107,6 +141,10 @@ class KafkaBroker:
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    def bootstrap_of(self, listener: str) -> str:
+        """Where clients of ``listener`` connect (``"PLAINTEXT"`` or one of ``listeners``)."""
+        return self.bootstrap if listener == "PLAINTEXT" else f"127.0.0.1:{self.listener_ports[listener]}"
+
     @property
     def is_broker(self) -> bool:
         return "broker" in self.roles.split(",")
@@ -116,16 +154,19 @@ class KafkaBroker:
         return "controller" in self.roles.split(",")
 
     def properties(self) -> dict[str, object]:
-        listeners = [f"PLAINTEXT://127.0.0.1:{self.port}"] if self.is_broker else []
+        broker_listeners = [f"PLAINTEXT://127.0.0.1:{self.port}",
+                            *(f"{name}://127.0.0.1:{port}" for name, port in self.listener_ports.items())]
+        listeners = broker_listeners if self.is_broker else []
         if self.is_controller:
-            listeners.append(f"CONTROLLER://127.0.0.1:{self.controller_port}")
+            listeners = [*listeners, f"CONTROLLER://127.0.0.1:{self.controller_port}"]
+        protocols = {"PLAINTEXT": "PLAINTEXT", "CONTROLLER": "PLAINTEXT", **self.listener_protocols}
         props: dict[str, object] = {
             "process.roles": self.roles,
             "node.id": self.node_id,
             "controller.quorum.voters": self.controller_quorum,
             "listeners": ",".join(listeners),
             "controller.listener.names": "CONTROLLER",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "listener.security.protocol.map": ",".join(f"{k}:{v}" for k, v in protocols.items()),
             "log.dirs": str(self.log_dir),
             "num.partitions": 1,
             "offsets.topic.replication.factor": 1,
@@ -137,7 +178,7 @@ class KafkaBroker:
             "group.initial.rebalance.delay.ms": 0,
         }
         if self.is_broker:
-            props["advertised.listeners"] = f"PLAINTEXT://127.0.0.1:{self.port}"
+            props["advertised.listeners"] = ",".join(broker_listeners)
             props["inter.broker.listener.name"] = "PLAINTEXT"
         props.update(self.overrides)
         return props
@@ -164,8 +205,9 @@ class KafkaBroker:
         config = self._write_properties()
         if not (self.log_dir / "meta.properties").exists():
             self.cluster_id = self.cluster_id or random_cluster_id()
+            scram = [a for user in self.scram_users for a in ("--add-scram", user.add_scram())]
             fmt = subprocess.run(java_command(TOOLS["kafka-storage.sh"],
-                                              ["format", "-t", self.cluster_id, "-c", str(config)]),
+                                              ["format", "-t", self.cluster_id, "-c", str(config), *scram]),
                                  capture_output=True, text=True, timeout=120)
             if fmt.returncode != 0:
                 raise RuntimeError(f"formatting {self.log_dir} failed: {fmt.stdout}{fmt.stderr}")
