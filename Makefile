@@ -30,6 +30,12 @@ $(JVM_STAMP): jvm/kafka/pom.xml jvm/spark/pom.xml jvm/fetch.py $(STAMP)
 
 jvm: $(JVM_STAMP)
 
+# kcat for the interop tests, unpacked from Debian's packages into .tools/kcat (see testbed/kcat.py);
+# where it cannot be fetched, those tests skip and say so.
+KCAT_STAMP := .tools/kcat/.fetched
+$(KCAT_STAMP): testbed/kcat.py $(STAMP)
+	$(PY) testbed/kcat.py .tools/kcat
+
 demo: $(STAMP)
 	$(PY) examples/demo.py
 
@@ -39,11 +45,11 @@ demo: $(STAMP)
 # runs one file in one process.
 TEST_WORKERS ?= 4
 
-test: $(STAMP) $(JVM_STAMP)
+test: $(STAMP) $(JVM_STAMP) $(KCAT_STAMP)
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(PY) bench/format_bench.py
 
 clean:
-	rm -rf $(VENV) $(JVM) build *.egg-info
+	rm -rf $(VENV) $(JVM) .tools build *.egg-info

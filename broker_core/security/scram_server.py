@@ -107,7 +107,9 @@ class ScramSaslServer:
     def _client_final_message(self, response: bytes) -> bytes:
         final = ClientFinalMessage.parse(response)
         assert self._client_first is not None and self._server_first is not None and self._credential is not None
-        if final.nonce != self._server_first.nonce:
+        # librdkafka before 2.6.1 (Debian's kcat among its users) sends its own nonce once more in front of
+        # the server's; Kafka 3.8.1-3.9 accepted that form too. Either way the fresh server nonce is in it.
+        if final.nonce not in (self._server_first.nonce, self._client_first.nonce + self._server_first.nonce):
             raise SaslServerError(f"{self.mechanism}: Invalid client nonce in the final client message")
         if final.channel_binding != self._client_first.gs2_header.encode("utf-8"):
             raise SaslServerError(f"{self.mechanism}: the channel binding does not repeat the GS2 header")
