@@ -24,6 +24,7 @@ import contextlib
 import fcntl
 import json
 import os
+import time
 from typing import Iterator
 
 import pytest
@@ -134,9 +135,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=rank)  # stable: each rank keeps the collection's order
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Worker side: tell the controller's scheduler the work units (every worker collects the same tests
-    and writes the same file, before it reports its collection)."""
+    and writes the same file, before it reports its collection: this hook runs before xdist's own)."""
     directory = getattr(session.config, "workerinput", {}).get(_RUN_DIR)
     if not directory:
         return
@@ -161,14 +163,26 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 
         def schedule(self) -> None:
             if self.collection is None:  # the first call: every worker has collected, and written the file
-                with open(os.path.join(directory, UNITS_FILE)) as f:
-                    self.units = json.load(f)
+                self.units = _read_units(os.path.join(directory, UNITS_FILE))
             super().schedule()
 
         def _split_scope(self, nodeid: str) -> str:
             return self.units.get(nodeid, nodeid)
 
     return GroupScheduling(config, log)
+
+
+def _read_units(path: str, timeout_s: float = 60) -> dict[str, str]:
+    """The work units the workers wrote; waits a little should the file still be on its way."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with open(path) as f:
+                return json.load(f)
+        except FileNotFoundError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
 
 
 @pytest.hookimpl(optionalhook=True)
