@@ -107,11 +107,12 @@ def test_offsets_expire_on_the_coordinators_timer(tmp_path):
     try:
         with ProtocolClient(server.bootstrap_servers) as c:
             create_topic(c, "orders", 1)
-            # OffsetCommit v2-v4 may carry a retention time of its own.
-            assert commit(c, "short", {("orders", 0): 1}, version=2, retention_time_ms=200) == {("orders", 0): NONE}
+            # OffsetCommit v2-v4 may carry a retention time of its own (long enough to be read back at once
+            # on a busy machine).
+            assert commit(c, "short", {("orders", 0): 1}, version=2, retention_time_ms=3000) == {("orders", 0): NONE}
             assert commit(c, "long", {("orders", 0): 2}) == {("orders", 0): NONE}
             assert fetch_offsets(c, "short") == (NONE, {("orders", 0): 1})
-            assert wait_until(lambda: fetch_offsets(c, "short") == (NONE, {}))
+            assert wait_until(lambda: fetch_offsets(c, "short") == (NONE, {}), timeout_s=30)
             # An Empty group left without offsets is gone; the other keeps its offset.
             groups = c.send(ApiKey.LIST_GROUPS, {"states_filter": [], "types_filter": []})["groups"]
             assert [g["group_id"] for g in groups] == ["long"]
