@@ -114,11 +114,7 @@ class ScramSaslServer:
         if final.channel_binding != self._client_first.gs2_header.encode("utf-8"):
             raise SaslServerError(f"{self.mechanism}: the channel binding does not repeat the GS2 header")
         auth_message = self._auth_message(final)
-        try:
-            client_key = scram.recover_client_key(self.mechanism, self._credential.stored_key, auth_message,
-                                                  final.proof)
-        except ValueError as exc:
-            raise SaslServerError(f"{self.mechanism}: {exc}") from None
+        client_key = scram.recover_client_key(self.mechanism, self._credential.stored_key, auth_message, final.proof)
         proof_matches = hmac.compare_digest(scram.stored_key(self.mechanism, client_key), self._credential.stored_key)
         if not (proof_matches and self._known_user):
             what = "wrong password" if self._known_user else "unknown user"
