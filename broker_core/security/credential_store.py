@@ -74,18 +74,8 @@ class InMemoryCredentialStore:
             self._persist(table)
             self._table = table
 
-    def snapshot(self) -> dict[str, dict[ScramMechanism, ScramCredential]]:
-        with self._lock:
-            return {user: dict(creds) for user, creds in self._table.items()}
-
     def _persist(self, table: Mapping[str, Credentials]) -> None:
         """Make ``table`` durable before it is served; raising leaves the store as it was."""
-
-    def upsert(self, user: str, mechanism: ScramMechanism, credential: ScramCredential) -> None:
-        self.alter((), [(user, mechanism, credential)])
-
-    def delete(self, user: str, mechanism: ScramMechanism) -> None:
-        self.alter([(user, mechanism)], ())
 
 
 def verify_password(store: CredentialStore, user: str, password: str) -> bool:
