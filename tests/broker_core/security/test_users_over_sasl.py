@@ -4,17 +4,15 @@ user are refused from then on."""
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
-pytest.importorskip("broker_core.network.channel_builder", reason="SASL listeners are not wired in yet")
-
-import socket  # noqa: E402
-
-from broker_core.protocol import ApiKey, encode_request, parse_response  # noqa: E402
-from broker_core.security.sasl_client import SaslClient  # noqa: E402
-from tests.broker_core.cli_kit import run  # noqa: E402
-from tests.broker_core.security.secure_clients_kit import ClientSecurity, expected_values, round_trip  # noqa: E402
-from tests.broker_core.server.server_kit import read_frame, start_broker  # noqa: E402
+from broker_core.protocol import ApiKey, encode_request, parse_response
+from broker_core.security.sasl_client import SaslClient
+from tests.broker_core.cli_kit import run
+from tests.broker_core.security.secure_clients_kit import ClientSecurity, expected_values, round_trip
+from tests.broker_core.server.server_kit import read_frame, start_broker
 
 LISTENERS = "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0"
 
