@@ -84,6 +84,14 @@ def test_an_empty_user_name_is_an_unacceptable_credential(client):
     assert (result["error_code"], result["error_message"]) == (UNACCEPTABLE_CREDENTIAL, "Username must not be empty")
 
 
+@pytest.mark.parametrize("change", [{"salt": b""}, {"salted_password": bytes(32)}])
+def test_an_empty_salt_or_a_salted_password_of_another_digests_size_is_an_unacceptable_credential(client, change):
+    (result,) = _alter(client, upsertions=[{**upsertion("alice", SHA512, "pw"), **change}])
+    assert (result["error_code"], result["error_message"]) == (
+        UNACCEPTABLE_CREDENTIAL, "The salt is empty or the salted password is not a digest")
+    assert client.send(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, {"users": None})["results"] == []
+
+
 @pytest.mark.parametrize("mechanism_type", [0, 3, -1])
 def test_a_mechanism_other_than_scram_sha_256_or_512_is_an_unsupported_sasl_mechanism(client, mechanism_type):
     entry = {**upsertion("alice", SHA256, "pw"), "mechanism": mechanism_type}
