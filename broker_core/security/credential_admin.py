@@ -119,7 +119,7 @@ def _check_upsertion(mechanism: ScramMechanism, entry: dict[str, Any]) -> tuple[
         return UnacceptableCredentialError.code, "Too few iterations"
     if entry["iterations"] > mechanism.max_iterations:
         return UnacceptableCredentialError.code, "Too many iterations"
-    if not entry["salt"] or len(entry["salted_password"]) != len(scram.stored_key(mechanism, b"")):
+    if not entry["salt"] or len(entry["salted_password"]) != mechanism.digest_size:
         # Kafka derives the keys from whatever it gets; a salted password of the wrong size is no credential.
         return UnacceptableCredentialError.code, "The salt is empty or the salted password is not a digest"
     return None

@@ -53,6 +53,11 @@ class ScramMechanism(Enum):
         self.type_id = type_id
 
     @property
+    def digest_size(self) -> int:
+        """The size of this mechanism's keys, proofs and signatures (and of a salted password)."""
+        return hashlib.new(self.hash_name).digest_size
+
+    @property
     def min_iterations(self) -> int:
         return MIN_ITERATIONS
 

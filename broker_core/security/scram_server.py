@@ -129,5 +129,5 @@ class ScramSaslServer:
 
     def _unknown_user_credential(self, username: str) -> ScramCredential:
         salt = hmac.new(_UNKNOWN_USER_SECRET, username.encode("utf-8"), "sha256").digest()
-        size = len(scram.stored_key(self.mechanism, b""))
+        size = self.mechanism.digest_size
         return ScramCredential(salt, secrets.token_bytes(size), secrets.token_bytes(size), scram.MIN_ITERATIONS)
