@@ -12,7 +12,7 @@ import hmac
 
 from . import scram
 from .scram import ScramMechanism
-from .scram_messages import ClientFinalMessage, ClientFirstMessage, ServerFinalMessage, ServerFirstMessage
+from .scram_messages import ClientFinalMessage, ClientFirstMessage, ServerFinalMessage, ServerFirstMessage, auth_message
 
 __all__ = ["SaslClient", "SaslClientError", "CLIENT_MECHANISMS"]
 
@@ -83,7 +83,7 @@ class SaslClient:
                                   f"minimum {mechanism.min_iterations} for {mechanism}")
         self._salted = scram.salted_password(mechanism, self._password, server_first.salt, server_first.iterations)
         final = ClientFinalMessage.build(client_first.gs2_header.encode("utf-8"), server_first.nonce)
-        self._auth_message = ",".join((client_first.bare, server_first.to_text(), final.without_proof)).encode("utf-8")
+        self._auth_message = auth_message(client_first, server_first, final)
         proof = scram.client_proof(mechanism, scram.client_key(mechanism, self._salted), self._auth_message)
         return final.with_proof(proof).to_bytes()
 

@@ -13,7 +13,7 @@ import binascii
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["ClientFirstMessage", "ServerFirstMessage", "ClientFinalMessage", "ServerFinalMessage"]
+__all__ = ["ClientFirstMessage", "ServerFirstMessage", "ClientFinalMessage", "ServerFinalMessage", "auth_message"]
 
 # Kafka's character classes: VALUE is 7-bit without ",", VALUE_SAFE also without "=", PRINTABLE is
 # visible ASCII without ",", a SASLNAME escapes "," and "=" as =2C and =3D.
@@ -155,3 +155,10 @@ class ServerFinalMessage:
             return f"e={self.error}".encode("ascii")
         assert self.server_signature is not None
         return f"v={base64.b64encode(self.server_signature).decode('ascii')}".encode("ascii")
+
+
+def auth_message(client_first: ClientFirstMessage, server_first: ServerFirstMessage,
+                 client_final: ClientFinalMessage) -> bytes:
+    """RFC 5802's AuthMessage, what the proof and the server signature sign: the client's first message
+    without its GS2 header, the server's first message, the client's final message without its proof."""
+    return ",".join((client_first.bare, server_first.to_text(), client_final.without_proof)).encode("utf-8")

@@ -18,7 +18,7 @@ import enum
 import hmac
 import secrets
 
-from . import scram
+from . import scram, scram_messages
 from .credential_store import CredentialStore
 from .sasl_server import SaslServerError
 from .scram import ScramCredential, ScramMechanism
@@ -113,7 +113,7 @@ class ScramSaslServer:
             raise SaslServerError(f"{self.mechanism}: Invalid client nonce in the final client message")
         if final.channel_binding != self._client_first.gs2_header.encode("utf-8"):
             raise SaslServerError(f"{self.mechanism}: the channel binding does not repeat the GS2 header")
-        auth_message = self._auth_message(final)
+        auth_message = scram_messages.auth_message(self._client_first, self._server_first, final)
         client_key = scram.recover_client_key(self.mechanism, self._credential.stored_key, auth_message, final.proof)
         proof_matches = hmac.compare_digest(scram.stored_key(self.mechanism, client_key), self._credential.stored_key)
         if not (proof_matches and self._known_user):
@@ -122,10 +122,6 @@ class ScramSaslServer:
         signature = scram.server_signature(self.mechanism, self._credential.server_key, auth_message)
         self._credential = None
         return ServerFinalMessage(signature).to_bytes()
-
-    def _auth_message(self, final: ClientFinalMessage) -> bytes:
-        assert self._client_first is not None and self._server_first is not None
-        return ",".join((self._client_first.bare, self._server_first.to_text(), final.without_proof)).encode("utf-8")
 
     def _unknown_user_credential(self, username: str) -> ScramCredential:
         salt = hmac.new(_UNKNOWN_USER_SECRET, username.encode("utf-8"), "sha256").digest()

@@ -16,7 +16,7 @@ from broker_core.security.sasl_client import SaslClient
 from broker_core.security import scram
 from broker_core.security.scram import ScramCredential, ScramMechanism
 from broker_core.security.scram_messages import (ClientFinalMessage, ClientFirstMessage, ServerFinalMessage,
-                                                  ServerFirstMessage)
+                                                  ServerFirstMessage, auth_message)
 
 from sasl_kit import (ALL_MECHANISMS, API_VERSIONS_ANSWER, authenticate, authenticator, credentials_for, handshake,
                       log_in, request, response)
@@ -210,13 +210,13 @@ def test_a_final_nonce_of_the_client_nonce_before_the_servers_is_accepted_as_lib
     first = ClientFirstMessage("alice", "rdkafka-nonce")
     server_first = ServerFirstMessage.parse(authenticate(auth, first.to_bytes())["auth_bytes"])
     final = ClientFinalMessage.build(first.gs2_header.encode(), first.nonce + server_first.nonce)
-    auth_message = ",".join((first.bare, server_first.to_text(), final.without_proof)).encode()
+    signed = auth_message(first, server_first, final)
     salted = scram.salted_password(mechanism, "alice-secret", server_first.salt, server_first.iterations)
-    proof = scram.client_proof(mechanism, scram.client_key(mechanism, salted), auth_message)
+    proof = scram.client_proof(mechanism, scram.client_key(mechanism, salted), signed)
     answer = authenticate(auth, final.with_proof(proof).to_bytes())
     assert answer["error_code"] == 0 and auth.complete and auth.principal == ALICE
     assert ServerFinalMessage.parse(answer["auth_bytes"]).server_signature == scram.server_signature(
-        mechanism, scram.server_key(mechanism, salted), auth_message)
+        mechanism, scram.server_key(mechanism, salted), signed)
 
 
 def test_a_stored_credential_with_too_few_iterations_is_never_used():
