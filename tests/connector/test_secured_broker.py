@@ -6,11 +6,10 @@ from py4j.protocol import Py4JJavaError
 from pyspark.errors import AnalysisException, PySparkException
 
 from broker_core.client.remote_broker import RemoteBroker
-from format.record import SimpleRecord
 from format.record_batch import iter_batches
 from tests.broker_core.security.sasl_listener_kit import USERS, sasl_ssl, seglog_security, start_sasl_broker
 from tests.broker_core.security.tls_kit import TestCa
-from tests.connector.conftest import T0
+from tests.connector.conftest import produce_numbered
 
 pytestmark = pytest.mark.slow
 SPARK_ERRORS = (AnalysisException, PySparkException, Py4JJavaError)
@@ -29,14 +28,11 @@ def log_dir(tmp_path_factory) -> str:
 @pytest.fixture(scope="module")
 def secured(log_dir, stores):
     # SASL_SSL offers SCRAM-SHA-512 and PLAIN only.
+    produce_numbered(log_dir, "events", 2, 30)
     server = start_sasl_broker(log_dir, stores,
                                **{"listener.name.sasl_ssl.sasl.enabled.mechanisms": "SCRAM-SHA-512,PLAIN"})
     try:
         server.broker.create_topic("written", 1)
-        server.broker.create_topic("events", 2)
-        for p in range(2):
-            server.broker.produce("events", [SimpleRecord(b"e-%d-%d" % (p, n), None, T0 + n) for n in range(30)],
-                                  partition=p)
         yield server
     finally:
         server.shutdown(timeout_ms=10_000)
@@ -61,7 +57,7 @@ def test_a_batch_read_through_a_sasl_ssl_broker_reads_every_record_and_explain_h
                                                        "subscribe": "events", **security_options(stores)}).load()
     rows = frame.select("partition", "offset", "value").collect()
     assert sorted((r.partition, r.offset) for r in rows) == [(p, n) for p in range(2) for n in range(30)]
-    assert {bytes(r.value) for r in rows if (r.partition, r.offset) == (1, 29)} == {b"e-1-29"}
+    assert {bytes(r.value) for r in rows if (r.partition, r.offset) == (1, 29)} == {b"events-1-29" + b"." * 20}
     plan = frame._jdf.queryExecution().toString()
     assert USERS["alice"] not in plan
 
