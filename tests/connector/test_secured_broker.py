@@ -45,16 +45,10 @@ def security_options(stores, password: str = USERS["alice"], mechanism: str = "S
             "kafka.ssl.truststore.type": "PEM", "kafka.ssl.truststore.location": str(stores.truststore)}
 
 
-def with_options(reader, options: dict):
-    for key, value in options.items():
-        reader = reader.option(key, value)
-    return reader
-
-
 def test_a_batch_read_through_a_sasl_ssl_broker_reads_every_record_and_explain_hides_the_password(
         spark, secured, stores):
-    frame = with_options(spark.read.format("seglog"), {"kafka.bootstrap.servers": sasl_ssl(secured),
-                                                       "subscribe": "events", **security_options(stores)}).load()
+    frame = spark.read.format("seglog").options(
+        **{"kafka.bootstrap.servers": sasl_ssl(secured)}, subscribe="events", **security_options(stores)).load()
     rows = frame.select("partition", "offset", "value").collect()
     assert sorted((r.partition, r.offset) for r in rows) == [(p, n) for p in range(2) for n in range(30)]
     assert {bytes(r.value) for r in rows if (r.partition, r.offset) == (1, 29)} == {b"events-1-29" + b"." * 20}
@@ -64,9 +58,9 @@ def test_a_batch_read_through_a_sasl_ssl_broker_reads_every_record_and_explain_h
 
 def test_a_streaming_read_through_a_sasl_ssl_broker_commits_its_group_offsets_there(spark, secured, stores, tmp_path):
     seen: list = []
-    reader = with_options(spark.readStream.format("seglog"),
-                          {"bootstrap": sasl_ssl(secured), "subscribe": "events", "groupId": "secured-etl",
-                           "startingOffsets": "earliest", **security_options(stores)})
+    reader = spark.readStream.format("seglog").options(
+        bootstrap=sasl_ssl(secured), subscribe="events", groupId="secured-etl", startingOffsets="earliest",
+        **security_options(stores))
     query = reader.load().writeStream \
         .foreachBatch(lambda batch, _: seen.extend((r.partition, r.offset) for r in batch.collect())) \
         .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start()
@@ -80,9 +74,9 @@ def test_a_streaming_read_through_a_sasl_ssl_broker_commits_its_group_offsets_th
 def test_a_batch_write_into_the_log_dir_of_a_sasl_ssl_broker_goes_through_its_listener(spark, secured, stores,
                                                                                      log_dir):
     rows = spark.createDataFrame([(b"k%d" % n, b"v%d" % n) for n in range(5)], "key binary, value binary")
-    with_options(rows.write.format("seglog"), {"path": log_dir, "topic": "written",
-                                               "kafka.bootstrap.servers": sasl_ssl(secured),
-                                               **security_options(stores)}).mode("append").save()
+    rows.write.format("seglog").options(
+        **{"kafka.bootstrap.servers": sasl_ssl(secured)}, path=log_dir, topic="written", **security_options(stores)) \
+        .mode("append").save()
     with RemoteBroker(sasl_ssl(secured), seglog_security(stores)) as broker:
         fetched = broker.fetch("written", 0, 0)
     assert [r.value for b in iter_batches(fetched.records) for r in b.records()] == [b"v%d" % n for n in range(5)]
@@ -93,8 +87,8 @@ def test_a_batch_write_into_the_log_dir_of_a_sasl_ssl_broker_goes_through_its_li
     ({"mechanism": "SCRAM-SHA-256"}, "option kafka.sasl.mechanism=SCRAM-SHA-256"),
 ], ids=["a wrong password", "a mechanism the listener does not serve"])
 def test_a_refused_login_fails_at_load_naming_the_option(spark, secured, stores, options, message):
-    reader = with_options(spark.read.format("seglog"), {"bootstrap": sasl_ssl(secured), "subscribe": "events",
-                                                        **security_options(stores, **options)})
+    reader = spark.read.format("seglog").options(bootstrap=sasl_ssl(secured), subscribe="events",
+                                                 **security_options(stores, **options))
     with pytest.raises(SPARK_ERRORS) as err:
         reader.load()
     assert message in str(err.value)
@@ -104,8 +98,7 @@ def test_a_refused_login_fails_at_load_naming_the_option(spark, secured, stores,
 def test_a_truststore_without_the_brokers_ca_fails_at_load_naming_the_option(spark, secured, stores, tmp_path):
     other_ca = TestCa(tmp_path / "other-ca").server().truststore
     options = {**security_options(stores), "kafka.ssl.truststore.location": str(other_ca)}
-    reader = with_options(spark.read.format("seglog"), {"bootstrap": sasl_ssl(secured), "subscribe": "events",
-                                                        **options})
+    reader = spark.read.format("seglog").options(bootstrap=sasl_ssl(secured), subscribe="events", **options)
     with pytest.raises(SPARK_ERRORS) as err:
         reader.load()
     assert f"option kafka.ssl.truststore.location={other_ca}: the certificate of the broker at" in str(err.value)
@@ -113,8 +106,7 @@ def test_a_truststore_without_the_brokers_ca_fails_at_load_naming_the_option(spa
 
 def test_a_missing_truststore_fails_at_load_naming_the_option(spark, secured, stores, tmp_path):
     options = {**security_options(stores), "kafka.ssl.truststore.location": str(tmp_path / "no-ca.pem")}
-    reader = with_options(spark.read.format("seglog"), {"bootstrap": sasl_ssl(secured), "subscribe": "events",
-                                                        **options})
+    reader = spark.read.format("seglog").options(bootstrap=sasl_ssl(secured), subscribe="events", **options)
     with pytest.raises(SPARK_ERRORS) as err:
         reader.load()
     assert f"option kafka.ssl.truststore.location: Invalid value {tmp_path / 'no-ca.pem'}" in str(err.value)
