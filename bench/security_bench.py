@@ -51,6 +51,7 @@ from bench_common import (Environment, Timing, argument_parser, date_and_command
                           pinning, print_environment, print_markdown_header, print_markdown_row, rate)
 from broker_bench import (KAFKA, KAFKA_HEAP, SEGLOG, Workload, consume_all, cpu_seconds,  # noqa: E402
                           create_topic, delete_topic, kafka_version, make_pool, produce_all, rotated)
+from testbed.processes import stop_process  # noqa: E402
 
 USER, PASSWORD = "bench", "bench-secret"
 MECHANISM = "SCRAM-SHA-512"
@@ -122,15 +123,8 @@ def start_seglog(root: str, keystore: str, cpu: int | None) -> SecuredBroker:
     with open(ports_file) as f:
         ports = json.load(f)
 
-    def stop() -> None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
-
-    return SecuredBroker(SEGLOG, {name: f"127.0.0.1:{port}" for name, port in ports.items()}, process.pid, stop)
+    return SecuredBroker(SEGLOG, {name: f"127.0.0.1:{port}" for name, port in ports.items()}, process.pid,
+                         lambda: stop_process(process, timeout_s=60))
 
 
 def start_kafka(root: str, keystore: str, cpu: int | None) -> SecuredBroker:

@@ -60,15 +60,12 @@ def open_broker(bootstrap: str, props: Mapping[str, str]):
     security = client_security(props)
     try:
         return RemoteBroker(bootstrap, security)
-    except (UnsupportedSaslMechanismError, SaslAuthenticationFailedError) as exc:
-        raise _refused_login(exc, bootstrap, props) from None
+    except UnsupportedSaslMechanismError as exc:
+        raise SeglogOptionError(f"option {PREFIX}sasl.mechanism={props.get('sasl.mechanism')}: {exc}") from None
+    except SaslAuthenticationFailedError as exc:
+        raise SeglogOptionError(f"option {PREFIX}sasl.jaas.config: the broker at {bootstrap} refused the login: "
+                                f"{exc}") from None
     except ssl.SSLCertVerificationError as exc:
-            raise SeglogOptionError(f"option {PREFIX}ssl.truststore.location={props.get('ssl.truststore.location')}: "
+        raise SeglogOptionError(f"option {PREFIX}ssl.truststore.location={props.get('ssl.truststore.location')}: "
                                 f"the certificate of the broker at {bootstrap} is not trusted "
                                 f"({exc.verify_message})") from None
-
-
-def _refused_login(exc: Exception, bootstrap: str, props: Mapping[str, str]) -> Exception:
-    if isinstance(exc, UnsupportedSaslMechanismError):
-        return SeglogOptionError(f"option {PREFIX}sasl.mechanism={props.get('sasl.mechanism')}: {exc}")
-    return SeglogOptionError(f"option {PREFIX}sasl.jaas.config: the broker at {bootstrap} refused the login: {exc}")

@@ -82,10 +82,6 @@ class SourceOptions:
     # The kafka.security.protocol, kafka.sasl.* and kafka.ssl.* options, without the prefix.
     client_props: Mapping[str, str] = field(default_factory=dict, repr=False)
 
-    def security(self):
-        """How to reach the broker of ``bootstrap`` (a ``ClientSecurity``, built once per process)."""
-        return client_security(self.client_props)
-
     def selects(self, topic: str) -> bool:
         if self.subscribe:
             return topic in self.subscribe

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from testbed.processes import free_port  # a loopback port a node keeps across restarts
+
 from .classpath import CHECKOUT, classpath
 
 # The class each of Kafka's scripts runs (bin/kafka-run-class.sh <class>).
@@ -62,13 +64,6 @@ def run_tool(script: str, *args: str, input: str | bytes | None = None, timeout:
     text = not isinstance(input, bytes)
     return subprocess.run(java_command(main_class, list(args)), input=input, capture_output=True, text=text,
                           timeout=timeout, env={**os.environ, **(env or {})})
-
-
-def free_port() -> int:
-    """A loopback port a node keeps across restarts (``testbed.processes.free_port``)."""
-    from testbed.processes import free_port as loopback_port
-
-    return loopback_port()
 
 
 def random_cluster_id() -> str:

@@ -37,8 +37,8 @@ def kcat_command(directory: str = DEFAULT_DIR) -> tuple[list[str], dict[str, str
     binary = os.path.join(directory, "usr", "bin", "kcat")
     if not os.access(binary, os.X_OK):
         return None
-    libraries = os.path.join(directory, "usr", "lib", "x86_64-linux-gnu")
-    env = dict(os.environ, LD_LIBRARY_PATH=os.pathsep.join(filter(None, [libraries, os.environ.get(
+    libraries = glob.glob(os.path.join(directory, "usr", "lib", "*-linux-gnu"))  # Debian's multiarch dir
+    env = dict(os.environ, LD_LIBRARY_PATH=os.pathsep.join(filter(None, [*libraries, os.environ.get(
         "LD_LIBRARY_PATH")])))
     return [binary], env
 

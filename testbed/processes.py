@@ -42,24 +42,23 @@ def worker_share(ports: range) -> range:
 def free_port(rng: random.Random | None = None, taken: tuple[int, ...] = ()) -> int:
     """A free loopback port below the kernel's ephemeral range (so that a server can be restarted on it),
     from this process's share (``worker_share``) and not in ``taken``."""
-    rng = rng or random.Random()
-    ports = worker_share(SINGLE_PORTS)
-    for _ in range(200):
-        port = rng.choice(ports)
-        if port not in taken and port_free(port):
-            return port
-    raise RuntimeError(f"no free loopback port in {ports.start}..{ports.stop - 1}")
+    return _draw(SINGLE_PORTS, rng, taken, ())
 
 
 def free_port_pair(rng: random.Random | None = None, taken: tuple[int, ...] = ()) -> int:
     """A free loopback port whose sibling ``port + PAIR_OFFSET`` (SeaweedFS's gRPC port) is free too."""
+    return _draw(PAIRED_PORTS, rng, taken, (PAIR_OFFSET,))
+
+
+def _draw(block: range, rng: random.Random | None, taken: tuple[int, ...], siblings: tuple[int, ...]) -> int:
     rng = rng or random.Random()
-    ports = worker_share(PAIRED_PORTS)
+    ports = worker_share(block)
     for _ in range(200):
         port = rng.choice(ports)
-        if port not in taken and port_free(port) and port_free(port + PAIR_OFFSET):
+        if port not in taken and all(port_free(port + offset) for offset in (0, *siblings)):
             return port
-    raise RuntimeError(f"no free loopback port pair in {ports.start}..{ports.stop - 1} (+{PAIR_OFFSET})")
+    also = "".join(f" with port + {offset} free too" for offset in siblings)
+    raise RuntimeError(f"no free loopback port in {ports.start}..{ports.stop - 1}{also}")
 
 
 def wait_until_answered(proc: subprocess.Popen, name: str, url: str, accept, log_path, timeout_s: float,
@@ -81,11 +80,11 @@ def wait_until_answered(proc: subprocess.Popen, name: str, url: str, accept, log
         time.sleep(interval_s)
 
 
-def stop_process(proc: subprocess.Popen) -> None:
-    """SIGTERM, then SIGKILL if it has not ended within 15 s."""
+def stop_process(proc: subprocess.Popen, timeout_s: float = 15) -> None:
+    """SIGTERM, then SIGKILL if it has not ended within ``timeout_s``."""
     proc.terminate()
     try:
-        proc.wait(timeout=15)
+        proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(timeout=15)

@@ -152,7 +152,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """``--dist loadgroup``: xdist's scheduling by work units, the units being ``work_units``' (as the
     workers wrote them) and single tests."""
-    if config.getvalue("dist") != "loadgroup":
+    if config.getoption("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadScopeScheduling
 

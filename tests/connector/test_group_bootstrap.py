@@ -4,19 +4,16 @@ import pytest
 
 from format.record import SimpleRecord
 from tests.broker_core.server.server_kit import committed_offsets, start_broker
-from tests.connector.conftest import T0
+from tests.connector.conftest import T0, produce_numbered
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture()
 def running(tmp_path):
+    produce_numbered(str(tmp_path / "logs"), "events", 2, 30)
     server = start_broker(tmp_path / "logs")
     try:
-        server.broker.create_topic("events", 2)
-        for p in range(2):
-            server.broker.produce("events", [SimpleRecord(b"e-%d-%d" % (p, n), None, T0 + n) for n in range(30)],
-                                  partition=p)
         yield server
     finally:
         server.shutdown()

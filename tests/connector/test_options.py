@@ -1,5 +1,6 @@
 import pytest
 
+from connector.client_options import client_security
 from connector.options import SeglogOptionError, parse_options
 
 BASE = {"path": "/data/logs", "subscribe": "orders"}
@@ -142,7 +143,7 @@ def test_the_kafka_security_options_are_the_client_properties_without_the_prefix
     assert options.client_props == {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512",
                                     "sasl.jaas.config": _SECURED["kafka.sasl.jaas.config"],
                                     "ssl.truststore.type": "PEM"}
-    security = options.security()
+    security = client_security(options.client_props)
     assert (security.security_protocol, security.sasl_mechanism, security.username, security.password) == \
         ("SASL_PLAINTEXT", "SCRAM-SHA-512", "etl", "etl-secret")
     assert "etl-secret" not in repr(options)

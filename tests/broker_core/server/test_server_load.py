@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import struct
 import subprocess
 import sys
@@ -32,6 +31,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from broker_core.client.protocol_client import ProtocolClient
 from broker_core.protocol import ApiKey
+from testbed.processes import stop_process
 
 LOAD_SECONDS = float(os.environ.get("SEGLOG_LOAD_SECONDS", "60"))
 TOPIC = "load"
@@ -275,12 +275,7 @@ def test_fifty_clients_produce_and_consume_without_errors_and_every_acknowledged
         stop_consuming.set()
         for thread in threads:
             thread.join(DRAIN_S)
-        broker.send_signal(signal.SIGTERM)
-        try:
-            broker.wait(60)
-        except subprocess.TimeoutExpired:
-            broker.kill()
-            broker.wait(10)
+        stop_process(broker, timeout_s=60)
 
     broker_log = (tmp_path / "broker.log").read_text()
     sent = sum(tally.sent)

@@ -19,7 +19,7 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 from broker_core.client.remote_broker import RemoteBroker
 from format.layout import TopicPartition as LogPartition
 from format.record import SimpleRecord
-from jvm.apache_kafka import free_port
+from testbed.processes import free_port
 from server_kit import BrokerProcess, committed_offsets
 from transaction_clients_kit import TIMEOUT_S, read_all, transactional_producer
 
