@@ -354,7 +354,7 @@ _METADATA = Rule(
 
 _DESCRIBE_TOPIC_PARTITIONS = Rule(
     items=(Items("topics", "topics", _topic(_O.DESCRIBE),
-                 lambda item, code, message: {**_refused_topic(item["name"], code)}),),
+                 lambda item, code, message: _refused_topic(item["name"], code)),),
     restrict=_restrict_topics(lambda parsed: not parsed.body.get("topics")))
 
 
@@ -441,16 +441,22 @@ def _find_coordinator_target(key_type: int, key: str) -> Target:
     return Target(ResourceType.TRANSACTIONAL_ID, key, _O.DESCRIBE, TransactionalIdAuthorizationFailedError)
 
 
-def _find_coordinator(version: int) -> Rule:
-    if version < 4:
-        def check(ctx: RequestContext, body: Body) -> type[KafkaError] | None:
-            target = _find_coordinator_target(body.get("key_type", 0), body["key"])
-            return None if target.allowed(ctx) else target.error
-        return Rule(checks=(check,))
-    return Rule(items=(Items("coordinator_keys", "coordinators",
-                             lambda ctx, body, key: [_find_coordinator_target(body.get("key_type", 0), key)],
-                             lambda key, code, message: {"key": key, "node_id": -1, "host": "", "port": -1,
-                                                         "error_code": code, "error_message": message}),))
+def _by_version(first: int, before: Rule, since: Rule) -> Callable[[int], Rule]:
+    """``since`` from version ``first`` on, ``before`` below it (an API whose request changed shape)."""
+    return lambda version: since if version >= first else before
+
+
+def _find_coordinator_key(ctx: RequestContext, body: Body) -> type[KafkaError] | None:
+    target = _find_coordinator_target(body.get("key_type", 0), body["key"])
+    return None if target.allowed(ctx) else target.error
+
+
+_FIND_COORDINATOR = _by_version(
+    4, Rule(checks=(_find_coordinator_key,)),
+    Rule(items=(Items("coordinator_keys", "coordinators",
+                      lambda ctx, body, key: [_find_coordinator_target(body.get("key_type", 0), key)],
+                      lambda key, code, message: {"key": key, "node_id": -1, "host": "", "port": -1,
+                                                  "error_code": code, "error_message": message}),)))
 
 
 def _offset_partitions(parts: list, code: int) -> list[dict]:
@@ -475,23 +481,24 @@ def _hide_offsets(topics: list[dict], listing_all: bool, ctx: RequestContext) ->
     return out
 
 
-def _offset_fetch(version: int) -> Rule:
-    if version < 8:
-        def restrict(ctx: RequestContext, parsed: KafkaRequest, response: Body) -> Body:
-            return {**response, "topics": _hide_offsets(response.get("topics") or [],
-                                                        parsed.body.get("topics") is None, ctx)}
-        return Rule(checks=(_group(_O.DESCRIBE),), restrict=restrict)
+def _restrict_offsets(ctx: RequestContext, parsed: KafkaRequest, response: Body) -> Body:
+    return {**response, "topics": _hide_offsets(response.get("topics") or [], parsed.body.get("topics") is None,
+                                                ctx)}
 
-    def restrict_groups(ctx: RequestContext, parsed: KafkaRequest, response: Body) -> Body:
-        asked_all = {g["group_id"]: g.get("topics") is None for g in parsed.body["groups"]}
-        return {**response, "groups": [
-            {**g, "topics": _hide_offsets(g.get("topics") or [], asked_all.get(g["group_id"], True), ctx)}
-            for g in response.get("groups") or ()]}
 
-    return Rule(items=(Items("groups", "groups", lambda ctx, body, g: [
+def _restrict_groups_offsets(ctx: RequestContext, parsed: KafkaRequest, response: Body) -> Body:
+    asked_all = {g["group_id"]: g.get("topics") is None for g in parsed.body["groups"]}
+    return {**response, "groups": [
+        {**g, "topics": _hide_offsets(g.get("topics") or [], asked_all.get(g["group_id"], True), ctx)}
+        for g in response.get("groups") or ()]}
+
+
+_OFFSET_FETCH = _by_version(
+    8, Rule(checks=(_group(_O.DESCRIBE),), restrict=_restrict_offsets),
+    Rule(items=(Items("groups", "groups", lambda ctx, body, g: [
         Target(ResourceType.GROUP, g["group_id"], _O.DESCRIBE, GroupAuthorizationFailedError)],
         lambda g, code, message: {"group_id": g["group_id"], "topics": [], "error_code": code}),),
-        restrict=restrict_groups)
+        restrict=_restrict_groups_offsets))
 
 
 def _group_targets(operation: AclOperation) -> Callable[..., Sequence[Target]]:
@@ -536,14 +543,14 @@ _OFFSET_DELETE = Rule(checks=(_group(_O.DELETE),), items=(Items(
 _JOIN_SYNC_HEARTBEAT_LEAVE = Rule(checks=(_group(_O.READ),))
 
 
-def _add_partitions_to_txn(version: int) -> Rule:
-    if version >= 4:  # brokers verifying transactions for each other
-        return Rule(checks=(_cluster(_O.CLUSTER_ACTION),))
-    return Rule(checks=(_transactional_id(_O.WRITE, "v3_and_below_transactional_id"),), items=(Items(
+# From v4 brokers verify transactions for each other.
+_ADD_PARTITIONS_TO_TXN = _by_version(
+    4, Rule(checks=(_transactional_id(_O.WRITE, "v3_and_below_transactional_id"),), items=(Items(
         "v3_and_below_topics", "results_by_topic_v3_and_below", _topic(_O.WRITE),
         lambda item, code, message: {"name": item["name"], "results_by_partition": [
             {"partition_index": p, "partition_error_code": code} for p in item["partitions"]]},
-        all_or_nothing=True),))
+        all_or_nothing=True),)),
+    Rule(checks=(_cluster(_O.CLUSTER_ACTION),)))
 
 
 _ADD_OFFSETS_TO_TXN = Rule(checks=(_transactional_id(_O.WRITE), _group(_O.READ)))
@@ -618,18 +625,18 @@ RULES: dict[ApiKey | SeglogApiKey, Rule | Callable[[int], Rule]] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: _ALTER_CONFIGS,
     ApiKey.DESCRIBE_LOG_DIRS: _DESCRIBE_LOG_DIRS,
     ApiKey.INIT_PRODUCER_ID: Rule(checks=(_init_producer_id,)),
-    ApiKey.FIND_COORDINATOR: _find_coordinator,
+    ApiKey.FIND_COORDINATOR: _FIND_COORDINATOR,
     ApiKey.JOIN_GROUP: _JOIN_SYNC_HEARTBEAT_LEAVE,
     ApiKey.SYNC_GROUP: _JOIN_SYNC_HEARTBEAT_LEAVE,
     ApiKey.HEARTBEAT: _JOIN_SYNC_HEARTBEAT_LEAVE,
     ApiKey.LEAVE_GROUP: _JOIN_SYNC_HEARTBEAT_LEAVE,
     ApiKey.OFFSET_COMMIT: _OFFSET_COMMIT,
-    ApiKey.OFFSET_FETCH: _offset_fetch,
+    ApiKey.OFFSET_FETCH: _OFFSET_FETCH,
     ApiKey.DESCRIBE_GROUPS: _DESCRIBE_GROUPS,
     ApiKey.LIST_GROUPS: _LIST_GROUPS,
     ApiKey.DELETE_GROUPS: _DELETE_GROUPS,
     ApiKey.OFFSET_DELETE: _OFFSET_DELETE,
-    ApiKey.ADD_PARTITIONS_TO_TXN: _add_partitions_to_txn,
+    ApiKey.ADD_PARTITIONS_TO_TXN: _ADD_PARTITIONS_TO_TXN,
     ApiKey.ADD_OFFSETS_TO_TXN: _ADD_OFFSETS_TO_TXN,
     ApiKey.END_TXN: _END_TXN,
     ApiKey.TXN_OFFSET_COMMIT: _TXN_OFFSET_COMMIT,
