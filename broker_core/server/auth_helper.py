@@ -99,8 +99,9 @@ Body = dict[str, Any]
 class Items:
     request_key: str
     response_key: str
-    # The resources an entry needs, in the order Kafka checks them (none: not checked here).
-    targets: Callable[[RequestContext, Body, Any], Sequence[Target]]
+    # The resources an entry needs, in the order Kafka checks them (none: not checked here); None: the entries
+    # are not authorized one by one, they only carry a refusal of the whole request.
+    targets: Callable[[RequestContext, Body, Any], Sequence[Target]] | None
     # The response entry of a refused request entry (error code and message, no data).
     refused: Callable[[Any, int, str], dict]
     all_or_nothing: bool = False
@@ -156,7 +157,7 @@ def authorize_request(ctx: RequestContext, parsed: KafkaRequest) -> Decision:
     refused: list[tuple[Items, list[dict]]] = []
     for items in rule.items:
         entries = body.get(items.request_key)
-        if entries is None:
+        if entries is None or items.targets is None:
             continue
         allowed, denied = [], []
         for entry in entries:
@@ -575,7 +576,7 @@ def _restrict_transactions(ctx: RequestContext, parsed: KafkaRequest, response: 
 _LIST_TRANSACTIONS = Rule(restrict=_restrict_transactions)
 
 _WRITE_TXN_MARKERS = Rule(checks=(_cluster(_O.CLUSTER_ACTION),), items=(Items(
-    "markers", "markers", lambda ctx, body, m: [], lambda m, code, message: {
+    "markers", "markers", None, lambda m, code, message: {
         "producer_id": m["producer_id"], "topics": [
             {"name": t["name"], "partitions": [{"partition_index": p, "error_code": code}
                                                for p in t["partition_indexes"]]} for t in m["topics"]]}),))
@@ -589,22 +590,22 @@ _DESCRIBE_LOG_DIRS = Rule(checks=(_cluster(_O.DESCRIBE),))
 # seglog's own: an outside compaction job rewrites partitions, an admin's act on the cluster.
 _COMPACTION_LEASE = Rule(checks=(_cluster(_O.ALTER),))
 _REPLACE_SEGMENTS = Rule(checks=(_cluster(_O.ALTER),), items=(Items(
-    "topics", "topics", lambda ctx, body, t: [], lambda t, code, message: {
+    "topics", "topics", None, lambda t, code, message: {
         "name": t["name"], "partitions": [{"partition_index": p["partition_index"], "error_code": code,
                                            "error_message": message} for p in t["partitions"]]}),))
 
 _CREATE_ACLS = Rule(checks=(_cluster(_O.ALTER),), items=(Items(
-    "creations", "results", lambda ctx, body, c: [], lambda c, code, message: {
+    "creations", "results", None, lambda c, code, message: {
         "error_code": code, "error_message": message}),))
 _DESCRIBE_ACLS = Rule(checks=(_cluster(_O.DESCRIBE),))
 _DELETE_ACLS = Rule(checks=(_cluster(_O.ALTER),), items=(Items(
-    "filters", "filter_results", lambda ctx, body, f: [], lambda f, code, message: {
+    "filters", "filter_results", None, lambda f, code, message: {
         "error_code": code, "error_message": message, "matching_acls": []}),))
 
 # The user-credential APIs (KIP-554): DESCRIBE / ALTER on the cluster.
 _DESCRIBE_USER_SCRAM_CREDENTIALS = Rule(checks=(_cluster(_O.DESCRIBE),))
 _ALTER_USER_SCRAM_CREDENTIALS = Rule(checks=(_cluster(_O.ALTER),), items=tuple(
-    Items(key, "results", lambda ctx, body, u: [], lambda u, code, message: {
+    Items(key, "results", None, lambda u, code, message: {
         "user": u["name"], "error_code": code, "error_message": message})
     for key in ("deletions", "upsertions")))
 
