@@ -115,15 +115,18 @@ def supported_operations(resource_type: ResourceType) -> frozenset[AclOperation]
     return frozenset(_SUPPORTED.get(resource_type, ()))
 
 
+# The operations whose ALLOW also allows another, besides itself and ALL.
+_ALSO_ALLOWED_BY = {
+    AclOperation.DESCRIBE: {AclOperation.READ, AclOperation.WRITE, AclOperation.DELETE, AclOperation.ALTER},
+    AclOperation.DESCRIBE_CONFIGS: {AclOperation.ALTER_CONFIGS},
+}
+_IMPLIED = {op: frozenset({op, AclOperation.ALL, *_ALSO_ALLOWED_BY.get(op, ())}) for op in AclOperation}
+
+
 def implied_operations(operation: AclOperation) -> frozenset[AclOperation]:
     """The operations whose ALLOW also allows ``operation`` (itself and ALL included), as Kafka's authorizer
     reads them: DESCRIBE is allowed by READ, WRITE, DELETE and ALTER; DESCRIBE_CONFIGS by ALTER_CONFIGS."""
-    implied = {operation, AclOperation.ALL}
-    if operation == AclOperation.DESCRIBE:
-        implied |= {AclOperation.READ, AclOperation.WRITE, AclOperation.DELETE, AclOperation.ALTER}
-    elif operation == AclOperation.DESCRIBE_CONFIGS:
-        implied.add(AclOperation.ALTER_CONFIGS)
-    return frozenset(implied)
+    return _IMPLIED[operation]
 
 
 @dataclass(frozen=True, order=True)

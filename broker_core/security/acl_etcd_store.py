@@ -12,7 +12,8 @@ import threading
 from typing import Callable, Iterable
 
 from .acl import AclBinding, PatternType, ResourcePattern
-from .acl_store import RESOURCE_TYPE_NAMES, AclStore, decode_resource_acls, encode_resource_acls, group_by_pattern
+from .acl_store import (RESOURCE_TYPE_NAMES, RESOURCE_TYPES_BY_NAME, AclStore, decode_resource_acls,
+                        encode_resource_acls, group_by_pattern)
 
 __all__ = ["EtcdAclStore", "LITERAL_ACL_PATH", "PREFIXED_ACL_PATH"]
 
@@ -20,7 +21,6 @@ log = logging.getLogger(__name__)
 
 LITERAL_ACL_PATH = "/kafka-acl/"
 PREFIXED_ACL_PATH = "/kafka-acl-extended/prefixed/"
-_TYPES_BY_NAME = {v: k for k, v in RESOURCE_TYPE_NAMES.items()}
 
 
 def resource_path(pattern: ResourcePattern) -> str:
@@ -32,9 +32,9 @@ def _pattern_of(key: str) -> ResourcePattern:
     pattern_type = PatternType.PREFIXED if key.startswith(PREFIXED_ACL_PATH) else PatternType.LITERAL
     rest = key[len(PREFIXED_ACL_PATH if pattern_type == PatternType.PREFIXED else LITERAL_ACL_PATH):]
     type_name, _, name = rest.partition("/")
-    if type_name not in _TYPES_BY_NAME or not name:
+    if type_name not in RESOURCE_TYPES_BY_NAME or not name:
         raise ValueError(f"{key}: not an ACL resource path")
-    return ResourcePattern(_TYPES_BY_NAME[type_name], name, pattern_type)
+    return ResourcePattern(RESOURCE_TYPES_BY_NAME[type_name], name, pattern_type)
 
 
 class EtcdAclStore(AclStore):

@@ -21,7 +21,7 @@ from .acl import (AccessControlEntry, AclBinding, AclOperation, AclPermissionTyp
                   ResourceType)
 
 __all__ = ["AclStore", "LogDirAclStore", "ACL_STORE_FILE", "encode_resource_acls", "decode_resource_acls",
-           "RESOURCE_TYPE_NAMES", "group_by_pattern"]
+           "RESOURCE_TYPE_NAMES", "RESOURCE_TYPES_BY_NAME", "group_by_pattern"]
 
 ACL_STORE_FILE = "seglog-acls.json"
 
@@ -29,7 +29,7 @@ ACL_STORE_FILE = "seglog-acls.json"
 RESOURCE_TYPE_NAMES = {ResourceType.TOPIC: "Topic", ResourceType.GROUP: "Group", ResourceType.CLUSTER: "Cluster",
                ResourceType.TRANSACTIONAL_ID: "TransactionalId", ResourceType.DELEGATION_TOKEN: "DelegationToken",
                ResourceType.USER: "User"}
-_TYPES_BY_NAME = {v: k for k, v in RESOURCE_TYPE_NAMES.items()}
+RESOURCE_TYPES_BY_NAME = {v: k for k, v in RESOURCE_TYPE_NAMES.items()}
 
 
 def _camel(name: str) -> str:
@@ -101,7 +101,7 @@ class LogDirAclStore(AclStore):
         bindings = set()
         try:
             for resource in best["resources"]:
-                pattern = ResourcePattern(_TYPES_BY_NAME[resource["resourceType"]], resource["name"],
+                pattern = ResourcePattern(RESOURCE_TYPES_BY_NAME[resource["resourceType"]], resource["name"],
                                           PatternType[resource["patternType"]])
                 for entry in decode_resource_acls(f"{best_path}: {pattern}", resource):
                     bindings.add(AclBinding(pattern, entry))

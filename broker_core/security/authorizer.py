@@ -61,8 +61,10 @@ class Authorizer:
         self._lock = threading.Lock()
         self._by_type: dict[ResourceType, tuple[AclBinding, ...]] = {}
         # (resource type, pattern type, name) -> the entries of that pattern: a check looks up the name, ``*``
-        # and each prefix of the name instead of scanning every ACL.
+        # and the prefixes of the name as long as a stored PREFIXED name instead of scanning every ACL.
         self._by_pattern: dict[tuple[ResourceType, PatternType, str], tuple[AccessControlEntry, ...]] = {}
+        # The lengths of the PREFIXED names stored, per resource type, ascending: the prefixes worth looking up.
+        self._prefix_lengths: dict[ResourceType, tuple[int, ...]] = {}
         self._reindex()
         store.start(self._reindex)
 
@@ -73,7 +75,12 @@ class Authorizer:
             p = binding.pattern
             by_type.setdefault(p.resource_type, []).append(binding)
             by_pattern.setdefault((p.resource_type, p.pattern_type, p.name), []).append(binding.entry)
+        prefix_lengths: dict[ResourceType, set[int]] = {}
+        for resource_type, pattern_type, name in by_pattern:
+            if pattern_type == PatternType.PREFIXED:
+                prefix_lengths.setdefault(resource_type, set()).add(len(name))
         self._by_pattern = {k: tuple(e) for k, e in by_pattern.items()}
+        self._prefix_lengths = {t: tuple(sorted(lengths)) for t, lengths in prefix_lengths.items()}
         self._by_type = {t: tuple(b) for t, b in by_type.items()}
 
     def _governing(self, resource_type: ResourceType, name: str) -> list[AccessControlEntry]:
@@ -82,8 +89,10 @@ class Authorizer:
         entries = list(found.get((resource_type, PatternType.LITERAL, name), ()))
         if name != WILDCARD_RESOURCE:
             entries += found.get((resource_type, PatternType.LITERAL, WILDCARD_RESOURCE), ())
-        for end in range(1, len(name) + 1):
-            entries += found.get((resource_type, PatternType.PREFIXED, name[:end]), ())
+        for length in self._prefix_lengths.get(resource_type, ()):
+            if length > len(name):
+                break
+            entries += found.get((resource_type, PatternType.PREFIXED, name[:length]), ())
         return entries
 
     def close(self) -> None:

@@ -99,8 +99,9 @@ Body = dict[str, Any]
 class Items:
     request_key: str
     response_key: str
-    # The resources an entry needs, in the order Kafka checks them (none: not checked here).
-    targets: Callable[[RequestContext, Body, Any], Sequence[Target]]
+    # The resources an entry needs, in the order Kafka checks them (none: not checked here); None: the entries
+    # are not authorized one by one, they only carry a refusal of the whole request.
+    targets: Callable[[RequestContext, Body, Any], Sequence[Target]] | None
     # The response entry of a refused request entry (error code and message, no data).
     refused: Callable[[Any, int, str], dict]
     all_or_nothing: bool = False
@@ -156,7 +157,7 @@ def authorize_request(ctx: RequestContext, parsed: KafkaRequest) -> Decision:
     refused: list[tuple[Items, list[dict]]] = []
     for items in rule.items:
         entries = body.get(items.request_key)
-        if entries is None:
+        if entries is None or items.targets is None:
             continue
         allowed, denied = [], []
         for entry in entries:
@@ -354,7 +355,7 @@ _METADATA = Rule(
 
 _DESCRIBE_TOPIC_PARTITIONS = Rule(
     items=(Items("topics", "topics", _topic(_O.DESCRIBE),
-                 lambda item, code, message: {**_refused_topic(item["name"], code)}),),
+                 lambda item, code, message: _refused_topic(item["name"], code)),),
     restrict=_restrict_topics(lambda parsed: not parsed.body.get("topics")))
 
 
@@ -441,16 +442,22 @@ def _find_coordinator_target(key_type: int, key: str) -> Target:
     return Target(ResourceType.TRANSACTIONAL_ID, key, _O.DESCRIBE, TransactionalIdAuthorizationFailedError)
 
 
-def _find_coordinator(version: int) -> Rule:
-    if version < 4:
-        def check(ctx: RequestContext, body: Body) -> type[KafkaError] | None:
-            target = _find_coordinator_target(body.get("key_type", 0), body["key"])
-            return None if target.allowed(ctx) else target.error
-        return Rule(checks=(check,))
-    return Rule(items=(Items("coordinator_keys", "coordinators",
-                             lambda ctx, body, key: [_find_coordinator_target(body.get("key_type", 0), key)],
-                             lambda key, code, message: {"key": key, "node_id": -1, "host": "", "port": -1,
-                                                         "error_code": code, "error_message": message}),))
+def _by_version(first: int, before: Rule, since: Rule) -> Callable[[int], Rule]:
+    """``since`` from version ``first`` on, ``before`` below it (an API whose request changed shape)."""
+    return lambda version: since if version >= first else before
+
+
+def _find_coordinator_key(ctx: RequestContext, body: Body) -> type[KafkaError] | None:
+    target = _find_coordinator_target(body.get("key_type", 0), body["key"])
+    return None if target.allowed(ctx) else target.error
+
+
+_FIND_COORDINATOR = _by_version(
+    4, Rule(checks=(_find_coordinator_key,)),
+    Rule(items=(Items("coordinator_keys", "coordinators",
+                      lambda ctx, body, key: [_find_coordinator_target(body.get("key_type", 0), key)],
+                      lambda key, code, message: {"key": key, "node_id": -1, "host": "", "port": -1,
+                                                  "error_code": code, "error_message": message}),)))
 
 
 def _offset_partitions(parts: list, code: int) -> list[dict]:
@@ -475,23 +482,24 @@ def _hide_offsets(topics: list[dict], listing_all: bool, ctx: RequestContext) ->
     return out
 
 
-def _offset_fetch(version: int) -> Rule:
-    if version < 8:
-        def restrict(ctx: RequestContext, parsed: KafkaRequest, response: Body) -> Body:
-            return {**response, "topics": _hide_offsets(response.get("topics") or [],
-                                                        parsed.body.get("topics") is None, ctx)}
-        return Rule(checks=(_group(_O.DESCRIBE),), restrict=restrict)
+def _restrict_offsets(ctx: RequestContext, parsed: KafkaRequest, response: Body) -> Body:
+    return {**response, "topics": _hide_offsets(response.get("topics") or [], parsed.body.get("topics") is None,
+                                                ctx)}
 
-    def restrict_groups(ctx: RequestContext, parsed: KafkaRequest, response: Body) -> Body:
-        asked_all = {g["group_id"]: g.get("topics") is None for g in parsed.body["groups"]}
-        return {**response, "groups": [
-            {**g, "topics": _hide_offsets(g.get("topics") or [], asked_all.get(g["group_id"], True), ctx)}
-            for g in response.get("groups") or ()]}
 
-    return Rule(items=(Items("groups", "groups", lambda ctx, body, g: [
+def _restrict_groups_offsets(ctx: RequestContext, parsed: KafkaRequest, response: Body) -> Body:
+    asked_all = {g["group_id"]: g.get("topics") is None for g in parsed.body["groups"]}
+    return {**response, "groups": [
+        {**g, "topics": _hide_offsets(g.get("topics") or [], asked_all.get(g["group_id"], True), ctx)}
+        for g in response.get("groups") or ()]}
+
+
+_OFFSET_FETCH = _by_version(
+    8, Rule(checks=(_group(_O.DESCRIBE),), restrict=_restrict_offsets),
+    Rule(items=(Items("groups", "groups", lambda ctx, body, g: [
         Target(ResourceType.GROUP, g["group_id"], _O.DESCRIBE, GroupAuthorizationFailedError)],
         lambda g, code, message: {"group_id": g["group_id"], "topics": [], "error_code": code}),),
-        restrict=restrict_groups)
+        restrict=_restrict_groups_offsets))
 
 
 def _group_targets(operation: AclOperation) -> Callable[..., Sequence[Target]]:
@@ -536,14 +544,14 @@ _OFFSET_DELETE = Rule(checks=(_group(_O.DELETE),), items=(Items(
 _JOIN_SYNC_HEARTBEAT_LEAVE = Rule(checks=(_group(_O.READ),))
 
 
-def _add_partitions_to_txn(version: int) -> Rule:
-    if version >= 4:  # brokers verifying transactions for each other
-        return Rule(checks=(_cluster(_O.CLUSTER_ACTION),))
-    return Rule(checks=(_transactional_id(_O.WRITE, "v3_and_below_transactional_id"),), items=(Items(
+# From v4 brokers verify transactions for each other.
+_ADD_PARTITIONS_TO_TXN = _by_version(
+    4, Rule(checks=(_transactional_id(_O.WRITE, "v3_and_below_transactional_id"),), items=(Items(
         "v3_and_below_topics", "results_by_topic_v3_and_below", _topic(_O.WRITE),
         lambda item, code, message: {"name": item["name"], "results_by_partition": [
             {"partition_index": p, "partition_error_code": code} for p in item["partitions"]]},
-        all_or_nothing=True),))
+        all_or_nothing=True),)),
+    Rule(checks=(_cluster(_O.CLUSTER_ACTION),)))
 
 
 _ADD_OFFSETS_TO_TXN = Rule(checks=(_transactional_id(_O.WRITE), _group(_O.READ)))
@@ -568,7 +576,7 @@ def _restrict_transactions(ctx: RequestContext, parsed: KafkaRequest, response: 
 _LIST_TRANSACTIONS = Rule(restrict=_restrict_transactions)
 
 _WRITE_TXN_MARKERS = Rule(checks=(_cluster(_O.CLUSTER_ACTION),), items=(Items(
-    "markers", "markers", lambda ctx, body, m: [], lambda m, code, message: {
+    "markers", "markers", None, lambda m, code, message: {
         "producer_id": m["producer_id"], "topics": [
             {"name": t["name"], "partitions": [{"partition_index": p, "error_code": code}
                                                for p in t["partition_indexes"]]} for t in m["topics"]]}),))
@@ -582,22 +590,22 @@ _DESCRIBE_LOG_DIRS = Rule(checks=(_cluster(_O.DESCRIBE),))
 # seglog's own: an outside compaction job rewrites partitions, an admin's act on the cluster.
 _COMPACTION_LEASE = Rule(checks=(_cluster(_O.ALTER),))
 _REPLACE_SEGMENTS = Rule(checks=(_cluster(_O.ALTER),), items=(Items(
-    "topics", "topics", lambda ctx, body, t: [], lambda t, code, message: {
+    "topics", "topics", None, lambda t, code, message: {
         "name": t["name"], "partitions": [{"partition_index": p["partition_index"], "error_code": code,
                                            "error_message": message} for p in t["partitions"]]}),))
 
 _CREATE_ACLS = Rule(checks=(_cluster(_O.ALTER),), items=(Items(
-    "creations", "results", lambda ctx, body, c: [], lambda c, code, message: {
+    "creations", "results", None, lambda c, code, message: {
         "error_code": code, "error_message": message}),))
 _DESCRIBE_ACLS = Rule(checks=(_cluster(_O.DESCRIBE),))
 _DELETE_ACLS = Rule(checks=(_cluster(_O.ALTER),), items=(Items(
-    "filters", "filter_results", lambda ctx, body, f: [], lambda f, code, message: {
+    "filters", "filter_results", None, lambda f, code, message: {
         "error_code": code, "error_message": message, "matching_acls": []}),))
 
 # The user-credential APIs (KIP-554): DESCRIBE / ALTER on the cluster.
 _DESCRIBE_USER_SCRAM_CREDENTIALS = Rule(checks=(_cluster(_O.DESCRIBE),))
 _ALTER_USER_SCRAM_CREDENTIALS = Rule(checks=(_cluster(_O.ALTER),), items=tuple(
-    Items(key, "results", lambda ctx, body, u: [], lambda u, code, message: {
+    Items(key, "results", None, lambda u, code, message: {
         "user": u["name"], "error_code": code, "error_message": message})
     for key in ("deletions", "upsertions")))
 
@@ -618,18 +626,18 @@ RULES: dict[ApiKey | SeglogApiKey, Rule | Callable[[int], Rule]] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: _ALTER_CONFIGS,
     ApiKey.DESCRIBE_LOG_DIRS: _DESCRIBE_LOG_DIRS,
     ApiKey.INIT_PRODUCER_ID: Rule(checks=(_init_producer_id,)),
-    ApiKey.FIND_COORDINATOR: _find_coordinator,
+    ApiKey.FIND_COORDINATOR: _FIND_COORDINATOR,
     ApiKey.JOIN_GROUP: _JOIN_SYNC_HEARTBEAT_LEAVE,
     ApiKey.SYNC_GROUP: _JOIN_SYNC_HEARTBEAT_LEAVE,
     ApiKey.HEARTBEAT: _JOIN_SYNC_HEARTBEAT_LEAVE,
     ApiKey.LEAVE_GROUP: _JOIN_SYNC_HEARTBEAT_LEAVE,
     ApiKey.OFFSET_COMMIT: _OFFSET_COMMIT,
-    ApiKey.OFFSET_FETCH: _offset_fetch,
+    ApiKey.OFFSET_FETCH: _OFFSET_FETCH,
     ApiKey.DESCRIBE_GROUPS: _DESCRIBE_GROUPS,
     ApiKey.LIST_GROUPS: _LIST_GROUPS,
     ApiKey.DELETE_GROUPS: _DELETE_GROUPS,
     ApiKey.OFFSET_DELETE: _OFFSET_DELETE,
-    ApiKey.ADD_PARTITIONS_TO_TXN: _add_partitions_to_txn,
+    ApiKey.ADD_PARTITIONS_TO_TXN: _ADD_PARTITIONS_TO_TXN,
     ApiKey.ADD_OFFSETS_TO_TXN: _ADD_OFFSETS_TO_TXN,
     ApiKey.END_TXN: _END_TXN,
     ApiKey.TXN_OFFSET_COMMIT: _TXN_OFFSET_COMMIT,

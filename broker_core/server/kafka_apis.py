@@ -85,7 +85,6 @@ from ..protocol.config_resources import RESOURCE_BROKER, RESOURCE_TOPIC
 from ..protocol.messages.compaction import ACQUIRE, RELEASE, RENEW
 from ..protocol.types import topic_id_bytes, topic_id_text
 from ..purgatory import DelayedOperationPurgatory, TopicPartitionOperationKey
-from ..security.acl import AclOperation, ResourceType
 from ..security.authorizer import Authorizer
 from .acl_apis import AclApis
 from .auth_helper import FilteredRequest, RequestContext, authorize_request
@@ -282,11 +281,6 @@ class KafkaApis:
         return RequestContext(self.authorizer, request.principal, request.client_address[0],
                               topic_exists=self._topic_exists, topic_name=lambda i: self._topic_ids().get(i),
                               auto_create_topics_enable=self.config.auto_create_topics_enable)
-
-    def authorize(self, request: Request, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
-        """Whether ``request``'s principal may do ``operation`` on the resource (always, with no authorizer):
-        the check a handler outside ``auth_helper.RULES`` makes."""
-        return self.authorizer is None or self.request_context(request).allowed(operation, resource_type, name)
 
     def _topic_exists(self, name: str) -> bool:
         if self.replica_manager is not None:

@@ -73,6 +73,16 @@ def test_a_prefixed_acl_covers_every_name_with_the_prefix(tmp_path):
     assert not allowed(a, O.WRITE, TOPIC, "presales-eu")
 
 
+def test_prefixed_acls_of_several_lengths_each_govern_the_names_they_prefix(tmp_path):
+    a = authorizer(tmp_path, acl("Topic:s", "Read", principal=ALICE, pattern="prefixed"),
+                   acl("Topic:sales-eu-", "Write", principal=ALICE, pattern="prefixed"),
+                   acl("Topic:sales-", "Delete", principal=ALICE, pattern="prefixed", permission="deny"))
+    assert (allowed(a, O.READ, TOPIC, "sales-eu-1"), allowed(a, O.WRITE, TOPIC, "sales-eu-1")) == (True, True)
+    assert (allowed(a, O.READ, TOPIC, "sales-e"), allowed(a, O.WRITE, TOPIC, "sales-e")) == (True, False)
+    assert not allowed(a, O.DELETE, TOPIC, "sales-eu-1")
+    assert not allowed(a, O.READ, TOPIC, "t")
+
+
 def test_the_wildcard_resource_and_the_wildcard_principal_match_everything(tmp_path):
     a = authorizer(tmp_path, acl("Group:*", "Read", principal="User:*"))
     assert allowed(a, O.READ, ResourceType.GROUP, "any-group", principal="User:anyone")
