@@ -197,6 +197,24 @@ def test_objects_no_metadata_names_are_removed_as_orphans_at_start_up(tmp_path, 
         assert view(broker, fs, url).objects == kept.objects
 
 
+def test_metadata_staged_by_a_put_that_crashed_before_its_rename_is_removed_at_start_up(tmp_path):
+    url = (tmp_path / "remote").as_uri()
+    (tmp_path / "remote").mkdir()
+    fs = fsspec.filesystem("file")
+    with open_broker(tmp_path / "logs", url, {}) as broker:
+        broker.create_topic(TOPIC, 1, TIERED_TOPIC)
+        produce(broker, 0, 20)
+        tier_round(broker, broker.remote_log_manager)
+        kept = view(broker, fs, url)
+        # A state change of a kept segment and the first PUT of a new copy, each dead before its rename.
+        staged = [f"{kept.objects[0].split('.', 1)[0]}.metadata.json.tmp",
+                  f"{kept.objects[0].rpartition('/')[0]}/{0:020d}-{remote_tier.new_segment_id()}.metadata.json.tmp"]
+        for name in staged:
+            fs.pipe_file(name, b'{"state": "DELETE_SEGMENT')
+        tier_round(broker, manager_over(broker, fs, url))  # a restart's manager
+        assert view(broker, fs, url).objects == kept.objects
+
+
 def test_an_unreachable_remote_tier_makes_copying_retry_with_back_off_and_deletes_nothing_local(tmp_path, caplog):
     url = "s3://unreachable/tier"
     options = {"endpoint_url": "http://127.0.0.1:9", "key": "k", "secret": "s"}
