@@ -34,7 +34,7 @@ from format.index import OffsetIndex, TimeIndex
 from format.layout import TopicPartition
 from format.record_batch import NO_TIMESTAMP
 from format.txn_index import AbortedTxn, collect_aborted_txns, parse_aborted_txns
-from format.remote_tier import RemoteLogSegmentMetadata, RemoteLogSegmentState, ServingSegment, serving_segment
+from format.remote_tier import RemoteLogSegmentMetadata, RemoteLogSegmentState, ServingSegment, serving_index
 from format.segment import FetchDataInfo, LogSegment
 
 from ...clock import SYSTEM_CLOCK, Clock
@@ -148,15 +148,15 @@ class RemoteLogReader:
             listed = self.segments(tp, refresh=refresh)
             start = self.log_start_offset(lg)
             local = lg.local_log_start_offset
-            serving = serving_segment(listed, offset) if offset >= start else None
-            if serving is None:
+            i = serving_index(listed, offset) if offset >= start else None
+            if i is None:
                 if refresh:
                     raise OffsetOutOfRangeError(
                         f"{lg}: offset {offset} is in neither tier: the log starts at {start}, on local disk at "
                         f"{local}, and the remote tier {self.storage.url} holds "
                         + (", ".join(f"{s.start_offset}..{s.end_offset}" for s in listed) if listed else "nothing"))
                 continue
-            i = listed.index(serving)
+            serving = listed[i]
             # Where the read must stop: the next segment serves from there (a remote segment reaching past the
             # local log start offset is read to its end: the local copy holds the same batches).
             following = listed[i + 1].start_offset if i + 1 < len(listed) else \
