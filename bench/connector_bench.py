@@ -217,17 +217,24 @@ def write_log(log_dir: str, pool: Sequence[bytes], per_partition: int, partition
     One ``Log.append`` per 16 KiB batch, as produce requests bring them, without
     building a record in the loop: the log assigns offsets to the pooled batches.
     """
-    written = 0
     with Broker(log_dir, background=False) as broker:
         broker.create_topic(TOPIC, partitions)
-        for p in range(partitions):
-            log = broker.log_manager.get_log(TopicPartition(TOPIC, p))
-            for batch in partition_batches(pool, per_partition, p, timestamp_ms):
-                log.append(batch)
-            if log.log_end_offset != per_partition:
-                raise AssertionError(f"{log}: log end offset {log.log_end_offset}, expected {per_partition}")
-            log.flush()
-            written += log.size
+        return append_partitions(broker, pool, per_partition, partitions, timestamp_ms)
+
+
+def append_partitions(broker: Broker, pool: Sequence[bytes], per_partition: int, partitions: int,
+                      timestamp_ms: int) -> int:
+    """Append ``per_partition`` records of pooled batches to each partition of topic ``bench``, flushed;
+    returns the bytes its logs hold."""
+    written = 0
+    for p in range(partitions):
+        log = broker.log_manager.get_log(TopicPartition(TOPIC, p))
+        for batch in partition_batches(pool, per_partition, p, timestamp_ms):
+            log.append(batch)
+        if log.log_end_offset != per_partition:
+            raise AssertionError(f"{log}: log end offset {log.log_end_offset}, expected {per_partition}")
+        log.flush()
+        written += log.size
     return written
 
 

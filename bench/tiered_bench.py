@@ -52,7 +52,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_common import (GIB, MB, MIB, Environment, Timing, argument_parser, date_and_command,  # noqa: E402
                           environment, file_system, log, print_environment, print_header, print_markdown_header,
                           print_markdown_row, rate, scratch_directory, short_of_disk, timed)
-from connector_bench import BATCH_RECORDS, POOL_BATCHES, make_pool, partition_batches, spark_session  # noqa: E402
+from connector_bench import BATCH_RECORDS, POOL_BATCHES, append_partitions, make_pool, spark_session  # noqa: E402
 
 TOPIC = "bench"
 PARTITIONS = 4
@@ -143,16 +143,7 @@ def fill(broker: Broker, config: dict[str, str], pool: Sequence[bytes], per_part
     """Create topic ``bench`` with ``config`` and append ``per_partition`` records of pooled batches to each
     partition (``connector_bench``'s batches); returns the bytes written."""
     broker.create_topic(TOPIC, PARTITIONS, config)
-    written = 0
-    for p in range(PARTITIONS):
-        lg = broker.log_manager.get_log(TopicPartition(TOPIC, p))
-        for batch in partition_batches(pool, per_partition, p, timestamp_ms):
-            lg.append(batch)
-        if lg.log_end_offset != per_partition:
-            raise AssertionError(f"{lg}: log end offset {lg.log_end_offset}, expected {per_partition}")
-        lg.flush()
-        written += lg.size
-    return written
+    return append_partitions(broker, pool, per_partition, PARTITIONS, timestamp_ms)
 
 
 def rolled_segment_files(broker: Broker) -> list[str]:

@@ -58,7 +58,7 @@ from .errors import CorruptRecordError
 __all__ = [
     "RemoteLogSegmentState", "RemoteLogSegmentMetadata", "SEGMENT_SUFFIXES", "METADATA_SUFFIX",
     "partition_path", "segment_object", "new_segment_id", "encode_metadata", "decode_metadata", "read_metadata",
-    "list_segments", "ServingSegment", "serving_segments", "serving_segment",
+    "list_segments", "ServingSegment", "serving_segments", "serving_index",
     "REMOTE_TIER_FILE",
 ]
 
@@ -205,9 +205,13 @@ def serving_segments(listed: Iterable[RemoteLogSegmentMetadata]) -> list[Serving
     return out
 
 
-def serving_segment(serving: Sequence[ServingSegment], offset: int) -> ServingSegment | None:
-    """The segment of ``serving`` (``serving_segments``) that serves ``offset``; None when no complete segment
-    holds it (below the first, past the last, or in a gap between two), where Kafka answers
-    OFFSET_OUT_OF_RANGE."""
-    i = bisect.bisect_left([s.end_offset for s in serving], offset)
-    return serving[i] if i < len(serving) and serving[i].start_offset <= offset else None
+def serving_index(serving: Sequence[ServingSegment], offset: int) -> int | None:
+    """The position in ``serving`` (``serving_segments``) of the segment that serves ``offset`` (the next one
+    serves from where a read of it must stop); None when no complete segment holds it (below the first, past
+    the last, or in a gap between two), where Kafka answers OFFSET_OUT_OF_RANGE."""
+    i = bisect.bisect_left(serving, offset, key=_end_offset)
+    return i if i < len(serving) and serving[i].start_offset <= offset else None
+
+
+def _end_offset(segment: ServingSegment) -> int:
+    return segment.metadata.end_offset

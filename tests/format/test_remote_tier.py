@@ -8,7 +8,7 @@ import pytest
 
 from format.errors import CorruptRecordError
 from format.remote_tier import (METADATA_SUFFIX, RemoteLogSegmentMetadata, RemoteLogSegmentState, decode_metadata,
-                                encode_metadata, list_segments, segment_object, serving_segment, serving_segments)
+                                encode_metadata, list_segments, segment_object, serving_index, serving_segments)
 
 S = RemoteLogSegmentState
 
@@ -52,8 +52,8 @@ def _served(listed: list[RemoteLogSegmentMetadata]) -> list[tuple[str, int, int]
 def _offsets(listed: list[RemoteLogSegmentMetadata], until: int) -> dict[int, str | None]:
     """The segment id serving each offset below ``until`` (None: no segment)."""
     serving = serving_segments(listed)
-    found = {o: serving_segment(serving, o) for o in range(until)}
-    return {o: None if s is None else s.metadata.segment_id for o, s in found.items()}
+    found = {o: serving_index(serving, o) for o in range(until)}
+    return {o: None if i is None else serving[i].metadata.segment_id for o, i in found.items()}
 
 
 def test_a_segment_overlapping_the_one_before_serves_from_past_its_end():
@@ -78,7 +78,7 @@ def test_offsets_in_a_gap_stay_unserved_as_kafka_answers_them_out_of_range():
     assert _served(listed) == [("a", 0, 99), ("c", 110, 130), ("b", 131, 199)]
     offsets = _offsets(listed, 201)
     assert [o for o, served in offsets.items() if served is None] == [*range(100, 110), 200]
-    assert serving_segment([], 0) is None
+    assert serving_index([], 0) is None
 
 
 def test_only_finished_copies_serve():

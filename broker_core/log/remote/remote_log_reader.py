@@ -34,7 +34,7 @@ from format.index import OffsetIndex, TimeIndex
 from format.layout import TopicPartition
 from format.record_batch import NO_TIMESTAMP
 from format.txn_index import AbortedTxn, collect_aborted_txns, parse_aborted_txns
-from format.remote_tier import RemoteLogSegmentMetadata, RemoteLogSegmentState, ServingSegment, serving_segment
+from format.remote_tier import RemoteLogSegmentMetadata, ServingSegment, serving_index
 from format.segment import FetchDataInfo, LogSegment
 
 from ...clock import SYSTEM_CLOCK, Clock
@@ -148,15 +148,14 @@ class RemoteLogReader:
             listed = self.segments(tp, refresh=refresh)
             start = self.log_start_offset(lg)
             local = lg.local_log_start_offset
-            serving = serving_segment(listed, offset) if offset >= start else None
-            if serving is None:
+            i = serving_index(listed, offset) if offset >= start else None
+            if i is None:
                 if refresh:
                     raise OffsetOutOfRangeError(
                         f"{lg}: offset {offset} is in neither tier: the log starts at {start}, on local disk at "
-                        f"{local}, and the remote tier {self.storage.url} holds "
-                        + (", ".join(f"{s.start_offset}..{s.end_offset}" for s in listed) if listed else "nothing"))
+                        f"{local}, and the remote tier {self.storage.url} holds {_ranges(listed)}")
                 continue
-            i = listed.index(serving)
+            serving = listed[i]
             # Where the read must stop: the next segment serves from there (a remote segment reaching past the
             # local log start offset is read to its end: the local copy holds the same batches).
             following = listed[i + 1].start_offset if i + 1 < len(listed) else \
@@ -198,22 +197,12 @@ class RemoteLogReader:
         """The leader epochs and the producer snapshot the remote segment holding ``offset`` was copied with:
         what a follower starting past it needs (Kafka's ReplicaFetcherTierStateMachine), listed afresh.
         KafkaStorageError when no complete remote segment holds ``offset`` or its objects cannot be read."""
-        topic_id = self.topic_id_of(tp.topic)
-        if topic_id is None:
-            raise KafkaStorageError(f"{tp.topic}-{tp.partition}: the topic has no id here to find its remote tier")
-        directory = remote_tier.partition_path(self.root, tp.topic, topic_id, tp.partition)
-        try:
-            self.fs.invalidate_cache(directory)
-            listed = remote_tier.list_segments(self.fs, self.root, tp.topic, topic_id, tp.partition)
-        except CorruptRecordError as exc:
-            raise KafkaStorageError(f"remote tier {self.storage.url}: {exc}") from None
-        except Exception as exc:  # noqa: BLE001 - each fsspec backend raises its own
-            raise KafkaStorageError(f"remote tier {self.storage.url}: cannot list {directory}: {exc}") from None
-        found = next((m for m in listed if m.state is RemoteLogSegmentState.COPY_SEGMENT_FINISHED
-                      and m.base_offset <= offset <= m.end_offset), None)
-        if found is None:
-            raise KafkaStorageError(f"{tp.topic}-{tp.partition}: no complete remote segment in {directory} holds "
-                                    f"offset {offset}")
+        listed = self.segments(tp, refresh=True)
+        i = serving_index(listed, offset)
+        if i is None:
+            raise KafkaStorageError(f"{tp.topic}-{tp.partition}: no complete remote segment in the remote tier "
+                                    f"{self.storage.url} holds offset {offset} (it holds {_ranges(listed)})")
+        found = listed[i].metadata
         objects = {}
         for suffix in (".leader_epoch_checkpoint", ".snapshot"):
             if suffix in found.objects:
@@ -346,6 +335,11 @@ class RemoteLogReader:
                  f"(segment id {m.segment_id}): {where}: {getattr(exc, 'strerror', None) or exc}")
         log.error("%s: %s", self, cause)
         return KafkaStorageError(cause)
+
+
+def _ranges(listed: list[ServingSegment]) -> str:
+    """The offsets ``listed`` serves, for an error message."""
+    return ", ".join(f"{s.start_offset}..{s.end_offset}" for s in listed) or "nothing"
 
 
 # --- both tiers -------------------------------------------------------------------

@@ -17,6 +17,9 @@ from format.remote_tier import METADATA_SUFFIX, SEGMENT_SUFFIXES, RemoteLogSegme
 
 __all__ = ["LogSegmentData", "RemoteStorageManager", "write_remote_tier_file"]
 
+#: A metadata object being written on a local filesystem, before its rename.
+STAGED_SUFFIX = METADATA_SUFFIX + ".tmp"
+
 
 @dataclass(frozen=True)
 class LogSegmentData:
@@ -86,7 +89,7 @@ class RemoteStorageManager:
         if not isinstance(self.fs, LocalFileSystem):
             self.fs.pipe_file(path, data)
             return
-        staged = path + ".tmp"  # not a metadata name: listings skip it
+        staged = path + STAGED_SUFFIX  # not a metadata name: listings skip it, start-up removes it (remove_orphans)
         self.fs.pipe_file(staged, data)
         self.fs.mv(staged, path)
 
@@ -127,7 +130,8 @@ class RemoteStorageManager:
 
     def remove_orphans(self, topic: str, topic_id: str, partition: int) -> list[str]:
         """Delete the partition's objects that belong to no metadata object (a copy that crashed before its
-        first PUT landed); returns their paths."""
+        first PUT landed), and metadata staged but never renamed (a PUT that crashed on a local filesystem);
+        returns their paths."""
         directory = self.fs._strip_protocol(remote_tier.partition_path(self.url, topic, topic_id, partition))
         self.fs.invalidate_cache(directory)
         try:
@@ -137,7 +141,8 @@ class RemoteStorageManager:
         # Some stores (SeaweedFS) list the directory itself once it is empty.
         names = [n for n in listed if n.rstrip("/") != directory.rstrip("/")]
         described = {n[:-len(METADATA_SUFFIX)] for n in names if n.endswith(METADATA_SUFFIX)}
-        orphans = [n for n in names if not n.endswith(METADATA_SUFFIX) and _stem(n) not in described]
+        orphans = [n for n in names if n.endswith(STAGED_SUFFIX)
+                   or not n.endswith(METADATA_SUFFIX) and _stem(n) not in described]
         for name in orphans:
             self._remove(name)
         return orphans

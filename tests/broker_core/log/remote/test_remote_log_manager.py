@@ -28,6 +28,13 @@ def tier(s3_bucket):
     return f"s3://{bucket}/tier", options, s3fs.S3FileSystem(**options)
 
 
+@pytest.fixture()
+def local_tier(tmp_path):
+    """A remote tier in a local directory: its URL and filesystem."""
+    (tmp_path / "remote").mkdir()
+    return (tmp_path / "remote").as_uri(), fsspec.filesystem("file")
+
+
 class Crash(BaseException):
     """The process dying at a chosen remote-tier operation (no handler survives it)."""
 
@@ -197,6 +204,22 @@ def test_objects_no_metadata_names_are_removed_as_orphans_at_start_up(tmp_path, 
         assert view(broker, fs, url).objects == kept.objects
 
 
+def test_metadata_staged_by_a_put_that_crashed_before_its_rename_is_removed_at_start_up(tmp_path, local_tier):
+    url, fs = local_tier
+    with open_broker(tmp_path / "logs", url, {}) as broker:
+        broker.create_topic(TOPIC, 1, TIERED_TOPIC)
+        produce(broker, 0, 20)
+        tier_round(broker, broker.remote_log_manager)
+        kept = view(broker, fs, url)
+        # A state change of a kept segment and the first PUT of a new copy, each dead before its rename.
+        staged = [f"{kept.objects[0].split('.', 1)[0]}.metadata.json.tmp",
+                  f"{kept.objects[0].rpartition('/')[0]}/{0:020d}-{remote_tier.new_segment_id()}.metadata.json.tmp"]
+        for name in staged:
+            fs.pipe_file(name, b'{"state": "DELETE_SEGMENT')
+        tier_round(broker, manager_over(broker, fs, url))  # a restart's manager
+        assert view(broker, fs, url).objects == kept.objects
+
+
 def test_an_unreachable_remote_tier_makes_copying_retry_with_back_off_and_deletes_nothing_local(tmp_path, caplog):
     url = "s3://unreachable/tier"
     options = {"endpoint_url": "http://127.0.0.1:9", "key": "k", "secret": "s"}
@@ -227,10 +250,8 @@ def test_an_unreachable_remote_tier_makes_copying_retry_with_back_off_and_delete
         assert lg.local_log_start_offset == 0 and lg.highest_offset_in_remote_storage == -1
 
 
-def test_a_follower_copies_nothing_and_a_new_leader_continues_from_the_listed_metadata(tmp_path):
-    url = (tmp_path / "remote").as_uri()
-    (tmp_path / "remote").mkdir()
-    fs = fsspec.filesystem("file")
+def test_a_follower_copies_nothing_and_a_new_leader_continues_from_the_listed_metadata(tmp_path, local_tier):
+    url, fs = local_tier
     with open_broker(tmp_path / "logs", url, {}) as broker:
         broker.remote_log_manager.close()
         broker.create_topic(TOPIC, 1, TIERED_TOPIC)
@@ -248,10 +269,8 @@ def test_a_follower_copies_nothing_and_a_new_leader_continues_from_the_listed_me
         assert after[:len(copied)] == copied and len(after) > len(copied)
 
 
-def test_a_follower_counts_as_remote_only_the_offsets_its_own_leader_epochs_share_with_the_remote_tier(tmp_path):
-    url = (tmp_path / "remote").as_uri()
-    (tmp_path / "remote").mkdir()
-    fs = fsspec.filesystem("file")
+def test_a_follower_counts_as_remote_only_the_offsets_its_own_leader_epochs_share_with_the_remote_tier(tmp_path, local_tier):
+    url, fs = local_tier
     with open_broker(tmp_path / "logs", url, {}) as broker:
         broker.remote_log_manager.close()
         broker.create_topic(TOPIC, 1, TIERED_TOPIC)
