@@ -1043,10 +1043,10 @@ class Log:
 
     def build_remote_log_aux_state(self, local_log_start_offset: int, log_start_offset: int,
                                    epochs: list[EpochEntry], producer_snapshot: bytes | None) -> None:
-        """A follower starting where its leader's local log starts (Kafka's buildRemoteLogAuxState): emptied
-        and started at ``local_log_start_offset``, its log start offset the leader's ``log_start_offset`` (the
-        offsets between are in the remote tier), its leader epochs and producer state those the remote segment
-        ending below ``local_log_start_offset`` was copied with."""
+        """A follower starting past the remote tier (Kafka's buildRemoteLogAuxState): emptied and started at
+        ``local_log_start_offset`` (the end + 1 of a remote segment), its log start offset the leader's
+        ``log_start_offset`` (the offsets between are in the remote tier), its leader epochs and producer state
+        those the remote segment ending below ``local_log_start_offset`` was copied with."""
         with self._lock:
             self.truncate_fully_and_start_at(local_log_start_offset)
             if self.config.remote_storage_enable:
@@ -1057,7 +1057,7 @@ class Log:
             if producer_snapshot is not None:
                 self.producer_state.restore_snapshot(local_log_start_offset, producer_snapshot)
             self._load_producer_state()
-        log.info("%s: starts at offset %d, the leader's local log start offset; log start offset %d, leader "
+        log.info("%s: starts at offset %d, past the remote tier's segment below it; log start offset %d, leader "
                  "epochs %s and %s from the remote tier", self, local_log_start_offset, self.log_start_offset,
                  [(e.epoch, e.start_offset) for e in self.leader_epoch_cache.epoch_entries()],
                  "the producer state" if producer_snapshot is not None else "no producer snapshot")

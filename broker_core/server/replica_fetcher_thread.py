@@ -253,8 +253,9 @@ class ReplicaFetcherThread:
 
     def _start_at_leader_local_log(self, client: ProtocolClient, state: _FetchState) -> None:
         """The leader's local log starts past this log's end, the offsets between only in the remote tier:
-        start this log at the leader's local log start offset with the leader epochs and producer state of
-        the remote segment ending below it (Kafka's ReplicaFetcherTierStateMachine), then fetch from there."""
+        start this log past the remote segment holding the offset below the leader's local log start, with
+        the leader epochs and producer state of that segment (Kafka's ReplicaFetcherTierStateMachine), then
+        fetch from there."""
         lg = state.partition.log
         tp = state.partition.topic_partition
         moved = f"fetch of {tp} at offset {lg.log_end_offset} from broker {self.leader_id}"
@@ -265,13 +266,13 @@ class ReplicaFetcherThread:
         try:
             local_start = self._list_offset(client, state, EARLIEST_LOCAL_TIMESTAMP)
             log_start = self._list_offset(client, state, EARLIEST_TIMESTAMP)
-            epochs, snapshot = self._remote.remote_log_aux_state(tp, local_start - 1)
+            start, epochs, snapshot = self._remote.remote_log_aux_state(tp, local_start - 1)
         except KafkaError as exc:
             self._fail(state, exc)
             return
-        lg.build_remote_log_aux_state(local_start, log_start, epochs, snapshot)
-        log.info("%s: %s: %s answered OFFSET_MOVED_TO_TIERED_STORAGE; fetching from the leader's local log "
-                 "start offset %d", self, tp, moved, local_start)
+        lg.build_remote_log_aux_state(start, log_start, epochs, snapshot)
+        log.info("%s: %s: %s answered OFFSET_MOVED_TO_TIERED_STORAGE; fetching from offset %d, past the remote "
+                 "segment below the leader's local log start offset %d", self, tp, moved, start, local_start)
 
     def _list_offset(self, client: ProtocolClient, state: _FetchState, timestamp: int) -> int:
         tp = state.partition.topic_partition

@@ -193,10 +193,12 @@ class RemoteLogReader:
                 return found
         return None
 
-    def remote_log_aux_state(self, tp: TopicPartition, offset: int) -> tuple[list[EpochEntry], bytes | None]:
-        """The leader epochs and the producer snapshot the remote segment holding ``offset`` was copied with:
-        what a follower starting past it needs (Kafka's ReplicaFetcherTierStateMachine), listed afresh.
-        KafkaStorageError when no complete remote segment holds ``offset`` or its objects cannot be read."""
+    def remote_log_aux_state(self, tp: TopicPartition, offset: int) -> tuple[int, list[EpochEntry], bytes | None]:
+        """Where a follower starting past ``offset`` starts — the end offset + 1 of the remote segment holding
+        ``offset``, which its producer snapshot describes (it can end past ``offset`` when remote segments
+        overlap) — and the leader epochs and producer snapshot that segment was copied with (Kafka's
+        ReplicaFetcherTierStateMachine), listed afresh. KafkaStorageError when no complete remote segment
+        holds ``offset`` or its objects cannot be read."""
         listed = self.segments(tp, refresh=True)
         i = serving_index(listed, offset)
         if i is None:
@@ -216,7 +218,7 @@ class RemoteLogReader:
             epochs = parse_leader_epoch_checkpoint(objects.get(".leader_epoch_checkpoint", b"").decode(), checkpoint)
         except (CheckpointError, UnicodeDecodeError) as exc:
             raise KafkaStorageError(f"{tp.topic}-{tp.partition}: {exc}") from None
-        return epochs, objects.get(".snapshot")
+        return found.end_offset + 1, epochs, objects.get(".snapshot")
 
     def max_timestamp(self, lg: Log) -> TimestampAndOffset | None:
         """The remote record with the largest timestamp (the first of equals) among the remote segments below
