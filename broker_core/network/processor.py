@@ -310,7 +310,7 @@ class Processor(threading.Thread):
             self._close(conn)  # the client closed its side
             return
         conn.last_active_ms = self.clock.hi_res_clock_ms()
-        if conn.transport.has_pending_writes():
+        if conn.transport.pending_writes:
             self._update_interest(conn)
         try:
             conn.receive.feed(data)
@@ -410,7 +410,7 @@ class Processor(threading.Thread):
                 sent = conn.transport.write(conn.send[:_MAX_BUFFERS_PER_WRITE])
                 _advance(conn.send, sent)
                 conn.last_active_ms = self.clock.hi_res_clock_ms()  # a slow reader is still active
-            if not conn.transport.flush():  # TLS bytes the socket has not taken yet
+            if conn.transport.pending_writes and not conn.transport.flush():  # TLS bytes the socket has not taken
                 raise BlockingIOError
         except (BlockingIOError, InterruptedError):
             self._update_interest(conn)  # wait until the socket takes more
@@ -431,7 +431,7 @@ class Processor(threading.Thread):
         if conn.closed:
             return
         wanted = 0
-        if conn.send is not None or conn.transport.has_pending_writes():
+        if conn.send is not None or conn.transport.pending_writes:
             wanted |= selectors.EVENT_WRITE
         if not conn.muted or not conn.transport.ready:
             # Idle connections stay readable even while not dispatching, so a

@@ -12,7 +12,7 @@ socket when it takes it. Both layers offer the same non-blocking calls:
   ``BlockingIOError`` when nothing is readable yet (a TLS record half arrived);
 * ``write(buffers)`` — application bytes taken; ``BlockingIOError`` when the
   socket takes nothing now; ``flush()`` is True once everything taken is on
-  the wire;
+  the wire, ``pending_writes`` until then;
 * ``close()`` — a TLS connection says ``close_notify`` first (best effort).
 
 ``peer_principal()`` is the verified client certificate's subject
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import socket
 import ssl
-from typing import Sequence
+from typing import Callable, Sequence
 
 from .principal import KafkaPrincipal
 from .ssl_principal import certificate_principal
@@ -38,24 +38,19 @@ class PlaintextTransportLayer:
     """The socket as it is."""
 
     ready = True
+    pending_writes = False
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
+        # The socket's own calls: a PLAINTEXT request costs no call in between.
+        self.read: Callable[[int], bytes] = sock.recv
+        self.write: Callable[[Sequence[memoryview]], int] = sock.sendmsg
 
     def handshake(self) -> None:
         pass
 
-    def read(self, max_bytes: int) -> bytes:
-        return self.sock.recv(max_bytes)
-
-    def write(self, buffers: Sequence[memoryview]) -> int:
-        return self.sock.sendmsg(buffers)
-
     def flush(self) -> bool:
         return True
-
-    def has_pending_writes(self) -> bool:
-        return False
 
     def peer_principal(self) -> KafkaPrincipal | None:
         return None
@@ -186,7 +181,8 @@ class SslTransportLayer:
             del self._net_out[:sent]
         return True
 
-    def has_pending_writes(self) -> bool:
+    @property
+    def pending_writes(self) -> bool:
         return bool(self._net_out)
 
     # -- who, and goodbye --

@@ -26,7 +26,7 @@ from typing import Mapping
 from format.layout import TopicPartition
 
 from ..broker import Broker
-from ..client.client_security import PLAINTEXT_CLIENT, ClientSecurity
+from ..client.client_security import ClientSecurity
 from ..clock import SYSTEM_CLOCK, Clock
 from ..config import BrokerConfig
 from ..controller.admin_zk_client import AdminZkClient
@@ -103,15 +103,14 @@ class ClusterMode:
         return partition is not None and partition.is_leader
 
     def start(self, broker: Broker, apis: KafkaApis, advertised: Mapping[str, EndPoint],
-              fetch_purgatory: DelayedOperationPurgatory, inter_broker_listener: str | None = None,
-              inter_broker_security: ClientSecurity = PLAINTEXT_CLIENT) -> None:
+              fetch_purgatory: DelayedOperationPurgatory, inter_broker_listener: str,
+              inter_broker_security: ClientSecurity) -> None:
         """``inter_broker_listener``: the listener replica fetchers and marker senders reach other brokers on
-        (``inter.broker.listener.name``; the first advertised one when None), with ``inter_broker_security``
-        (its security protocol, this broker's certificates and SASL login)."""
+        (``inter.broker.listener.name``), with ``inter_broker_security`` (its security protocol, this broker's
+        certificates and SASL login)."""
         config = self.config
         self._fetch_purgatory = fetch_purgatory
         self.produce_purgatory = DelayedOperationPurgatory("Produce", clock=self.clock, broker_id=config.node_id)
-        inter_broker_listener = inter_broker_listener or next(iter(advertised))
         cache_holder: list[ReplicaManager] = []
 
         def leader_endpoint(broker_id: int) -> EndPoint | None:

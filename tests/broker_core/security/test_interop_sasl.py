@@ -21,6 +21,7 @@ from tests.broker_core.security.secure_clients_kit import (LIBRARIES, ClientSecu
                                                             round_trip)
 from tests.broker_core.security.sasl_listener_kit import USERS, sasl_ssl, seglog_security, start_sasl_broker
 from tests.broker_core.server.server_kit import read_frame
+from tests.broker_core.server.socket_server_kit import closed_by_server
 
 
 def security(server_stores, mechanism: str = "SCRAM-SHA-512", user: str = "alice",
@@ -45,13 +46,6 @@ def tls_socket(server, server_stores, listener: str = "SASL_SSL") -> socket.sock
         context = ssl.create_default_context(cafile=str(server_stores.truststore))
         sock = context.wrap_socket(sock, server_hostname="127.0.0.1")
     return sock
-
-
-def closed_without_answer(sock: socket.socket) -> bool:
-    try:
-        return sock.recv(1) == b""
-    except (ConnectionResetError, ssl.SSLError, OSError):
-        return True
 
 
 # --- the clients ---------------------------------------------------------------------------------------
@@ -162,13 +156,13 @@ def test_requests_before_authentication_close_the_connection_and_are_not_served(
                                                                "allow_auto_topic_creation": True})
     with tls_socket(sasl_broker, server_stores, listener) as sock:
         sock.sendall(metadata)
-        assert closed_without_answer(sock)
+        assert closed_by_server(sock)
     # After ApiVersions and a handshake, still not authenticated: the same.
     with tls_socket(sasl_broker, server_stores, listener) as sock:
         sock.sendall(encode_request(ApiKey.SASL_HANDSHAKE, 1, 1, "early", {"mechanism": "PLAIN"}))
         read_frame(sock)
         sock.sendall(metadata)
-        assert closed_without_answer(sock)
+        assert closed_by_server(sock)
     witness.check()
     assert f"created-early-{listener}" not in witness.topic_names()
 
@@ -176,7 +170,7 @@ def test_requests_before_authentication_close_the_connection_and_are_not_served(
 def test_a_plaintext_client_on_the_sasl_ssl_port_is_closed_and_the_witness_keeps_working(sasl_broker, witness):
     with socket.create_connection(("127.0.0.1", sasl_broker.bound_port("SASL_SSL")), timeout=5) as sock:
         sock.sendall(encode_request(ApiKey.API_VERSIONS, 0, 1, "plain", {}))
-        assert closed_without_answer(sock)
+        assert closed_by_server(sock)
     witness.check()
 
 
@@ -203,7 +197,7 @@ def test_a_session_past_connections_max_reauth_ms_is_closed_when_the_client_does
         time.sleep(2.0)
         witness.check()
         sock.sendall(metadata)
-        assert closed_without_answer(sock)
+        assert closed_by_server(sock)
     witness.check()
     witness.close()
 

@@ -14,7 +14,7 @@ import pytest
 from broker_core.errors import InvalidConfigurationError
 from tests.broker_core.security.tls_kit import server_ssl_props
 from tests.broker_core.server.server_kit import read_frame
-from tests.broker_core.server.socket_server_kit import TIMEOUT_S, Server, frame
+from tests.broker_core.server.socket_server_kit import TIMEOUT_S, Server, closed_by_server, frame
 
 LISTENERS = "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0"
 
@@ -32,13 +32,6 @@ def tls_connect(server: Server, stores, client=None, *, listener: str = "SSL",
 def ask(sock: socket.socket, payload: bytes) -> bytes:
     sock.sendall(frame(payload))
     return read_frame(sock)
-
-
-def closed_by_server(sock: socket.socket) -> bool:
-    try:
-        return sock.recv(1) == b""
-    except (ConnectionResetError, ssl.SSLError, OSError):
-        return True
 
 
 @pytest.fixture()

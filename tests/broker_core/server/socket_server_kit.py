@@ -26,6 +26,17 @@ def frame(payload: bytes) -> bytes:
     return struct.pack(">i", len(payload)) + payload
 
 
+def closed_by_server(sock: socket.socket) -> bool:
+    """Whether the server closed ``sock``: end of stream, a reset or a TLS alert. A connection still open when the
+    socket's timeout passes is not closed: a server that only stops answering must not pass for one that closed."""
+    try:
+        return sock.recv(1) == b""
+    except TimeoutError:
+        return False
+    except OSError:  # ssl.SSLError and ConnectionResetError among them
+        return True
+
+
 class EchoHandler:
     """Answers each frame with itself; b"noop", b"close", b"boom" and b"slow:<s>" do what they say;
     b"whoami" is answered ``<principal> <security protocol>``."""

@@ -12,15 +12,8 @@ from broker_core.clock import MockTime
 from broker_core.network.network_receive import InvalidReceiveError, NetworkReceive
 
 from server_kit import read_frame
-from socket_server_kit import TIMEOUT_S, Server, frame
+from socket_server_kit import TIMEOUT_S, Server, closed_by_server, frame
 
-
-
-def is_closed(sock: socket.socket) -> bool:
-    try:
-        return sock.recv(1) == b""
-    except ConnectionResetError:
-        return True
 
 
 @pytest.fixture()
@@ -86,7 +79,7 @@ def test_a_no_op_response_lets_the_connection_read_its_next_request(server):
 def test_a_close_response_closes_only_that_connection(server):
     with server.connect() as other, server.connect() as sock:
         sock.sendall(frame(b"close"))
-        assert is_closed(sock)
+        assert closed_by_server(sock)
         other.sendall(frame(b"still here"))
         assert read_frame(other) == b"still here"
 
@@ -94,7 +87,7 @@ def test_a_close_response_closes_only_that_connection(server):
 def test_a_handler_error_closes_the_connection_and_the_server_keeps_serving(server):
     with server.connect() as sock:
         sock.sendall(frame(b"boom"))
-        assert is_closed(sock)
+        assert closed_by_server(sock)
     with server.connect() as sock:
         sock.sendall(frame(b"ok"))
         assert read_frame(sock) == b"ok"
@@ -105,7 +98,7 @@ def test_a_frame_above_socket_request_max_bytes_closes_the_connection():
     try:
         with s.connect() as other, s.connect() as sock:
             sock.sendall(struct.pack(">i", 1001))
-            assert is_closed(sock)
+            assert closed_by_server(sock)
             other.sendall(frame(b"x" * 1000))
             assert read_frame(other) == b"x" * 1000
     finally:
@@ -115,7 +108,7 @@ def test_a_frame_above_socket_request_max_bytes_closes_the_connection():
 def test_a_negative_frame_size_closes_the_connection(server):
     with server.connect() as sock:
         sock.sendall(struct.pack(">i", -1))
-        assert is_closed(sock)
+        assert closed_by_server(sock)
 
 
 def test_a_large_response_is_written_whole(server):
@@ -192,7 +185,7 @@ def test_graceful_shutdown_answers_the_request_in_flight():
             time.sleep(0.01)
         s.stop()
         assert read_frame(sock) == b"slow:0.5"
-        assert is_closed(sock)
+        assert closed_by_server(sock)
     assert s.socket_server.connection_count == 0
 
 
@@ -205,6 +198,6 @@ def test_a_frame_followed_by_a_bad_size_in_the_same_write_closes_only_that_conne
     with server.connect() as witness, server.connect() as sock:
         sock.sendall(frame(b"fine") + struct.pack(">i", -7))
         assert read_frame(sock) == b"fine"
-        assert is_closed(sock)
+        assert closed_by_server(sock)
         witness.sendall(frame(b"still here"))
         assert read_frame(witness) == b"still here"
