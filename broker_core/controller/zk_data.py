@@ -28,9 +28,9 @@ Decoders raise ``ValueError`` naming the path and the content at fault.
 from __future__ import annotations
 
 import json
-from urllib.parse import quote, unquote
 from dataclasses import dataclass
 from typing import Any, Mapping
+from urllib.parse import quote, unquote
 
 from format.layout import TopicPartition
 
