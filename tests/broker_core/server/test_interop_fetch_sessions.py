@@ -190,9 +190,10 @@ def test_the_java_console_consumer_reads_every_record_through_incremental_fetche
     assert stats.num_incremental_fetch_sessions == 0
 
 
-def _fetch(client: ProtocolClient, session_id: int, epoch: int, partitions: list[tuple[int, int]]) -> dict:
+def _fetch(client: ProtocolClient, session_id: int, epoch: int, partitions: list[tuple[int, int]], *,
+           max_wait_ms: int = 0, min_bytes: int = 0) -> dict:
     return client.send(ApiKey.FETCH, {
-        "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0,
+        "replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": min_bytes, "max_bytes": 1 << 20, "isolation_level": 0,
         "session_id": session_id, "session_epoch": epoch,
         "topics": [{"topic": "events", "partitions": [{"partition": p, "fetch_offset": offset,
                                                        "partition_max_bytes": 1 << 20} for p, offset in partitions]}]
@@ -227,3 +228,23 @@ def test_an_incremental_fetch_with_a_repeated_or_stale_epoch_is_invalid_fetch_se
         third = _fetch(client, session_id, 3, [])
         assert [(t["topic"], [p["partition_index"] for p in t["partitions"]]) for t in third["responses"]] == [
             ("events", [0])]
+
+
+def test_an_incremental_fetch_parked_in_the_purgatory_answers_in_its_session_when_records_arrive(server_with):
+    server = server_with()
+    bootstrap = server.bootstrap_servers
+    new_topic(bootstrap, "events")
+    with ProtocolClient(bootstrap) as client:
+        session_id = _fetch(client, 0, 0, [(p, 0) for p in range(PARTITIONS)])["session_id"]
+        late = threading.Timer(0.3, produce_values, (bootstrap, "events", [b"late"]))
+        late.start()
+        started = time.monotonic()
+        parked = _fetch(client, session_id, 1, [], max_wait_ms=10_000, min_bytes=1)
+        late.join()
+        assert time.monotonic() - started < 8
+        assert (parked["error_code"], parked["session_id"]) == (0, session_id)
+        assert [(t["topic"], [p["partition_index"] for p in t["partitions"]]) for t in parked["responses"]] == [
+            ("events", [0])]
+        assert parked["responses"][0]["partitions"][0]["high_watermark"] == 1
+        # The next epoch follows the parked one.
+        assert _fetch(client, session_id, 2, [(0, 1)])["error_code"] == 0
