@@ -111,31 +111,16 @@ class CachedPartition:
     """One partition of a session: the request it last made and what the client was last told about it."""
 
     topic_partition: TopicPartition
-    fetch_offset: int
-    max_bytes: int
-    fetcher_log_start_offset: int
-    current_leader_epoch: int
-    last_fetched_epoch: int
+    #: The fetch offset, max bytes, the fetcher's log start offset and epochs last asked for.
+    request: PartitionData
     high_watermark: int = -1
-    #: The partition's log start offset on this broker (``fetcher_log_start_offset`` is the fetcher's own).
+    #: The partition's log start offset on this broker (``request.log_start_offset`` is the fetcher's own).
     local_log_start_offset: int = -1
     last_stable_offset: int = -1
 
-    @classmethod
-    def from_request(cls, tp: TopicPartition, data: PartitionData) -> CachedPartition:
-        return cls(tp, data.fetch_offset, data.max_bytes, data.log_start_offset, data.current_leader_epoch,
-                   data.last_fetched_epoch)
-
-    def request_data(self) -> PartitionData:
-        return PartitionData(self.fetch_offset, self.fetcher_log_start_offset, self.max_bytes,
-                             self.current_leader_epoch, self.last_fetched_epoch)
-
-    def update_request(self, data: PartitionData) -> None:
-        self.fetch_offset = data.fetch_offset
-        self.max_bytes = data.max_bytes
-        self.fetcher_log_start_offset = data.log_start_offset
-        self.current_leader_epoch = data.current_leader_epoch
-        self.last_fetched_epoch = data.last_fetched_epoch
+    @property
+    def fetch_offset(self) -> int:
+        return self.request.fetch_offset
 
     def maybe_update_response(self, response: PartitionResponse, update: bool) -> bool:
         """Whether the client must hear about this partition (Kafka's maybeUpdateResponseData); with ``update``,
@@ -187,10 +172,10 @@ class FetchSession:
         for tp, data in fetch_data:
             cached = self.partitions.get(tp)
             if cached is None:
-                self.partitions[tp] = CachedPartition.from_request(tp, data)
+                self.partitions[tp] = CachedPartition(tp, data)
                 added.append(tp)
             else:
-                cached.update_request(data)
+                cached.request = data
                 updated.append(tp)
         for tp in to_forget:
             if self.partitions.pop(tp, None) is not None:
@@ -387,7 +372,7 @@ class FullFetchContext(FetchContext):
         def create_partitions() -> OrderedDict[TopicPartition, CachedPartition]:
             cached: OrderedDict[TopicPartition, CachedPartition] = OrderedDict()
             for tp, response in updates:
-                partition = CachedPartition.from_request(tp, requested[tp])
+                partition = CachedPartition(tp, requested[tp])
                 partition.maybe_update_response(response, True)
                 cached[tp] = partition
             return cached
@@ -407,7 +392,7 @@ class IncrementalFetchContext(FetchContext):
 
     def partitions(self) -> list[tuple[TopicPartition, PartitionData]]:
         with self.cache.lock:
-            return [(tp, cached.request_data()) for tp, cached in self.session.partitions.items()]
+            return [(tp, cached.request) for tp, cached in self.session.partitions.items()]
 
     def update_and_generate_response(self, updates: Sequence[tuple[TopicPartition, PartitionResponse]]
                                      ) -> SessionResponse:
