@@ -1,7 +1,7 @@
 """A consumer of many partitions with and without fetch sessions (KIP-227): broker CPU, bytes and records per fetch.
 
 One topic of ``--partitions`` partitions (1,000) holds a few records in each; kafka-python (which uses
-sessions) reads them all from the beginning ("catch-up"), then keeps reading while a producer adds one
+sessions) reads them all from the beginning, ``--rounds`` times ("catch-up"), then keeps reading while a producer adds one
 record every ``--tail-interval-ms`` to the next partition in turn ("tail"). The same run is made on a
 ``seglog broker`` with ``max.incremental.fetch.session.cache.slots=0`` (no sessions: every fetch names
 every partition and is answered with every partition) and with the default (1000 slots).
@@ -179,9 +179,8 @@ def run(slots: int, args: argparse.Namespace, directory: str) -> tuple[Phase, Ph
                 tps = [ConsumerPartition(TOPIC, p) for p in range(args.partitions)]
                 consumer.assign(tps)
                 consumer.seek_to_beginning(*tps)
-                for tp in tps[:1]:
-                    consumer.position(tp)  # offsets resolved before the clock starts
-                catch_up = measure(broker, proxy, consumer, args.partitions * args.records_per_partition)
+                catch_up = measure(broker, proxy, consumer, args.partitions * args.records_per_partition,
+                                   rounds=args.rounds, tps=tps)
                 log(f"slots={slots} catch-up: {catch_up}")
                 tail = tail_phase(broker, proxy, consumer, client, args)
                 log(f"slots={slots} tail: {tail}")
@@ -194,21 +193,29 @@ def run(slots: int, args: argparse.Namespace, directory: str) -> tuple[Phase, Ph
 
 
 def measure(broker: BrokerProcess, proxy: FetchCountingProxy, consumer: KafkaConsumer, count: int,
-            *, during=None) -> Phase:
+            *, during: threading.Thread | None = None, rounds: int = 1,
+            tps: Sequence[ConsumerPartition] = ()) -> Phase:
+    """Read ``count`` records ``rounds`` times (from the beginning of ``tps`` again each time), while ``during``
+    runs; a fetch the consumer sent ahead when the last record came in counts, its response not."""
     proxy.reset()
     cpu0, start = cpu_seconds(broker.proc.pid), time.perf_counter()
     if during is not None:
         during.start()
-    got = 0
+    total = 0
     deadline = time.monotonic() + 300
-    while (got < count or (during is not None and during.is_alive())) and time.monotonic() < deadline:
-        got += sum(len(records) for records in consumer.poll(timeout_ms=100).values())
+    for round_ in range(rounds):
+        if round_:
+            consumer.seek_to_beginning(*tps)
+        got = 0
+        while (got < count or (during is not None and during.is_alive())) and time.monotonic() < deadline:
+            got += sum(len(records) for records in consumer.poll(timeout_ms=100).values())
+        if got < count:
+            raise RuntimeError(f"read {got} of {count} records")
+        total += got
     seconds = time.perf_counter() - start
     cpu = cpu_seconds(broker.proc.pid) - cpu0
     fetches, request_bytes, response_bytes = proxy.reset()
-    if got < count:
-        raise RuntimeError(f"read {got} of {count} records")
-    return Phase(fetches, cpu, request_bytes, response_bytes, got, seconds)
+    return Phase(fetches, cpu, request_bytes, response_bytes, total, seconds)
 
 
 def tail_phase(broker: BrokerProcess, proxy: FetchCountingProxy, consumer: KafkaConsumer, client: ProtocolClient,
@@ -279,6 +286,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--partitions", type=int, default=1000)
     p.add_argument("--records-per-partition", type=int, default=5)
+    p.add_argument("--rounds", type=int, default=5, help="times the catch-up reads the topic from the beginning")
     p.add_argument("--tail-seconds", type=float, default=10)
     p.add_argument("--tail-interval-ms", type=float, default=20)
     p.add_argument("--handler-fetches", type=int, default=200)
