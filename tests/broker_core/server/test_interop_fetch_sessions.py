@@ -193,7 +193,8 @@ def test_the_java_console_consumer_reads_every_record_through_incremental_fetche
 def _fetch(client: ProtocolClient, session_id: int, epoch: int, partitions: list[tuple[int, int]], *,
            max_wait_ms: int = 0, min_bytes: int = 0) -> dict:
     return client.send(ApiKey.FETCH, {
-        "replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": min_bytes, "max_bytes": 1 << 20, "isolation_level": 0,
+        "replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": min_bytes, "max_bytes": 1 << 20,
+        "isolation_level": 0,
         "session_id": session_id, "session_epoch": epoch,
         "topics": [{"topic": "events", "partitions": [{"partition": p, "fetch_offset": offset,
                                                        "partition_max_bytes": 1 << 20} for p, offset in partitions]}]
