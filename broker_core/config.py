@@ -642,6 +642,8 @@ _BROKER_KEYS: tuple[_Key, ...] = (
     _Key("connections.max.reauth.ms", _Type.LONG, _at_least(0)),
     _Key("num.network.threads", _Type.INT, _at_least(1)),
     _Key("num.io.threads", _Type.INT, _at_least(1)),
+    _Key("max.incremental.fetch.session.cache.slots", _Type.INT, _at_least(0)),
+    _Key("min.incremental.fetch.session.eviction.ms", _Type.INT, _at_least(0)),
     _Key("request.timeout.ms", _Type.INT, _at_least(0)),
     _Key("offsets.topic.num.partitions", _Type.INT, _at_least(1)),
     _Key("offsets.topic.replication.factor", _Type.SHORT, _at_least(1)),
@@ -773,6 +775,8 @@ class BrokerConfig:
     connections_max_reauth_ms: int = 0
     num_network_threads: int = 3
     num_io_threads: int = 8
+    max_incremental_fetch_session_cache_slots: int = 1000
+    min_incremental_fetch_session_eviction_ms: int = 120_000
     request_timeout_ms: int = 30_000
     offsets_topic_num_partitions: int = 50
     offsets_topic_replication_factor: int = 1

@@ -39,9 +39,10 @@ compaction job lease partitions (pausing the broker's cleaner on them) and
 have the broker swap its cleaned segments in; the ``CompactionLeases`` table
 of the ``Broker`` does the work. They are served but never advertised.
 
-Fetch sessions (KIP-227) are not kept: every response has session id 0,
-which tells clients to send full fetch requests, as a Kafka broker with no
-free session slots does.
+Fetch v7+ keeps incremental fetch sessions (KIP-227, ``fetch_session``): the
+``FetchManager`` gives each fetch its context, which says which partitions to
+read and which of their answers to send; a fetch parked in the purgatory
+answers through the same context.
 """
 
 from __future__ import annotations
@@ -95,13 +96,13 @@ from .config_admin_manager import AlterableConfig, AlterConfigsResource, ConfigA
 from .delayed_fetch import (READ_COMMITTED, DelayedFetch, FetchParams, FetchPartition, FetchPartitionStatus,
                             LogReadResult, read_from_local_log)
 from .describe_topic_partitions import DescribedTopic, describe_topic_partitions
+from .fetch_session import (FetchContext, FetchManager, FetchMetadata, FetchSessionCache, PartitionData,
+                            PartitionResponse)
 from .producer_id_manager import ProducerIdManager
 
 log = logging.getLogger(__name__)
 
 # Error codes the broker's exception table does not carry because only the wire needs them here.
-FETCH_SESSION_ID_NOT_FOUND = 70
-INVALID_FETCH_SESSION_EPOCH = 71
 OPERATION_NOT_ATTEMPTED = 55
 
 # The oldest versions served, where the protocol package knows older ones:
@@ -161,6 +162,9 @@ class KafkaApis:
         self.cluster_id = cluster_id
         self.advertised = dict(advertised)
         self.fetch_purgatory = fetch_purgatory
+        self.fetch_manager = FetchManager(FetchSessionCache(self.config.max_incremental_fetch_session_cache_slots,
+                                                            self.config.min_incremental_fetch_session_eviction_ms),
+                                          broker.clock)
         self.producer_id_manager = producer_id_manager
         self.group_coordinator = group_coordinator
         self.transaction_coordinator = transaction_coordinator
@@ -534,39 +538,44 @@ class KafkaApis:
 
     def handle_fetch_request(self, request: Request, parsed: KafkaRequest) -> None:
         body = parsed.body
-        session_id = body.get("session_id", 0)
-        session_epoch = body.get("session_epoch", -1)
-        if session_id != 0 or session_epoch > 0:
-            # No session was ever handed out, so an incremental fetch refers to none.
-            code = FETCH_SESSION_ID_NOT_FOUND if session_id != 0 else INVALID_FETCH_SESSION_EPOCH
-            self._send(request, parsed, {"throttle_time_ms": 0, "error_code": code, "session_id": 0,
-                                         "responses": []})
-            return
         params = FetchParams(max_wait_ms=max(0, body["max_wait_ms"]), min_bytes=max(0, body["min_bytes"]),
                              max_bytes=max(0, body.get("max_bytes", 0x7FFFFFFF)),
                              isolation_level=body.get("isolation_level", 0),
                              replica_id=body.get("replica_id", CONSUMER_REPLICA_ID))
-        # (topic, partition, error code or None, FetchPartition or None), in request order.
+        context = self.fetch_manager.new_context(
+            parsed.header.api_version, FetchMetadata(body.get("session_id", 0), body.get("session_epoch", -1)),
+            [(TopicPartition(topic["topic"], part["partition"]),
+              PartitionData(part["fetch_offset"], part.get("log_start_offset", -1), max(0, part["partition_max_bytes"]),
+                            part["current_leader_epoch"], part.get("last_fetched_epoch", -1)))
+             for topic in body["topics"] for part in topic["partitions"]],
+            [TopicPartition(topic["topic"], index) for topic in body.get("forgotten_topics_data") or ()
+             for index in topic["partitions"]],
+            params.is_from_follower)
+        if context.error_code != NONE:
+            session = context.update_and_generate_response([])
+            self._send(request, parsed, {"throttle_time_ms": 0, "error_code": session.error_code,
+                                         "session_id": session.session_id, "responses": []})
+            return
+        # (topic, partition, error code or None, FetchPartition or None), in the order the context reads them.
         slots: list[tuple[str, int, int | None, FetchPartition | None]] = []
-        for topic in body["topics"]:
-            name = topic["topic"]
-            for part in topic["partitions"]:
-                index = part["partition"]
-                fenced = (self._check_leader(name, index) if self.replica_manager is not None else None) \
-                    or self._check_leader_epoch(name, index, part["current_leader_epoch"])
-                if fenced is not None:
-                    slots.append((name, index, fenced, None))
-                else:
-                    fp = FetchPartition(name, index, part["fetch_offset"], max(0, part["partition_max_bytes"]),
-                                        part["current_leader_epoch"], part.get("last_fetched_epoch", -1))
-                    slots.append((name, index, None, fp))
+        for tp, data in context.partitions():
+            name, index = tp.topic, tp.partition
+            fenced = (self._check_leader(name, index) if self.replica_manager is not None else None) \
+                or self._check_leader_epoch(name, index, data.current_leader_epoch)
+            if fenced is not None:
+                slots.append((name, index, fenced, None))
+            else:
+                fp = FetchPartition(name, index, data.fetch_offset, data.max_bytes, data.current_leader_epoch,
+                                    data.last_fetched_epoch)
+                slots.append((name, index, None, fp))
         partitions = [slot[3] for slot in slots if slot[3] is not None]
         results = read_from_local_log(self.broker.log_manager, params, partitions, self.broker.remote_log_reader)
         if params.is_from_follower:
             self._record_follower_fetches(params.replica_id, results)
 
         def respond(final: list[LogReadResult]) -> None:
-            self._send(request, parsed, self._fetch_response(slots, final, params, self._fetch_current_leader))
+            self._send(request, parsed, self._fetch_response(slots, final, params, self._fetch_current_leader,
+                                                             context))
 
         bytes_readable = sum(len(r.records) for r in results)
         error_reading = (any(r.error is not None or r.diverging_epoch is not None for r in results)
@@ -633,9 +642,9 @@ class KafkaApis:
 
     @staticmethod
     def _fetch_response(slots: list, results: list[LogReadResult], params: FetchParams,
-                        current_leader: Callable[[str, int], dict]) -> dict:
+                        current_leader: Callable[[str, int], dict], context: FetchContext) -> dict:
         read = iter(results)
-        responses: list[dict] = []
+        entries: list[dict] = []
         for name, index, code, fp in slots:
             aborted = [] if params.isolation_level == READ_COMMITTED else None
             if fp is not None:
@@ -656,12 +665,23 @@ class KafkaApis:
                          "preferred_read_replica": -1, "records": b""}
             if entry["error_code"] == FencedLeaderEpochError.code:
                 entry["current_leader"] = current_leader(name, index)
+            entries.append(entry)
+        session = context.update_and_generate_response([
+            (TopicPartition(name, index), PartitionResponse(
+                entry["error_code"], entry["high_watermark"], entry["last_stable_offset"], entry["log_start_offset"],
+                entry["preferred_read_replica"], len(entry["records"] or b"") > 0, "diverging_epoch" in entry))
+            for (name, index, _, _), entry in zip(slots, entries)])
+        responses: list[dict] = []
+        for (name, _, _, _), entry, included in zip(slots, entries, session.included):
+            if not included:
+                continue
             # Consecutive partitions of one topic share one topic entry, as in the request.
             if responses and responses[-1]["topic"] == name:
                 responses[-1]["partitions"].append(entry)
             else:
                 responses.append({"topic": name, "partitions": [entry]})
-        return {"throttle_time_ms": 0, "error_code": NONE, "session_id": 0, "responses": responses}
+        return {"throttle_time_ms": 0, "error_code": session.error_code, "session_id": session.session_id,
+                "responses": responses}
 
     def complete_delayed_fetches(self) -> int:
         """Answer every parked fetch now (graceful shutdown); returns how many there were."""

@@ -3,7 +3,9 @@
 One thread per leader broker fetches every partition this broker follows from
 it, over the Kafka protocol as a replica (Fetch v12 with ``replica_id`` = this
 broker's id): the leader answers from its log end, not only below the high
-watermark, and counts each fetch as the follower's position.
+watermark, and counts each fetch as the follower's position. The thread keeps a
+fetch session with its leader (KIP-227, ``FetchSessionHandler``): after the
+first full fetch it names only the partitions whose fetch offset moved.
 
 A partition handed to the thread first truncates by leader epoch (KIP-101,
 ``truncate_by_leader_epoch``, asking the leader's OffsetsForLeaderEpoch), then
@@ -36,6 +38,8 @@ from ..log.log import EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP
 from ..log.remote.remote_log_reader import RemoteLogReader
 from ..network.endpoint import EndPoint
 from ..protocol import ApiKey, ProtocolError
+from .fetch_session import PartitionData
+from .fetch_session_handler import FetchSessionHandler
 from .offset_truncation import truncate_by_leader_epoch, truncate_to_diverging_epoch
 
 __all__ = ["ReplicaFetcherThread"]
@@ -85,6 +89,8 @@ class ReplicaFetcherThread:
         self._wakeup = threading.Event()
         self._closed = threading.Event()
         self._client: ProtocolClient | None = None
+        #: The fetch session with the leader (KIP-227), as followers keep one.
+        self._session = FetchSessionHandler()
         self._thread = threading.Thread(target=self._run, name=f"ReplicaFetcherThread-{broker_id}-from-{leader_id}",
                                         daemon=True)
         self._thread.start()
@@ -154,6 +160,7 @@ class ReplicaFetcherThread:
         return self._client
 
     def _close_client(self) -> None:
+        self._session.handle_error()
         if self._client is not None:
             self._client.close()
             self._client = None
@@ -207,22 +214,35 @@ class ReplicaFetcherThread:
         if not states:
             return
         by_tp = {s.partition.topic_partition: s for s in states}
-        topics: dict[str, list[dict]] = {}
+        wanted = []
         for tp, state in by_tp.items():
             lg = state.partition.log
             latest = lg.latest_epoch
+            wanted.append((tp, PartitionData(lg.log_end_offset, lg.log_start_offset, REPLICA_FETCH_MAX_BYTES,
+                                             state.leader_epoch, -1 if latest is None else latest)))
+        request = self._session.build(wanted)
+        topics: dict[str, list[dict]] = {}
+        for tp, data in request.to_send:
             topics.setdefault(tp.topic, []).append({
-                "partition": tp.partition, "current_leader_epoch": state.leader_epoch,
-                "fetch_offset": lg.log_end_offset, "last_fetched_epoch": -1 if latest is None else latest,
-                "log_start_offset": lg.log_start_offset, "partition_max_bytes": REPLICA_FETCH_MAX_BYTES})
+                "partition": tp.partition, "current_leader_epoch": data.current_leader_epoch,
+                "fetch_offset": data.fetch_offset, "last_fetched_epoch": data.last_fetched_epoch,
+                "log_start_offset": data.log_start_offset, "partition_max_bytes": data.max_bytes})
+        forgotten: dict[str, list[int]] = {}
+        for tp in request.to_forget:
+            forgotten.setdefault(tp.topic, []).append(tp.partition)
         response = client.send(ApiKey.FETCH, {
             "replica_id": self.broker_id, "max_wait_ms": REPLICA_FETCH_WAIT_MAX_MS,
             "min_bytes": REPLICA_FETCH_MIN_BYTES, "max_bytes": REPLICA_FETCH_RESPONSE_MAX_BYTES,
-            "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+            "isolation_level": 0, "session_id": request.metadata.session_id,
+            "session_epoch": request.metadata.epoch,
             "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
-            "forgotten_topics_data": [], "rack_id": ""}, version=FETCH_VERSION)
-        if response["error_code"] != NONE:
-            raise ProtocolError(f"broker {self.leader_id} answered the fetch with error {response['error_code']}")
+            "forgotten_topics_data": [{"topic": t, "partitions": ps} for t, ps in forgotten.items()],
+            "rack_id": ""}, version=FETCH_VERSION)
+        if not self._session.handle_response(response["error_code"], response["session_id"]):
+            # A session error carries no partitions: the next fetch is a full one, at once.
+            log.info("%s: fetch session %d answered error %d; fetching in full", self, request.metadata.session_id,
+                     response["error_code"])
+            return
         for topic in response["responses"]:
             for answer in topic["partitions"]:
                 state = by_tp.get(TopicPartition(topic["topic"], answer["partition_index"]))
