@@ -177,6 +177,7 @@ class Processor(threading.Thread):
         self._running = True
         self._drain_deadline: float | None = None
         self._stopped = threading.Event()
+        self.bytes_sent_from_files = 0  # records sent with transfer_from (zero copy in the clear)
         request_channel.add_processor(processor_id, self)
 
     # -- called from other threads ------------------------------------------
@@ -493,6 +494,7 @@ class Processor(threading.Thread):
             raise FileSliceTruncatedError(f"the file ended under a planned send of {records.size} bytes",
                                           path=records.path, position=records.position)
         send.sent += sent
+        self.bytes_sent_from_files += sent
         if sent == count:
             records.close()
             del conn.send[0]

@@ -101,5 +101,10 @@ class SocketServer:
             processor.shutdown(drain_timeout_ms)
 
     @property
+    def bytes_sent_from_files(self) -> int:
+        """Fetched records the network threads sent from segment files rather than from memory."""
+        return sum(p.bytes_sent_from_files for p in self.processors)
+
+    @property
     def connection_count(self) -> int:
         return self.connection_quotas.count
