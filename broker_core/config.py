@@ -636,6 +636,7 @@ _BROKER_KEYS: tuple[_Key, ...] = (
     _Key("remote.log.index.file.cache.total.size.bytes", _Type.LONG, _at_least(1)),
     _Key("socket.request.max.bytes", _Type.INT, _at_least(1)),
     _Key("fetch.zero.copy.enable", _Type.BOOLEAN),
+    _Key("socket.send.buffer.bytes", _Type.INT, _at_least(-1)),
     _Key("max.connections", _Type.INT, _at_least(0)),
     _Key("connections.max.idle.ms", _Type.LONG),
     # SASL (the listeners that authenticate with it are the listeners' settings).
@@ -767,6 +768,9 @@ class BrokerConfig:
     socket_request_max_bytes: int = 100 * 1024 * 1024
     # seglog's own: a fetch on a plaintext listener sends CRC-checked records from the segment files (sendfile).
     fetch_zero_copy_enable: bool = True
+    # SO_SNDBUF of client connections. Kafka's default is 102400; seglog's is -1 (the OS's, which Linux
+    # autotunes), so a loopback or LAN consumer is not held to 100 KiB in flight.
+    socket_send_buffer_bytes: int = -1
     max_connections: int = INT_MAX
     connections_max_idle_ms: int = 10 * _MS_PER_MINUTE
     # Kafka's default is GSSAPI, which seglog does not serve: its default is the mechanisms it does serve.

@@ -154,13 +154,14 @@ class Processor(threading.Thread):
 
     def __init__(self, processor_id: int, request_channel: RequestChannel, connection_quotas: ConnectionQuotas,
                  *, max_request_size: int, connections_max_idle_ms: int, clock: Clock = SYSTEM_CLOCK,
-                 channel_builders: Mapping[str, ChannelBuilder] | None = None) -> None:
+                 channel_builders: Mapping[str, ChannelBuilder] | None = None, send_buffer_bytes: int = -1) -> None:
         super().__init__(name=f"data-plane-network-thread-{processor_id}", daemon=True)
         self.processor_id = processor_id
         self.request_channel = request_channel
         self.connection_quotas = connection_quotas
         self.max_request_size = max_request_size
         self.connections_max_idle_ms = connections_max_idle_ms
+        self.send_buffer_bytes = send_buffer_bytes  # SO_SNDBUF of each connection; -1: the OS's (autotuned)
         self.clock = clock
         # Per listener name; a listener without one is PLAINTEXT.
         self.channel_builders = dict(channel_builders or {})
@@ -254,6 +255,8 @@ class Processor(threading.Thread):
                 continue
             try:
                 sock.setblocking(False)
+                if self.send_buffer_bytes != -1:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.send_buffer_bytes)
                 local = sock.getsockname()
                 connection_id = f"{local[0]}:{local[1]}-{address[0]}:{address[1]}-{self._next_index}"
             except OSError as exc:

@@ -51,7 +51,7 @@ class SocketServer:
         self.processors = [
             Processor(i, request_channel, self.connection_quotas, max_request_size=config.socket_request_max_bytes,
                       connections_max_idle_ms=config.connections_max_idle_ms, clock=clock,
-                      channel_builders=channel_builders)
+                      channel_builders=channel_builders, send_buffer_bytes=config.socket_send_buffer_bytes)
             for i in range(config.num_network_threads)
         ]
         self.acceptors: list[Acceptor] = []
