@@ -13,7 +13,6 @@ knows nothing of the other segments of its partition; the log above it does.
 
 from __future__ import annotations
 
-import copy
 import os
 from dataclasses import dataclass
 
@@ -332,8 +331,8 @@ class LogSegment:
 
         With ``zero_copy`` (and ``validate``) a read of at least
         ``ZERO_COPY_MIN_BYTES`` whose bytes all passed their CRC in this process
-        (``crc_checked``) walks the batch headers only and returns a
-        ``FileSlice`` of the file; any other read reads and checks the bytes as
+        (``crc_checked``) reads none of them: it finds where it ends from the
+        offset index and the last headers, and returns a ``FileSlice`` of the file; any other read reads and checks the bytes as
         above, records them as checked, and returns them.
         Returns None when the offset is beyond the segment.
         """
@@ -348,7 +347,7 @@ class LogSegment:
         wanted = min(budget, limit - start.position)
         if zero_copy and validate and wanted >= ZERO_COPY_MIN_BYTES and \
                 self.crc_checked.covers(start.position, start.position + 1):
-            info = self._read_slice(start_offset, start, wanted, copy.copy(order), max_offset, next_base_offset)
+            info = self._read_slice(start_offset, start, wanted, max_offset)
             if info is not None:
                 return info
         data = memoryview(self.log.read(start.position, wanted) if wanted > 0 else b"")
@@ -381,31 +380,56 @@ class LogSegment:
         # A view of the bytes read: the file's bytes are copied once on their way to a client.
         return FetchDataInfo(start_offset, self.base_offset, start.position, data[:end])
 
-    def _read_slice(self, start_offset: int, start: LogOffsetPosition, wanted: int, order: OffsetOrder,
-                    max_offset: int | None, next_base_offset: int | None) -> FetchDataInfo | None:
-        """``read``'s walk over headers only, as a ``FileSlice``; None when the bytes it would send are not
-        all CRC-checked, or something looks damaged (the copying read then finds and reports it)."""
-        end = 0
-        next_offset = start_offset
+    def _read_slice(self, start_offset: int, start: LogOffsetPosition, wanted: int, max_offset: int | None
+                    ) -> FetchDataInfo | None:
+        """``read`` as a ``FileSlice``, for CRC-checked bytes; None when the bytes it would send are not all
+        checked, or something looks amiss (the copying read then finds and reports it).
+
+        The bytes of a checked range passed their CRC and offset checks and do not change
+        (``crc_checked``), so the read need not visit every batch again: it finds where it ends from the
+        offset index and reads the headers of the last batch or two only."""
         try:
-            for position, header in self.log.batch_headers(start.position, start.position + wanted,
-                                                            read_ahead=_ZERO_COPY_HEADER_READ):
-                if max_offset is not None and header.base_offset >= max_offset:
-                    break
-                if position != start.position:  # the first was checked on the way here
-                    order.check(position, header.base_offset, header.last_offset)
-                end = position + header.size_in_bytes - start.position
-                next_offset = header.last_offset + 1
-            if end:
-                self._check_what_follows(order, start.position + end, b"", next_base_offset)
+            walked = self._walk_end(start, start.position + wanted, max_offset)
+            if walked is None and max_offset is not None:
+                # max_offset may lie before where the walk began: find its batch, end the read there.
+                at = self.translate_offset(max_offset, start.position)
+                if at is not None:
+                    bound = at.position if at.offset >= max_offset else at.position + at.size
+                    walked = self._walk_end(start, min(start.position + wanted, bound), max_offset)
         except CorruptRecordError:
             return None
+        if walked is None:
+            return None
+        end, next_offset = walked
         if end < ZERO_COPY_MIN_BYTES or not self.crc_checked.covers(start.position, start.position + end):
             return None
         records = self.log.slice(start.position, end)
         if records is None:
             return None
         return FetchDataInfo(start_offset, self.base_offset, start.position, records, next_offset)
+
+    def _walk_end(self, start: LogOffsetPosition, bound: int, max_offset: int | None) -> tuple[int, int] | None:
+        """Where a read from ``start`` ends before ``bound`` and ``max_offset`` (its size, and the offset after
+        its last batch), walking from the offset index entry before the last one below ``bound``; None when
+        that walk cannot tell (``max_offset`` may lie before it) or finds nothing."""
+        entry = self.offset_index.lookup_position(bound, back=1)
+        walk_from = start.position if entry is None or entry.position <= start.position else entry.position
+        end = next_offset = 0
+        order = OffsetOrder(self.log.path, self.base_offset)
+        for position, header in self.log.batch_headers(walk_from, bound, read_ahead=_ZERO_COPY_HEADER_READ):
+            if position == walk_from and walk_from != start.position:
+                if header.base_offset > entry.offset:
+                    raise CorruptRecordError(f"the offset index puts offset {entry.offset} at position "
+                                             f"{position}, where a batch from offset {header.base_offset} starts",
+                                             path=self.log.path, position=position)
+                if max_offset is not None and header.base_offset >= max_offset:
+                    return None  # the batches skipped may reach max_offset already
+            if max_offset is not None and header.base_offset >= max_offset:
+                break
+            order.check(position, header.base_offset, header.last_offset)
+            end = position + header.size_in_bytes - start.position
+            next_offset = header.last_offset + 1
+        return (end, next_offset) if end else None
 
     def _check_what_follows(self, order: OffsetOrder, position: int, read_past: bytes,
                             next_base_offset: int | None) -> None:

@@ -11,6 +11,11 @@ partition is read is the request's ``FetchIsolation``: a consumer (replica id
 read_committed; a follower (a replica id) reads to the log end. An offset
 below the local log start offset is read from the remote tier, when the
 broker has one (``remote_log_reader``).
+With ``FetchParams.zero_copy`` (the socket server's fetch on a plaintext
+listener) a local read may return its records as a ``FileSlice`` of the
+segment file rather than bytes; whoever takes the results closes the slices:
+the network thread once it sent them, the fetch itself when it parks
+(``release_results``: completion reads again). Remote-tier reads are bytes.
 
 A fetch that found fewer than ``min_bytes`` waits as a ``DelayedFetch`` in
 the fetch purgatory, watched under each of its partitions. A produce to one

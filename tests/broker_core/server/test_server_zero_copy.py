@@ -239,10 +239,13 @@ def test_truncation_under_a_planned_send_closes_only_that_connection(tmp_path, c
 def test_a_parked_fetch_releases_the_descriptors_of_its_first_read(filled):
     server = start_broker(filled)
     try:
-        replay(server.bound_port(), [_fetch(0)])  # checks the bytes: the next reads are slices
+        active = server.broker.log_manager.get_log(TopicPartition(TOPIC, 0)).active_segment.base_offset
+        replay(server.bound_port(), [_fetch(active)])  # checks the bytes: the next reads are slices
         before = _segment_descriptors(filled)
         sent_before = server.socket_server.bytes_sent_from_files
-        (answer,) = replay(server.bound_port(), [_fetch(0, min_bytes=64 * 1024 * 1024, max_wait_ms=300)])
+        asked = time.monotonic()
+        (answer,) = replay(server.bound_port(), [_fetch(active, min_bytes=64 * 1024 * 1024, max_wait_ms=300)])
+        assert time.monotonic() - asked >= 0.25  # it waited in the purgatory
         assert len(answer) > SEGMENT_BYTES // 2
         assert server.socket_server.bytes_sent_from_files - sent_before > SEGMENT_BYTES // 2
         assert _segment_descriptors(filled) == before
@@ -257,3 +260,20 @@ def test_broker_shutdown_releases_the_descriptors_of_responses_being_sent(filled
     with reader:
         server.shutdown(timeout_ms=200)
     assert _segment_descriptors(filled) == 0
+
+
+def test_a_parked_fetch_whose_client_went_away_releases_its_descriptors(filled):
+    server = start_broker(filled)
+    try:
+        active = server.broker.log_manager.get_log(TopicPartition(TOPIC, 0)).active_segment.base_offset
+        replay(server.bound_port(), [_fetch(active)])  # checks the bytes: the next reads are slices
+        before = _segment_descriptors(filled)
+        purgatory = server.apis.fetch_purgatory
+        with socket.create_connection(("127.0.0.1", server.bound_port()), timeout=TIMEOUT_S) as gone:
+            gone.sendall(_fetch(active, min_bytes=64 * 1024 * 1024, max_wait_ms=500))  # parks, then reads again
+            _wait_for(lambda: purgatory.num_delayed() == 1, "the fetch to park")
+        _wait_for(lambda: purgatory.num_delayed() == 0, "the parked fetch to complete")
+        _wait_for(lambda: server.socket_server.connection_count == 0, "the connection to be dropped")
+        _wait_for(lambda: _segment_descriptors(filled) == before, "the answer's descriptors to be closed")
+    finally:
+        server.shutdown()
