@@ -54,6 +54,10 @@ on and off (a broker of its own for each, pinned as above): the same
 consumer reads the whole topic ``--runs`` times after it was produced, and the
 figure is the broker's CPU seconds (user + system, from ``/proc/<pid>/stat``)
 over those reads per GB of keys and values consumed, beside the consume rate.
+How much a consumer fetches per request moves that figure (a slower client
+fetches less at a time), so a second one fixes it: Fetch requests of 4 x 1 MiB
+(seglog's protocol client, one request in flight) read the topic from the
+start, and the broker's CPU seconds per GB of record batches served.
 
 Run ``python bench/broker_bench.py``; ``--quick`` for a smoke run,
 ``--markdown`` for rows to paste into BENCHMARKS.md.
@@ -79,6 +83,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from broker_core.client.protocol_client import ProtocolClient
+from broker_core.protocol import ApiKey
+from format.record_batch import batch_spans
 from jvm.apache_kafka import KafkaBroker, run_tool
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -689,6 +695,12 @@ class ZeroCopyFigure:
     gb: float  # consumed over all runs
     cpu_seconds: float  # the broker's, over all runs
     seconds: tuple[float, ...]  # each run's
+    fetch_gb: float  # record batches served to the fixed fetches
+    fetch_cpu_seconds: float
+
+    @property
+    def fetch_cpu_per_gb(self) -> float:
+        return self.fetch_cpu_seconds / self.fetch_gb
 
     @property
     def cpu_per_gb(self) -> float:
@@ -716,29 +728,59 @@ def zero_copy_figures(root: str, cpu: int | None, work: Workload, runs: int) -> 
             before = cpu_seconds(broker.process.pid)
             seconds = tuple(consume_all(broker.bootstrap, topic, work) for _ in range(runs))
             used = cpu_seconds(broker.process.pid) - before
+            before = cpu_seconds(broker.process.pid)
+            served = sum(fetch_loop(broker.bootstrap, topic) for _ in range(runs))
+            fetch_used = cpu_seconds(broker.process.pid) - before
         finally:
             stop_broker(broker)
-        figures.append(ZeroCopyFigure(work.name, zero_copy, work.bytes * runs / 1e9, used, seconds))
+        figures.append(ZeroCopyFigure(work.name, zero_copy, work.bytes * runs / 1e9, used, seconds, served / 1e9,
+                                      fetch_used))
         log(f"{work.name}, {setting}: {used / (work.bytes * runs / 1e9):.2f} CPU s/GB, "
             f"{figures[-1].mb_per_s:,.0f} MB/s")
     return figures
+
+
+def fetch_loop(bootstrap: str, topic: str, partition_max_bytes: int = 1024 * 1024) -> int:
+    """Read ``topic`` from the start with Fetch requests for every partition at ``partition_max_bytes`` each;
+    the bytes of record batches served."""
+    offsets = [0] * PARTITIONS
+    served = 0
+    with ProtocolClient(bootstrap, timeout_s=CLIENT_TIMEOUT_S) as client:
+        while True:
+            body = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 64 * 1024 * 1024,
+                    "isolation_level": 0, "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [],
+                    "rack_id": "", "topics": [{"topic": topic, "partitions": [
+                        {"partition": p, "current_leader_epoch": -1, "fetch_offset": offsets[p],
+                         "last_fetched_epoch": -1, "log_start_offset": -1, "partition_max_bytes": partition_max_bytes}
+                        for p in range(PARTITIONS)]}]}
+            got = 0
+            for topic_response in client.send(ApiKey.FETCH, body, 12)["responses"]:
+                for part in topic_response["partitions"]:
+                    records = part["records"] or b""
+                    got += len(records)
+                    for _, _, _, last_offset, _ in batch_spans(records):
+                        offsets[part["partition_index"]] = last_offset + 1
+            if not got:
+                return served
+            served += got
 
 
 def print_zero_copy(env: Environment, figures: list[ZeroCopyFigure], runs: int, markdown: bool) -> None:
     print_environment(env)
     print(f"\nseglog broker, one confluent-kafka consumer reading the whole topic {runs} times after a warm-up")
     print_header(f"{'records':<16} {'zero copy':>9} {'GB read':>8} {'broker CPU s':>12} {'CPU s / GB':>10} "
-                 f"{'MB/s (median)':>13}")
+                 f"{'MB/s (median)':>13} {'4 x 1 MiB fetches: CPU s / GB':>30}")
     for f in figures:
         print(f"{f.workload:<16} {'on' if f.zero_copy else 'off':>9} {f.gb:>8.2f} {f.cpu_seconds:>12.2f} "
-              f"{f.cpu_per_gb:>10.2f} {f.mb_per_s:>13,.0f}")
+              f"{f.cpu_per_gb:>10.2f} {f.mb_per_s:>13,.0f} {f.fetch_cpu_per_gb:>30.2f}")
     if markdown:
         date, command = date_and_command(env)
         print_markdown_header(("records", "fetch.zero.copy.enable", "GB consumed", "broker CPU s / GB",
-                               "consume MB/s (median)", "command", "date"))
+                               "consume MB/s (median)", "4 x 1 MiB fetches: broker CPU s / GB", "command", "date"))
         for f in figures:
             print_markdown_row((f.workload, "true" if f.zero_copy else "false", f"{f.gb:.2f}",
-                                f"{f.cpu_per_gb:.2f}", f"{f.mb_per_s:,.0f}", f"`{command}`", date))
+                                f"{f.cpu_per_gb:.2f}", f"{f.mb_per_s:,.0f}", f"{f.fetch_cpu_per_gb:.2f}",
+                                f"`{command}`", date))
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

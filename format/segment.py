@@ -9,6 +9,10 @@ offsets (``offset_order``); recovery moves the bytes it cuts into a file
 beside the segment instead of deleting them. Opened read-only it changes
 nothing and can follow a file its owner is still writing (``refresh``). It
 knows nothing of the other segments of its partition; the log above it does.
+
+It remembers which of its bytes passed their CRC check in this process
+(``crc_checked``; why that is sound is written there): a read asked for zero
+copy returns those as a ``FileSlice`` of the file instead of reading them.
 """
 
 from __future__ import annotations
