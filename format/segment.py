@@ -37,7 +37,7 @@ _INT32_MAX = (1 << 31) - 1
 # A zero-copy read of fewer bytes is copied instead: sending a few KiB from a file costs more calls than
 # copying them, and every slice holds a descriptor until it is sent.
 ZERO_COPY_MIN_BYTES = 16 * 1024
-# A zero-copy read walks the batch headers only, reading this much at a time.
+# A zero-copy read reads the headers of its last batches this much at a time.
 _ZERO_COPY_HEADER_READ = 4096
 
 
@@ -336,8 +336,9 @@ class LogSegment:
         With ``zero_copy`` (and ``validate``) a read of at least
         ``ZERO_COPY_MIN_BYTES`` whose bytes all passed their CRC in this process
         (``crc_checked``) reads none of them: it finds where it ends from the
-        offset index and the last headers, and returns a ``FileSlice`` of the file; any other read reads and checks the bytes as
-        above, records them as checked, and returns them.
+        offset index and the last headers, and returns a ``FileSlice`` of the
+        file; any other read reads and checks the bytes as above, records them
+        as checked, and returns them.
         Returns None when the offset is beyond the segment.
         """
         if max_size < 0:

@@ -20,9 +20,9 @@ def _fetch(offset: int) -> bytes:
     return encode_request(ApiKey.FETCH, 12, 1, "tls-fetch-test", {
         "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 8 << 20, "isolation_level": 0,
         "session_id": 0, "session_epoch": -1,
-        "topics": [{"topic": TOPIC, "partitions": [{"partition": 0, "fetch_offset": offset, "partition_max_bytes": 8 << 20,
-                                                     "current_leader_epoch": -1, "last_fetched_epoch": -1,
-                                                     "log_start_offset": -1}]}],
+        "topics": [{"topic": TOPIC, "partitions": [{"partition": 0, "fetch_offset": offset,
+                                                     "partition_max_bytes": 8 << 20, "current_leader_epoch": -1,
+                                                     "last_fetched_epoch": -1, "log_start_offset": -1}]}],
         "forgotten_topics_data": [], "rack_id": ""})
 
 
