@@ -54,14 +54,14 @@ def _replayed(log_dir, frames: list[bytes], zero_copy: bool, times: int = 1) -> 
         server.shutdown()
 
 
-def assert_zero_copy_answers_as_the_copying_path(tmp_path, consume) -> None:
+def assert_zero_copy_answers_as_the_copying_path(tmp_path, consume, fill=_fill, records: int = RECORDS) -> None:
     log_dir = tmp_path / "logs"
     proxy = RecordingProxy()
     server = start_broker(log_dir, **SETTINGS, **{"advertised.listeners": f"PLAINTEXT://{proxy.bootstrap}"})
     try:
         proxy.start(server.bound_port())
-        _fill(server.bound_port())
-        assert consume(proxy.bootstrap) == RECORDS
+        fill(server.bound_port())
+        assert consume(proxy.bootstrap) == records
         frames = [without_session(f) for f in proxy.frames(ApiKey.FETCH)]
         assert frames
         appended = replay(server.bound_port(), frames)
@@ -73,7 +73,7 @@ def assert_zero_copy_answers_as_the_copying_path(tmp_path, consume) -> None:
     assert from_files == 0
     (loaded_first, loaded_again), from_files = _replayed(log_dir, frames, zero_copy=True, times=2)
     assert from_files > 0
-    assert sum(map(len, copied)) > RECORDS * 1000  # the records are in the answers
+    assert sum(map(len, copied)) > records * 1000  # the records are in the answers
     for n, expected in enumerate(copied):
         assert appended[n] == expected, f"fetch {n}: the appending broker's zero-copy answer differs"
         assert loaded_first[n] == expected, f"fetch {n}: the first serve of a loaded log differs"
@@ -169,3 +169,43 @@ def test_kcat_gets_the_same_bytes_with_and_without_zero_copy(tmp_path):
         return sum(1 for line in done.stdout.splitlines() if line.startswith("p"))
 
     assert_zero_copy_answers_as_the_copying_path(tmp_path, consume)
+
+
+def test_a_read_committed_consumer_gets_the_same_bytes_and_aborted_transactions_with_and_without_zero_copy(tmp_path):
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+
+    committed = 2 * BATCHES * PER_BATCH
+
+    def fill(port: int) -> None:
+        with ProtocolClient(f"127.0.0.1:{port}") as client:
+            create_topic(client, TOPIC, PARTITIONS)
+        producer = Producer({"bootstrap.servers": f"127.0.0.1:{port}", "transactional.id": "zero-copy",
+                             "linger.ms": 5})
+        producer.init_transactions(30)
+        for n, outcome in enumerate(("commit", "abort", "commit")):
+            producer.begin_transaction()
+            for i in range(BATCHES * PER_BATCH):
+                producer.produce(TOPIC, _value(i % PARTITIONS, n * 10_000 + i), partition=i % PARTITIONS)
+            producer.flush(30)
+            if outcome == "commit":
+                producer.commit_transaction(30)
+            else:
+                producer.abort_transaction(30)
+
+    def consume(bootstrap: str) -> int:
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "zero-copy", "enable.auto.commit": False,
+                             "isolation.level": "read_committed"})
+        consumer.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+        try:
+            count = 0
+            for _ in range(200):
+                for message in consumer.consume(1000, timeout=0.5):
+                    assert message.error() is None, message.error()
+                    count += 1
+                if count >= committed:
+                    break
+            return count
+        finally:
+            consumer.close()
+
+    assert_zero_copy_answers_as_the_copying_path(tmp_path, consume, fill, committed)
