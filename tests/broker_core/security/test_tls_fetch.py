@@ -3,6 +3,7 @@ and answers with the same bytes as a plaintext listener of the same broker, whic
 
 from __future__ import annotations
 
+import os
 import socket
 import ssl
 
@@ -12,6 +13,7 @@ from format.record import SimpleRecord
 from format.record_batch import build_batch
 from tests.broker_core.security.tls_kit import server_ssl_props
 from tests.broker_core.server.server_kit import create_topic, produce, read_frame, start_broker
+from tests.broker_core.server.socket_server_kit import Server, frame
 
 TOPIC = "tls-fetch"
 
@@ -53,3 +55,21 @@ def test_a_tls_listener_copies_the_records_and_serves_the_same_bytes_as_plaintex
         assert over_tls == in_the_clear
     finally:
         server.shutdown()
+
+
+def test_a_file_slice_in_a_response_is_read_and_encrypted_on_a_tls_listener(tmp_path, server_stores):
+    data = os.urandom(3 * 1024 * 1024 + 17)
+    path = tmp_path / "segment.log"
+    path.write_bytes(data)
+    server = Server(listeners="PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0", **server_ssl_props(server_stores)).start()
+    try:
+        context = ssl.create_default_context(cafile=str(server_stores.truststore))
+        with context.wrap_socket(server.connect("SSL"), server_hostname="127.0.0.1") as tls:
+            tls.sendall(frame(b"file:" + str(path).encode()))
+            assert read_frame(tls) == data
+        with server.connect() as plain:
+            plain.sendall(frame(b"file:" + str(path).encode()))
+            assert read_frame(plain) == data
+        assert server.socket_server.bytes_sent_from_files == 2 * len(data)
+    finally:
+        server.stop()
