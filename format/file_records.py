@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass
 from typing import Iterator
 
+from . import file_slice
 from .errors import CorruptRecordError
 from .file_handles import FileHandleCache, default_cache
 from .file_slice import FileSlice
@@ -163,16 +164,18 @@ class FileRecords:
 
     def slice(self, position: int, size: int) -> FileSlice | None:
         """``size`` bytes from ``position`` as a ``FileSlice`` with a descriptor of its own; None for a file
-        not on local disk, or when the process is out of descriptors (the caller reads the bytes instead)."""
-        if not isinstance(self._reader, _LocalReader):
+        not on local disk, or when open slices hold their share of the descriptors or the process is out of
+        them (``file_slice.reserve``: the caller reads the bytes instead)."""
+        if not isinstance(self._reader, _LocalReader) or not file_slice.reserve():
             return None
         try:
             fd = self._reader.dup_descriptor()
-        except OSError as exc:
-            if exc.errno in (errno.EMFILE, errno.ENFILE):
+        except BaseException as exc:
+            file_slice.give_back()
+            if isinstance(exc, OSError) and exc.errno in (errno.EMFILE, errno.ENFILE):
                 return None
             raise
-        return FileSlice(self.path, fd, position, size)
+        return FileSlice(self.path, fd, position, size, reserved=True)
 
     # --- walking -----------------------------------------------------------
 

@@ -14,6 +14,10 @@ It is a value of the format layer: no sockets. ``len()`` is its size, so code
 that only counts bytes (the fetch's limits) takes it as it takes ``bytes``;
 ``read()`` copies it into memory. Its owner ``close``s it once it is sent or
 dropped; ``release`` does that for any records object, a slice or not.
+
+Slices waiting to be sent hold descriptors, and a fetch of many partitions
+makes many: ``reserve`` keeps them under a share of the process's descriptor
+limit (``RLIMIT_NOFILE``), past which readers copy the bytes instead.
 """
 
 from __future__ import annotations
@@ -22,6 +26,11 @@ import os
 import threading
 
 from .errors import CorruptRecordError
+from .file_handles import descriptor_limit
+
+# Open slices may hold at most this share of the process's descriptor limit.
+_SHARE_OF_LIMIT = 4
+_MIN_SLICES = 16
 
 
 class FileSliceTruncatedError(CorruptRecordError):
@@ -31,9 +40,10 @@ class FileSliceTruncatedError(CorruptRecordError):
 class FileSlice:
     """``size`` bytes of ``path`` from ``position``, through descriptor ``fd``, which the slice owns."""
 
-    __slots__ = ("path", "fd", "position", "size", "_lock")
+    __slots__ = ("path", "fd", "position", "size", "_lock", "_reserved")
 
-    def __init__(self, path: str, fd: int, position: int, size: int) -> None:
+    def __init__(self, path: str, fd: int, position: int, size: int, *, reserved: bool = False) -> None:
+        """``reserved``: the slice holds one of ``reserve``'s places, given back when it closes."""
         if position < 0 or size < 0:
             raise ValueError(f"{path}: invalid slice of {size} bytes at position {position}")
         self.path = path
@@ -41,6 +51,7 @@ class FileSlice:
         self.position = position
         self.size = size
         self._lock = threading.Lock()
+        self._reserved = reserved
 
     def __repr__(self) -> str:
         return f"FileSlice({self.path}, position={self.position}, size={self.size})"
@@ -73,6 +84,44 @@ class FileSlice:
             fd, self.fd = self.fd, -1
         if fd >= 0:
             os.close(fd)
+            if self._reserved:
+                _budget.give_back()
+
+
+class _Budget:
+    """How many slices may be open at once, counted across the process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.open = 0
+        self.limit: int | None = None
+
+    def take(self) -> bool:
+        with self._lock:
+            if self.limit is None:
+                self.limit = max(_MIN_SLICES, descriptor_limit() // _SHARE_OF_LIMIT)
+            if self.open >= self.limit:
+                return False
+            self.open += 1
+            return True
+
+    def give_back(self) -> None:
+        with self._lock:
+            self.open -= 1
+
+
+_budget = _Budget()
+
+
+def reserve() -> bool:
+    """Take a place for one more open slice; False when slices hold their share of the descriptor limit
+    already (the caller copies instead). A slice made with ``reserved=True`` gives it back when it closes."""
+    return _budget.take()
+
+
+def give_back() -> None:
+    """Give back a place ``reserve`` took for a slice that was not made after all."""
+    _budget.give_back()
 
 
 def release(records: object) -> None:

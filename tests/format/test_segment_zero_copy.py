@@ -4,6 +4,7 @@ import os
 
 import pytest
 
+from format import file_slice
 from format.crc_checked import CrcCheckedRanges
 from format.errors import CorruptRecordError
 from format.file_slice import FileSlice, FileSliceTruncatedError
@@ -137,3 +138,19 @@ def test_checked_ranges_merge_what_touches_and_cover_only_whole_spans():
     assert ranges.ranges == [(0, 50), (100, 350)]
     ranges.truncate(100)
     assert ranges.ranges == [(0, 50)]
+
+
+def test_reads_copy_while_open_slices_hold_their_share_of_the_descriptor_limit(tmp_path):
+    segment = filled(tmp_path)
+    taken = 0
+    while file_slice.reserve():
+        taken += 1
+    try:
+        info = zero_copy_read(segment)
+        assert not isinstance(info.records, FileSlice) and len(info.records) == segment.size
+    finally:
+        for _ in range(taken):
+            file_slice.give_back()
+    info = zero_copy_read(segment)
+    assert isinstance(info.records, FileSlice)
+    info.records.close()
