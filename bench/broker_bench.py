@@ -58,6 +58,16 @@ By default the client (and the Java tools, which inherit its core) is pinned
 to ``--cpu`` and every broker to ``--broker-cpu``: one core each, the same for
 all brokers (``taskset`` for Kafka's JVM).
 
+``--zero-copy`` measures seglog alone instead, with ``fetch.zero.copy.enable``
+on and off (a broker of its own for each, pinned as above): the same
+consumer reads the whole topic ``--runs`` times after it was produced, and the
+figure is the broker's CPU seconds (user + system, from ``/proc/<pid>/stat``)
+over those reads per GB of keys and values consumed, beside the consume rate.
+How much a consumer fetches per request moves that figure (a slower client
+fetches less at a time), so a second one fixes it: the consumer at the wire
+(Fetch requests of 4 x 1 MiB, one in flight) reads the topic from the start,
+and the broker's CPU seconds per GB of record batches served.
+
 Run ``python bench/broker_bench.py``; ``--quick`` for a smoke run,
 ``--markdown`` for rows to paste into BENCHMARKS.md.
 """
@@ -402,17 +412,23 @@ def _receive_frame(sock: socket.socket, buffer: bytearray) -> memoryview:
 def consume_at_wire(bootstrap: str, topic: str, work: Workload) -> float:
     """Seconds to fetch ``work.count`` records from the start of every partition of ``topic`` (see the module
     docstring), counting them from batch headers."""
+    return fetch_at_wire(bootstrap, topic, work.count)[0]
+
+
+def fetch_at_wire(bootstrap: str, topic: str, count: int) -> tuple[float, int]:
+    """Seconds to fetch ``count`` records from the start of every partition of ``topic`` as ``consume_at_wire``
+    does, and the bytes of record batches served."""
     host, port = bootstrap.rsplit(":", 1)
     offsets = {p: 0 for p in range(PARTITIONS)}
     buffer = bytearray(WIRE_MAX_BYTES // 8)
-    got, correlation = 0, 0
+    got, served, correlation = 0, 0, 0
     deadline = time.monotonic() + CLIENT_TIMEOUT_S
     with socket.create_connection((host, int(port)), timeout=CLIENT_TIMEOUT_S) as sock:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         start = time.perf_counter()
-        while got < work.count:
+        while got < count:
             if time.monotonic() > deadline:
-                raise RuntimeError(f"{bootstrap}: fetched {got} of {work.count} records in {CLIENT_TIMEOUT_S} s")
+                raise RuntimeError(f"{bootstrap}: fetched {got} of {count} records in {CLIENT_TIMEOUT_S} s")
             correlation += 1
             body = {"replica_id": -1, "max_wait_ms": 500, "min_bytes": 1, "max_bytes": WIRE_MAX_BYTES,
                     "isolation_level": 0, "session_id": 0, "session_epoch": -1, "rack_id": "",
@@ -431,14 +447,16 @@ def consume_at_wire(bootstrap: str, topic: str, work: Workload) -> float:
                     if part["error_code"]:
                         raise RuntimeError(f"{bootstrap}: {topic}-{part['partition_index']}: fetch error "
                                            f"{part['error_code']}")
-                    count, next_offset = walk_batches(part["records"] or b"")
+                    records = part["records"] or b""
+                    batch_records, next_offset = walk_batches(records)
                     if next_offset is not None:
-                        got += count
+                        got += batch_records
+                        served += len(records)
                         offsets[part["partition_index"]] = next_offset
         seconds = time.perf_counter() - start
-    if got != work.count:
-        raise RuntimeError(f"{bootstrap}: fetched {got} records, expected {work.count}")
-    return seconds
+    if got != count:
+        raise RuntimeError(f"{bootstrap}: fetched {got} records, expected {count}")
+    return seconds, served
 
 
 @dataclass(frozen=True)
@@ -778,6 +796,79 @@ def print_markdown(env: Environment, rows: list[Row], latency: dict[str, Latency
         print_markdown_targets(found)
 
 
+# --- zero copy: seglog's CPU per GB consumed, fetch.zero.copy.enable on and off ---------------------------
+
+
+@dataclass(frozen=True)
+class ZeroCopyFigure:
+    workload: str
+    zero_copy: bool
+    gb: float  # consumed over all runs
+    cpu_seconds: float  # the broker's, over all runs
+    seconds: tuple[float, ...]  # each run's
+    fetch_gb: float  # record batches served to the fixed fetches
+    fetch_cpu_seconds: float
+
+    @property
+    def fetch_cpu_per_gb(self) -> float:
+        return self.fetch_cpu_seconds / self.fetch_gb
+
+    @property
+    def cpu_per_gb(self) -> float:
+        return self.cpu_seconds / self.gb
+
+    @property
+    def mb_per_s(self) -> float:
+        return self.gb / len(self.seconds) * 1000 / statistics.median(self.seconds)
+
+
+def zero_copy_figures(root: str, cpu: int | None, work: Workload, runs: int) -> list[ZeroCopyFigure]:
+    figures = []
+    for zero_copy in (False, True):
+        setting = f"fetch.zero.copy.enable={str(zero_copy).lower()}"
+
+        def command(name: str, port: int, log_dir: str) -> list[str]:
+            return [*broker_command(SEGLOG, port, log_dir), "--config", setting]
+
+        broker = start_broker(f"seglog {setting}", root, cpu, command)
+        try:
+            topic = f"zero-copy-{work.value_size}"
+            create_topic(broker.bootstrap, topic)
+            produce_all(broker.bootstrap, topic, work)
+            consume_all(broker.bootstrap, topic, work)  # warm-up: the client, the page cache
+            before = cpu_seconds(broker.process.pid)
+            seconds = tuple(consume_all(broker.bootstrap, topic, work) for _ in range(runs))
+            used = cpu_seconds(broker.process.pid) - before
+            before = cpu_seconds(broker.process.pid)
+            served = sum(fetch_at_wire(broker.bootstrap, topic, work.count)[1] for _ in range(runs))
+            fetch_used = cpu_seconds(broker.process.pid) - before
+        finally:
+            stop_broker(broker)
+        figures.append(ZeroCopyFigure(work.name, zero_copy, work.bytes * runs / 1e9, used, seconds, served / 1e9,
+                                      fetch_used))
+        log(f"{work.name}, {setting}: {used / (work.bytes * runs / 1e9):.2f} CPU s/GB, "
+            f"{figures[-1].mb_per_s:,.0f} MB/s")
+    return figures
+
+
+def print_zero_copy(env: Environment, figures: list[ZeroCopyFigure], runs: int, markdown: bool) -> None:
+    print_environment(env)
+    print(f"\nseglog broker, one confluent-kafka consumer reading the whole topic {runs} times after a warm-up")
+    print_header(f"{'records':<16} {'zero copy':>9} {'GB read':>8} {'broker CPU s':>12} {'CPU s / GB':>10} "
+                 f"{'MB/s (median)':>13} {'4 x 1 MiB fetches: CPU s / GB':>30}")
+    for f in figures:
+        print(f"{f.workload:<16} {'on' if f.zero_copy else 'off':>9} {f.gb:>8.2f} {f.cpu_seconds:>12.2f} "
+              f"{f.cpu_per_gb:>10.2f} {f.mb_per_s:>13,.0f} {f.fetch_cpu_per_gb:>30.2f}")
+    if markdown:
+        date, command = date_and_command(env)
+        print_markdown_header(("records", "fetch.zero.copy.enable", "GB consumed", "broker CPU s / GB",
+                               "consume MB/s (median)", "4 x 1 MiB fetches: broker CPU s / GB", "command", "date"))
+        for f in figures:
+            print_markdown_row((f.workload, "true" if f.zero_copy else "false", f"{f.gb:.2f}",
+                                f"{f.cpu_per_gb:.2f}", f"{f.mb_per_s:,.0f}", f"{f.fetch_cpu_per_gb:.2f}",
+                                f"`{command}`", date))
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argument_parser(__doc__, "a smoke run: fewer records, 1 run, 3 s of latency")
     p.add_argument("--broker-cpu", type=int, default=1, help="the core every broker is pinned to (default 1)")
@@ -789,6 +880,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--skip", choices=("throughput", "java", "latency"), action="append", default=[],
                    help="leave a figure out (repeatable)")
     p.add_argument("--dir", default="/tmp", help="where seglog's and Kafka's log dirs go (default /tmp)")
+    p.add_argument("--zero-copy", action="store_true",
+                   help="seglog alone: its CPU per GB consumed with fetch.zero.copy.enable off and on")
     args = p.parse_args(argv)
     args.runs = args.runs or (1 if args.quick else 5)
     args.records_100b = args.records_100b or (100_000 if args.quick else 1_000_000)
@@ -806,6 +899,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                          f"{sorted(os.sched_getaffinity(0))}; use --no-pin")
     broker_cpu = args.broker_cpu if args.pin else None
     broker_pin = f"core {broker_cpu}, all of them" if args.pin else "no"
+    if args.zero_copy:
+        with scratch_directory("seglog-zero-copy-bench-", args.dir) as root:
+            env = broker_environment(pinning(args.pin, args.cpu), broker_pin, root)
+            figures = []
+            for name, value_size, count in (("100-byte values", 100, args.records_100b),
+                                            ("1 KiB values", 1024, args.records_1k)):
+                figures += zero_copy_figures(root, broker_cpu, Workload(name, value_size, make_pool(value_size), count),
+                                             args.runs)
+        print_zero_copy(env, figures, args.runs, args.markdown)
+        return 0
     # Pin the client after the brokers start: a child inherits its parent's cores at fork.
     with scratch_directory("seglog-broker-bench-", args.dir) as root, brokers_running(root, broker_cpu) as brokers:
         env = broker_environment(pinning(args.pin, args.cpu), broker_pin, root)

@@ -635,6 +635,8 @@ _BROKER_KEYS: tuple[_Key, ...] = (
     _Key("replica.high.watermark.checkpoint.interval.ms", _Type.LONG, _at_least(1)),
     _Key("remote.log.index.file.cache.total.size.bytes", _Type.LONG, _at_least(1)),
     _Key("socket.request.max.bytes", _Type.INT, _at_least(1)),
+    _Key("fetch.zero.copy.enable", _Type.BOOLEAN),
+    _Key("socket.send.buffer.bytes", _Type.INT, _at_least(-1)),
     _Key("max.connections", _Type.INT, _at_least(0)),
     _Key("connections.max.idle.ms", _Type.LONG),
     # SASL (the listeners that authenticate with it are the listeners' settings).
@@ -766,6 +768,11 @@ class BrokerConfig:
     # The remote segments' indexes cached on local disk, at most this many bytes (Kafka's default: 1 GiB).
     remote_log_index_file_cache_total_size_bytes: int = 1_073_741_824
     socket_request_max_bytes: int = 100 * 1024 * 1024
+    # seglog's own: a fetch on a plaintext listener sends CRC-checked records from the segment files (sendfile).
+    fetch_zero_copy_enable: bool = True
+    # SO_SNDBUF of client connections. Kafka's default is 102400; seglog's is -1 (the OS's, which Linux
+    # autotunes), so a loopback or LAN consumer is not held to 100 KiB in flight.
+    socket_send_buffer_bytes: int = -1
     max_connections: int = INT_MAX
     connections_max_idle_ms: int = 10 * _MS_PER_MINUTE
     # Kafka's default is GSSAPI, which seglog does not serve: its default is the mechanisms it does serve.

@@ -9,12 +9,15 @@ found (``limit_to``).
 
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass
 from typing import Iterator
 
+from . import file_slice
 from .errors import CorruptRecordError
 from .file_handles import FileHandleCache, default_cache
+from .file_slice import FileSlice
 from .offset_order import OffsetOrder, OffsetOrderError
 from .record_batch import (
     HEADER, LENGTH_OFFSET, LOG_OVERHEAD, CURRENT_MAGIC, MIN_BATCH_LENGTH, BatchHeader, RecordBatch, iter_batches)
@@ -86,6 +89,10 @@ class _LocalReader:
         with self.handles.use(self) as fd:
             return os.pread(fd, size, position)
 
+    def dup_descriptor(self) -> int:
+        with self.handles.use(self) as fd:
+            return os.dup(fd)
+
     def close(self) -> None:
         self._closed = True
         self.handles.close(self)
@@ -155,6 +162,21 @@ class FileRecords:
         size = max(0, min(size, self._size - position))
         return self._reader.read_at(position, size) if size else b""
 
+    def slice(self, position: int, size: int) -> FileSlice | None:
+        """``size`` bytes from ``position`` as a ``FileSlice`` with a descriptor of its own; None for a file
+        not on local disk, or when open slices hold their share of the descriptors or the process is out of
+        them (``file_slice.reserve``: the caller reads the bytes instead)."""
+        if not isinstance(self._reader, _LocalReader) or not file_slice.reserve():
+            return None
+        try:
+            fd = self._reader.dup_descriptor()
+        except BaseException as exc:
+            file_slice.give_back()
+            if isinstance(exc, OSError) and exc.errno in (errno.EMFILE, errno.ENFILE):
+                return None
+            raise
+        return FileSlice(self.path, fd, position, size, reserved=True)
+
     # --- walking -----------------------------------------------------------
 
     def next_offset(self, empty: int, start: int = 0, order: OffsetOrder | None = None) -> int:
@@ -188,10 +210,10 @@ class FileRecords:
         return ValidPrefix(end, next_offset)
 
     def batch_headers(self, start: int = 0, end: int | None = None,
-                      stop_at_partial: bool = True, order: OffsetOrder | None = None
-                      ) -> Iterator[tuple[int, BatchHeader]]:
-        """(position, header) of each batch from ``start``, reading only headers; with ``order``,
-        each batch's offsets are checked against the walk so far."""
+                      stop_at_partial: bool = True, order: OffsetOrder | None = None,
+                      read_ahead: int = HEADER_READ_AHEAD) -> Iterator[tuple[int, BatchHeader]]:
+        """(position, header) of each batch from ``start``, reading only headers (``read_ahead`` bytes at a
+        time); with ``order``, each batch's offsets are checked against the walk so far."""
         end = self._size if end is None else min(end, self._size)
         block = b""
         block_start = start
@@ -199,7 +221,7 @@ class FileRecords:
         while pos < end:
             if pos + HEADER.size > block_start + len(block):
                 block_start = pos
-                block = self.read(pos, min(HEADER_READ_AHEAD, end - pos))
+                block = self.read(pos, min(max(read_ahead, HEADER.size), end - pos))
             off = pos - block_start
             available = end - pos
             if available < HEADER.size:

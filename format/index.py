@@ -489,6 +489,12 @@ class OffsetIndex(AbstractIndex):
             return OffsetPosition(self.base_offset, 0)
         return self._parse_entry(slot)
 
+    def lookup_position(self, position: int, back: int = 0) -> OffsetPosition | None:
+        """The entry ``back`` entries before the last one whose position is below ``position``; None if none."""
+        self._check_open()
+        slot = self._largest_lower_bound_slot(self._value_at, position - 1) - back
+        return None if slot < 0 else self._parse_entry(slot)
+
     def fetch_upper_bound_offset(self, fetch_offset: OffsetPosition, fetch_size: int) -> OffsetPosition | None:
         """An entry at or past ``fetch_offset.position + fetch_size``, or None.
 

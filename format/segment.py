@@ -9,6 +9,10 @@ offsets (``offset_order``); recovery moves the bytes it cuts into a file
 beside the segment instead of deleting them. Opened read-only it changes
 nothing and can follow a file its owner is still writing (``refresh``). It
 knows nothing of the other segments of its partition; the log above it does.
+
+It remembers which of its bytes passed their CRC check in this process
+(``crc_checked``; why that is sound is written there): a read asked for zero
+copy returns those as a ``FileSlice`` of the file instead of reading them.
 """
 
 from __future__ import annotations
@@ -18,9 +22,11 @@ from dataclasses import dataclass
 
 from . import layout
 from .checkpoint import fsync_dir
+from .crc_checked import CrcCheckedRanges
 from .errors import CorruptRecordError, IndexFullError, InvalidRecordError
 from .file_handles import FileHandleCache
 from .file_records import FileRecords, LogOffsetPosition, TimestampAndOffset, ValidPrefix
+from .file_slice import FileSlice
 from .index import DEFAULT_MAX_INDEX_SIZE, OffsetIndex, TimeIndex
 from .offset_order import OffsetOrder, OffsetOrderError
 from .record_batch import ATTRIBUTES_OFFSET, LOG_OVERHEAD, NO_TIMESTAMP, batch_spans, crc32c, iter_batches
@@ -28,6 +34,11 @@ from .txn_index import TransactionIndex
 
 DEFAULT_INDEX_INTERVAL_BYTES = 4096  # index.interval.bytes
 _INT32_MAX = (1 << 31) - 1
+# A zero-copy read of fewer bytes is copied instead: sending a few KiB from a file costs more calls than
+# copying them, and every slice holds a descriptor until it is sent.
+ZERO_COPY_MIN_BYTES = 16 * 1024
+# A zero-copy read reads the headers of its last batches this much at a time.
+_ZERO_COPY_HEADER_READ = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,12 +47,16 @@ class FetchDataInfo:
 
     ``records`` is a read-only view of the buffer the file was read into (a
     ``memoryview``, or ``b""`` when nothing was read), not a copy: it is what a
-    fetch response writes to the socket. ``bytes(records)`` makes a copy."""
+    fetch response writes to the socket. ``bytes(records)`` makes a copy.
+    A read asked for zero copy may instead return a ``FileSlice`` of the
+    segment file (its owner closes it), and then says ``next_offset``, the
+    offset after its last batch, since its bytes are not at hand to walk."""
 
     fetch_offset: int
     segment_base_offset: int
     position: int
-    records: bytes | memoryview
+    records: bytes | memoryview | FileSlice
+    next_offset: int | None = None
 
     @property
     def size(self) -> int:
@@ -157,6 +172,9 @@ class LogSegment:
         # Why the last recovery stopped early, if it did, and where the bytes it cut went.
         self.last_recovery_error: CorruptRecordError | None = None
         self.last_recovery_set_aside: SetAside | None = None
+        # The byte ranges whose batches passed their CRC in this process (see crc_checked): only those
+        # are sent from the file by a zero-copy read.
+        self.crc_checked = CrcCheckedRanges()
 
     @classmethod
     def open(cls, directory: str | os.PathLike, base_offset: int, *,
@@ -239,6 +257,8 @@ class LogSegment:
 
         ``batches`` may give (base offset, last offset, max timestamp, size) of each
         batch when the caller already knows them, sparing a walk over the bytes.
+        The caller has checked every batch's CRC (the log validates what it appends, the
+        cleaner what it copies): the appended bytes count as checked (``crc_checked``).
         """
         view = memoryview(records)
         if not len(view):
@@ -270,6 +290,7 @@ class LogSegment:
                 self.bytes_since_last_index_entry += size
                 appended += size
             self.log.append(view)
+            self.crc_checked.add(position, position + len(view))
         except OSError:
             # A full disk: the .log is as before (FileRecords.append undoes a partial write),
             # so the index entries pointing into this append go too.
@@ -296,7 +317,8 @@ class LogSegment:
 
     def read(self, start_offset: int, max_size: int, max_position: int | None = None,
              min_one_message: bool = False, *, max_offset: int | None = None,
-             validate: bool = False, next_base_offset: int | None = None) -> FetchDataInfo | None:
+             validate: bool = False, next_base_offset: int | None = None,
+             zero_copy: bool = False) -> FetchDataInfo | None:
         """Complete batches from the one holding ``start_offset``, at most ``max_size`` bytes and
         none starting at or past ``max_offset``.
 
@@ -310,6 +332,13 @@ class LogSegment:
         ``validate`` every batch is checked against its CRC too. The read stops
         before the first damaged batch, and raises ``CorruptRecordError`` (file
         and position) when that is the first one.
+
+        With ``zero_copy`` (and ``validate``) a read of at least
+        ``ZERO_COPY_MIN_BYTES`` whose bytes all passed their CRC in this process
+        (``crc_checked``) reads none of them: it finds where it ends from the
+        offset index and the last headers, and returns a ``FileSlice`` of the
+        file; any other read reads and checks the bytes as above, records them
+        as checked, and returns them.
         Returns None when the offset is beyond the segment.
         """
         if max_size < 0:
@@ -321,6 +350,11 @@ class LogSegment:
         limit = self.size if max_position is None else min(max_position, self.size)
         budget = max(max_size, start.size) if min_one_message else max_size
         wanted = min(budget, limit - start.position)
+        if zero_copy and validate and wanted >= ZERO_COPY_MIN_BYTES and \
+                self.crc_checked.covers(start.position, start.position + 1):
+            info = self._read_slice(start_offset, start, wanted, max_offset)
+            if info is not None:
+                return info
         data = memoryview(self.log.read(start.position, wanted) if wanted > 0 else b"")
         end = 0
         before_last = 0  # where the batch before the last one kept ends
@@ -346,8 +380,61 @@ class LogSegment:
             if end == 0:
                 raise
             # Serve the sound batches before it; the next read starts at the damage and fails.
+        if validate and end:
+            self.crc_checked.add(start.position, start.position + end)
         # A view of the bytes read: the file's bytes are copied once on their way to a client.
         return FetchDataInfo(start_offset, self.base_offset, start.position, data[:end])
+
+    def _read_slice(self, start_offset: int, start: LogOffsetPosition, wanted: int, max_offset: int | None
+                    ) -> FetchDataInfo | None:
+        """``read`` as a ``FileSlice``, for CRC-checked bytes; None when the bytes it would send are not all
+        checked, or something looks amiss (the copying read then finds and reports it).
+
+        The bytes of a checked range passed their CRC and offset checks and do not change
+        (``crc_checked``), so the read need not visit every batch again: it finds where it ends from the
+        offset index and reads the headers of the last batch or two only."""
+        try:
+            walked = self._walk_end(start, start.position + wanted, max_offset)
+            if walked is None and max_offset is not None:
+                # max_offset may lie before where the walk began: find its batch, end the read there.
+                at = self.translate_offset(max_offset, start.position)
+                if at is not None:
+                    bound = at.position if at.offset >= max_offset else at.position + at.size
+                    walked = self._walk_end(start, min(start.position + wanted, bound), max_offset)
+        except CorruptRecordError:
+            return None
+        if walked is None:
+            return None
+        end, next_offset = walked
+        if end < ZERO_COPY_MIN_BYTES or not self.crc_checked.covers(start.position, start.position + end):
+            return None
+        records = self.log.slice(start.position, end)
+        if records is None:
+            return None
+        return FetchDataInfo(start_offset, self.base_offset, start.position, records, next_offset)
+
+    def _walk_end(self, start: LogOffsetPosition, bound: int, max_offset: int | None) -> tuple[int, int] | None:
+        """Where a read from ``start`` ends before ``bound`` and ``max_offset`` (its size, and the offset after
+        its last batch), walking from the offset index entry before the last one below ``bound``; None when
+        that walk cannot tell (``max_offset`` may lie before it) or finds nothing."""
+        entry = self.offset_index.lookup_position(bound, back=1)
+        walk_from = start.position if entry is None or entry.position <= start.position else entry.position
+        end = next_offset = 0
+        order = OffsetOrder(self.log.path, self.base_offset)
+        for position, header in self.log.batch_headers(walk_from, bound, read_ahead=_ZERO_COPY_HEADER_READ):
+            if position == walk_from and walk_from != start.position:
+                if header.base_offset > entry.offset:
+                    raise CorruptRecordError(f"the offset index puts offset {entry.offset} at position "
+                                             f"{position}, where a batch from offset {header.base_offset} starts",
+                                             path=self.log.path, position=position)
+                if max_offset is not None and header.base_offset >= max_offset:
+                    return None  # the batches skipped may reach max_offset already
+            if max_offset is not None and header.base_offset >= max_offset:
+                break
+            order.check(position, header.base_offset, header.last_offset)
+            end = position + header.size_in_bytes - start.position
+            next_offset = header.last_offset + 1
+        return (end, next_offset) if end else None
 
     def _check_what_follows(self, order: OffsetOrder, position: int, read_past: bytes,
                             next_base_offset: int | None) -> None:
@@ -444,6 +531,7 @@ class LogSegment:
         if valid_bytes < self.size:
             self.last_recovery_set_aside = self.move_tail_aside(valid_bytes)
             truncated = self.last_recovery_set_aside.size
+        self.crc_checked.add(0, valid_bytes)
         self._max_timestamp_and_offset = max_ts
         # As a clean close would have, record the largest timestamp before trimming.
         if max_ts.timestamp != NO_TIMESTAMP:
@@ -459,6 +547,7 @@ class LogSegment:
         target = _free_set_aside_path(directory, name, position)
         counted = count_records(self.log, position)
         size = self.log.move_tail_aside(position, target)
+        self.crc_checked.truncate(self.size)
         fsync_dir(directory)
         return SetAside(self.log.path, position, target, size, counted)
 
@@ -488,6 +577,7 @@ class LogSegment:
         if mapping is None:
             return 0
         removed = self.log.truncate_to(mapping.position)
+        self.crc_checked.truncate(self.size)
         self._max_timestamp_and_offset = None
         if self.size == 0:
             self.rolling_based_timestamp = None

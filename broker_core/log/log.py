@@ -845,14 +845,19 @@ class Log:
                 f"{self}: offset {offset} is {f'below the {which} {self.local_log_start_offset}' if below else 'beyond the log end offset ' + str(self._log_end_offset)}")
 
     def read(self, start_offset: int, max_bytes: int, min_one_message: bool = True,
-             max_offset: int | None = None, isolation: FetchIsolation = FetchIsolation.HIGH_WATERMARK
-             ) -> FetchDataInfo:
+             max_offset: int | None = None, isolation: FetchIsolation = FetchIsolation.HIGH_WATERMARK,
+             zero_copy: bool = False) -> FetchDataInfo:
         """Complete batches from the one holding ``start_offset``, at most ``max_bytes``, below the
         bound of ``isolation`` (``fetch_upper_bound``; ``max_offset`` is an explicit bound instead).
 
         Every batch served is checked against its CRC and its offsets against its
         neighbours and the index: a corrupt batch is never served, and if it is the
         first one the read fails naming file and position.
+
+        ``zero_copy`` (the socket server's fetch on a plaintext listener) lets the
+        read return a ``FileSlice`` of a segment file instead of its bytes, for
+        bytes already CRC-checked in this process (``LogSegment.read``); the
+        caller then owns the slice's descriptor and closes it (``release``).
 
         The segments are listed under the lock and read outside it. A segment the
         cleaner replaced meanwhile holds offsets that live on in its cleaned
@@ -869,7 +874,7 @@ class Log:
                     return FetchDataInfo(start_offset, self.active_segment.base_offset, self.active_segment.size, b"")
                 i = bisect.bisect_right(self._bases, start_offset) - 1
                 segments = self._segments[max(i, 0):]
-            info = self._read_segments(segments, start_offset, max_bytes, min_one_message, upper)
+            info = self._read_segments(segments, start_offset, max_bytes, min_one_message, upper, zero_copy)
             if info is not None:
                 return info
         log.warning("%s: segments were replaced under %d reads from offset %d in a row; answering no records",
@@ -878,14 +883,14 @@ class Log:
             return FetchDataInfo(start_offset, self.active_segment.base_offset, self.active_segment.size, b"")
 
     def _read_segments(self, segments: list[LogSegment], start_offset: int, max_bytes: int,
-                       min_one_message: bool, upper: int) -> FetchDataInfo | None:
+                       min_one_message: bool, upper: int, zero_copy: bool = False) -> FetchDataInfo | None:
         """Read from the first of ``segments`` that has data; None when one was replaced under the read
         (its offsets live on in a segment the listing does not have)."""
         for n, segment in enumerate(segments):
             next_base = segments[n + 1].base_offset if n + 1 < len(segments) else None
             try:
                 info = segment.read(start_offset, max_bytes, min_one_message=min_one_message, max_offset=upper,
-                                    validate=True, next_base_offset=next_base)
+                                    validate=True, next_base_offset=next_base, zero_copy=zero_copy)
             except CorruptRecordError as error:
                 log.error("%s: refusing to serve a corrupt batch: %s", self, error)
                 raise CorruptMessageError(f"{self}: {error}") from None

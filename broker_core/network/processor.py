@@ -16,6 +16,16 @@ A frame whose size prefix is negative or above ``socket.request.max.bytes``
 closes the connection; so do read and write errors. None of that touches
 other connections.
 
+A response may hold records as ``FileSlice``s of segment files (a fetch on a
+plaintext listener, Kafka's zero copy): the framing bytes go out with
+``sendmsg``, each slice with the transport's ``transfer_from`` (``sendfile``
+in the clear), from the slice's own descriptor, resuming where a partial send
+stopped. A slice whose file was truncated after the response was planned
+cannot be sent as promised (its size is in the frame already): that
+connection is closed, with a log line naming the file and position. Every
+slice's descriptor is closed once it is sent, or when its connection closes
+first, its response finds the connection gone, or the processor shuts down.
+
 Bytes move through the connection's transport layer, built by its listener's
 ``ChannelBuilder``: the socket itself, or TLS — whose handshake completes
 before any frame is read, and whose failure (a plaintext client on a TLS
@@ -44,6 +54,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from format.file_slice import FileSlice, FileSliceTruncatedError
+
 from ..clock import SYSTEM_CLOCK, Clock
 from ..protocol import ApiKey
 from ..security.principal import ANONYMOUS, KafkaPrincipal
@@ -52,7 +64,8 @@ from ..security.transport_layer import PlaintextTransportLayer, SslTransportLaye
 from .channel_builder import ChannelBuilder
 from .connection_quotas import ConnectionQuotas
 from .network_receive import InvalidReceiveError, NetworkReceive
-from .request_channel import CloseConnectionResponse, NoOpResponse, Request, RequestChannel, Response, SendResponse
+from .request_channel import (CloseConnectionResponse, NoOpResponse, Request, RequestChannel, Response, SendResponse,
+                              release)
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +83,35 @@ _MAX_BUFFERS_PER_WRITE = 64
 _QUEUE_RETRY_S = 0.3
 _SIZE = struct.Struct(">i")
 _API_KEY = struct.Struct(">h")
+
+
+@dataclass(eq=False)
+class _FileSend:
+    """A file slice of the response being written, and how much of it the socket took."""
+
+    records: FileSlice
+    sent: int = 0
+
+
+def _send_buffers(payload) -> list[memoryview | _FileSend]:
+    """A response's payload as what ``_write`` writes: memoryviews and file sends, empty ones left out."""
+    buffers = [payload] if isinstance(payload, (bytes, bytearray, memoryview)) else payload
+    out: list[memoryview | _FileSend] = []
+    for buffer in buffers:
+        if isinstance(buffer, FileSlice):
+            if len(buffer):
+                out.append(_FileSend(buffer))
+            else:
+                buffer.close()
+        elif len(buffer):
+            out.append(memoryview(buffer))
+    return out
+
+
+def _release_sends(buffers: list[memoryview | _FileSend] | None) -> None:
+    for buffer in buffers or ():
+        if isinstance(buffer, _FileSend):
+            buffer.records.close()
 
 
 def _advance(buffers: list[memoryview], sent: int) -> None:
@@ -101,7 +143,8 @@ class _Connection:
     authenticator: SaslServerAuthenticator | None = None
     close_after_send: bool = False  # a SASL failure's response is being written
     muted: bool = False  # a request is with the handlers
-    send: list[memoryview] | None = None  # the rest of the response being written, buffer by buffer
+    # The rest of the response being written, buffer by buffer (file slices as _FileSend).
+    send: list[memoryview | _FileSend] | None = None
     events: int = 0  # what the selector watches for
     closed: bool = field(default=False)
 
@@ -111,13 +154,14 @@ class Processor(threading.Thread):
 
     def __init__(self, processor_id: int, request_channel: RequestChannel, connection_quotas: ConnectionQuotas,
                  *, max_request_size: int, connections_max_idle_ms: int, clock: Clock = SYSTEM_CLOCK,
-                 channel_builders: Mapping[str, ChannelBuilder] | None = None) -> None:
+                 channel_builders: Mapping[str, ChannelBuilder] | None = None, send_buffer_bytes: int = -1) -> None:
         super().__init__(name=f"data-plane-network-thread-{processor_id}", daemon=True)
         self.processor_id = processor_id
         self.request_channel = request_channel
         self.connection_quotas = connection_quotas
         self.max_request_size = max_request_size
         self.connections_max_idle_ms = connections_max_idle_ms
+        self.send_buffer_bytes = send_buffer_bytes  # SO_SNDBUF of each connection; -1: the OS's (autotuned)
         self.clock = clock
         # Per listener name; a listener without one is PLAINTEXT.
         self.channel_builders = dict(channel_builders or {})
@@ -134,6 +178,7 @@ class Processor(threading.Thread):
         self._running = True
         self._drain_deadline: float | None = None
         self._stopped = threading.Event()
+        self.bytes_sent_from_files = 0  # records sent with transfer_from (zero copy in the clear)
         request_channel.add_processor(processor_id, self)
 
     # -- called from other threads ------------------------------------------
@@ -146,6 +191,8 @@ class Processor(threading.Thread):
     def enqueue_response(self, response: Response) -> None:
         """Queue a handler's response for this processor's connection (from any thread)."""
         self._responses.put(response)
+        if self._stopped.is_set():
+            self._drop_responses()  # no loop will take it: its file slices are closed here
         self.wakeup()
 
     def wakeup(self) -> None:
@@ -208,6 +255,8 @@ class Processor(threading.Thread):
                 continue
             try:
                 sock.setblocking(False)
+                if self.send_buffer_bytes != -1:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.send_buffer_bytes)
                 local = sock.getsockname()
                 connection_id = f"{local[0]}:{local[1]}-{address[0]}:{address[1]}-{self._next_index}"
             except OSError as exc:
@@ -234,11 +283,10 @@ class Processor(threading.Thread):
                 return
             conn = self._connections.get(response.request.connection_id)
             if conn is None or conn.closed:
-                continue  # the client went away while its request was handled
+                release(response)  # the client went away while its request was handled
+                continue
             if isinstance(response, SendResponse):
-                payload = response.payload
-                buffers = [payload] if isinstance(payload, (bytes, bytearray, memoryview)) else payload
-                conn.send = [memoryview(b) for b in buffers if len(b)]
+                conn.send = _send_buffers(response.payload)
                 self._write(conn)
             elif isinstance(response, NoOpResponse):
                 self._unmute(conn)
@@ -407,13 +455,26 @@ class Processor(threading.Thread):
             return
         try:
             while conn.send:
-                sent = conn.transport.write(conn.send[:_MAX_BUFFERS_PER_WRITE])
-                _advance(conn.send, sent)
+                head = conn.send[0]
+                if isinstance(head, _FileSend):
+                    self._transfer(conn, head)
+                else:
+                    buffers = []
+                    for buffer in conn.send:
+                        if isinstance(buffer, _FileSend) or len(buffers) == _MAX_BUFFERS_PER_WRITE:
+                            break
+                        buffers.append(buffer)
+                    _advance(conn.send, conn.transport.write(buffers))
                 conn.last_active_ms = self.clock.hi_res_clock_ms()  # a slow reader is still active
             if conn.transport.pending_writes and not conn.transport.flush():  # TLS bytes the socket has not taken
                 raise BlockingIOError
         except (BlockingIOError, InterruptedError):
             self._update_interest(conn)  # wait until the socket takes more
+            return
+        except FileSliceTruncatedError as exc:
+            log.error("Processor %d: closing %s: a fetch response cannot be completed: %s", self.processor_id,
+                      conn.connection_id, exc)
+            self._close(conn)
             return
         except OSError as exc:
             log.debug("Processor %d: write to %s failed: %s", self.processor_id, conn.connection_id, exc)
@@ -424,6 +485,22 @@ class Processor(threading.Thread):
             self._close(conn)
             return
         self._unmute(conn)
+
+    def _transfer(self, conn: _Connection, send: _FileSend) -> None:
+        """Send what the socket takes of a file slice; drop it from ``conn.send`` once all of it went."""
+        records = send.records
+        records.ensure_whole()
+        count = records.size - send.sent
+        sent = conn.transport.transfer_from(records.fd, records.position + send.sent, count)
+        if sent == 0:  # the file ends before the slice: truncated between the check and the send
+            records.ensure_whole()
+            raise FileSliceTruncatedError(f"the file ended under a planned send of {records.size} bytes",
+                                          path=records.path, position=records.position)
+        send.sent += sent
+        self.bytes_sent_from_files += sent
+        if sent == count:
+            records.close()
+            del conn.send[0]
 
     # -- selector interest, idleness and closing --------------------------------
 
@@ -472,7 +549,17 @@ class Processor(threading.Thread):
                 pass
             conn.events = 0
         self._connections.pop(conn.connection_id, None)
+        _release_sends(conn.send)
+        conn.send = None
         self._release(conn.transport)
+
+    def _drop_responses(self) -> None:
+        """Release the responses no loop will write (shut down)."""
+        while True:
+            try:
+                release(self._responses.get_nowait())
+            except queue.Empty:
+                return
 
     def _release(self, sock: socket.socket | PlaintextTransportLayer | SslTransportLayer) -> None:
         try:
@@ -493,6 +580,7 @@ class Processor(threading.Thread):
                 break
             self._release(sock)
         self.request_channel.remove_processor(self.processor_id)
+        self._drop_responses()
         try:
             self._selector.close()
         finally:

@@ -22,6 +22,9 @@ import threading
 from dataclasses import dataclass
 from typing import Protocol, Sequence
 
+from format.file_slice import FileSlice
+from format.file_slice import release as release_records
+
 from ..security.principal import ANONYMOUS, KafkaPrincipal
 
 DEFAULT_QUEUED_MAX_REQUESTS = 500
@@ -45,8 +48,16 @@ class Request:
 class SendResponse:
     request: Request
     # The complete frame, size prefix included: one buffer, or several written in order (a fetch's
-    # records go out from the buffers the log read them into).
-    payload: bytes | Sequence[bytes]
+    # records go out from the buffers the log read them into, or from the segment file: a FileSlice,
+    # which the processor closes once sent or dropped).
+    payload: bytes | Sequence[bytes | FileSlice]
+
+
+def release(response: Response) -> None:
+    """Close the file slices of a response that will not be written (its connection is gone)."""
+    if isinstance(response, SendResponse) and not isinstance(response.payload, (bytes, bytearray, memoryview)):
+        for buffer in response.payload:
+            release_records(buffer)
 
 
 @dataclass(frozen=True, eq=False)
@@ -133,6 +144,8 @@ class RequestChannel:
             sink = self._processors.get(response.request.processor_id)
         if sink is not None:
             sink.enqueue_response(response)
+        else:
+            release(response)  # its processor is gone, and the connection with it
         self._done()
 
     # -- in-flight accounting (graceful shutdown waits on it) ---------------

@@ -51,7 +51,7 @@ class SocketServer:
         self.processors = [
             Processor(i, request_channel, self.connection_quotas, max_request_size=config.socket_request_max_bytes,
                       connections_max_idle_ms=config.connections_max_idle_ms, clock=clock,
-                      channel_builders=channel_builders)
+                      channel_builders=channel_builders, send_buffer_bytes=config.socket_send_buffer_bytes)
             for i in range(config.num_network_threads)
         ]
         self.acceptors: list[Acceptor] = []
@@ -99,6 +99,11 @@ class SocketServer:
         self.stop_processing_requests()
         for processor in self.processors:
             processor.shutdown(drain_timeout_ms)
+
+    @property
+    def bytes_sent_from_files(self) -> int:
+        """Bytes the network threads sent from files (``FileSlice``s: zero copy in the clear, read on TLS)."""
+        return sum(p.bytes_sent_from_files for p in self.processors)
 
     @property
     def connection_count(self) -> int:

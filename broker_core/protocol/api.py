@@ -125,7 +125,9 @@ def encode_response_buffers(header: RequestHeader, body: Mapping[str, Any]) -> l
     """``encode_response``'s frame as buffers to be written in order (a gathering write).
 
     Large fields (a fetch's records) stay the objects they are instead of being
-    copied into one frame; the small fields between them are joined.
+    copied into one frame; the small fields between them are joined. A records
+    value that is no buffer (a ``FileSlice`` of a segment file, which the
+    network layer sends from the file) is always a buffer of its own.
     """
     declared = _declared(header.api_key, header.api_version)
     return _gather(_frame_parts(
@@ -217,11 +219,12 @@ def _frame_parts(correlation_id: int, header_version: int, message: Any, version
 
 
 def _gather(parts: list) -> list:
-    """``parts`` with each run of small ones joined; a part of ``GATHER_MIN_BYTES`` or more stays as it is."""
+    """``parts`` with each run of small ones joined; a part of ``GATHER_MIN_BYTES`` or more, or one that is no
+    buffer, stays as it is."""
     buffers: list = []
     run: list = []
     for part in parts:
-        if len(part) >= GATHER_MIN_BYTES:
+        if len(part) >= GATHER_MIN_BYTES or not isinstance(part, (bytes, bytearray, memoryview)):
             if run:
                 buffers.append(b"".join(run))
                 run = []

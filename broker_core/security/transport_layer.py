@@ -13,6 +13,11 @@ socket when it takes it. Both layers offer the same non-blocking calls:
 * ``write(buffers)`` — application bytes taken; ``BlockingIOError`` when the
   socket takes nothing now; ``flush()`` is True once everything taken is on
   the wire, ``pending_writes`` until then;
+* ``transfer_from(fd, position, count)`` — like ``write``, of the bytes of an
+  open file (Kafka's ``transferFrom``): in the clear the kernel sends them
+  from the page cache (``sendfile``), never through the process; TLS must
+  encrypt them, so it reads them into memory first. 0 means the file ends
+  at ``position``;
 * ``close()`` — a TLS connection says ``close_notify`` first (best effort).
 
 ``peer_principal()`` is the verified client certificate's subject
@@ -21,6 +26,7 @@ socket when it takes it. Both layers offer the same non-blocking calls:
 
 from __future__ import annotations
 
+import os
 import socket
 import ssl
 from typing import Callable, Sequence
@@ -48,6 +54,9 @@ class PlaintextTransportLayer:
 
     def handshake(self) -> None:
         pass
+
+    def transfer_from(self, fd: int, position: int, count: int) -> int:
+        return os.sendfile(self.sock.fileno(), fd, position, count)
 
     def flush(self) -> bool:
         return True
@@ -166,6 +175,12 @@ class SslTransportLayer:
         self._collect()
         self.flush()
         return taken
+
+    def transfer_from(self, fd: int, position: int, count: int) -> int:
+        if not self.flush():
+            raise BlockingIOError("the socket takes no more")
+        data = os.pread(fd, min(count, _MAX_ENCRYPT), position)
+        return self.write([memoryview(data)]) if data else 0
 
     def _collect(self) -> None:
         pending = self._outgoing.pending

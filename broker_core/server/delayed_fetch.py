@@ -11,6 +11,11 @@ partition is read is the request's ``FetchIsolation``: a consumer (replica id
 read_committed; a follower (a replica id) reads to the log end. An offset
 below the local log start offset is read from the remote tier, when the
 broker has one (``remote_log_reader``).
+With ``FetchParams.zero_copy`` (the socket server's fetch on a plaintext
+listener) a local read may return its records as a ``FileSlice`` of the
+segment file rather than bytes; whoever takes the results closes the slices:
+the network thread once it sent them, the fetch itself when it parks
+(``release_results``: completion reads again). Remote-tier reads are bytes.
 
 A fetch that found fewer than ``min_bytes`` waits as a ``DelayedFetch`` in
 the fetch purgatory, watched under each of its partitions. A produce to one
@@ -37,7 +42,9 @@ from typing import Callable, Protocol, Sequence
 
 from format.layout import TopicPartition
 
+from format.file_slice import FileSlice, release
 from format.record_batch import batch_spans
+from format.segment import FetchDataInfo
 from format.txn_index import AbortedTxn
 
 from ..cluster.partition import NO_PARTITION_LEADER_EPOCH, check_leader_epoch
@@ -71,6 +78,9 @@ class FetchParams:
     isolation_level: int = READ_UNCOMMITTED
     # The fetching broker's id (a follower), or -1 for a consumer.
     replica_id: int = CONSUMER_REPLICA_ID
+    # Whether the reads may return records as ``FileSlice``s of the segment files (the socket server's fetch
+    # on a plaintext listener, ``fetch.zero.copy.enable``): whoever takes the results then closes them.
+    zero_copy: bool = False
 
     @property
     def is_from_follower(self) -> bool:
@@ -111,7 +121,7 @@ class LogReadResult:
     """What reading one partition gave: records, or the error, and the partition's offsets."""
 
     partition: FetchPartition
-    records: bytes | memoryview = b""  # a view of what the log read (FetchDataInfo.records)
+    records: bytes | memoryview | FileSlice = b""  # what the log read (FetchDataInfo.records)
     high_watermark: int = UNKNOWN_OFFSET
     last_stable_offset: int = UNKNOWN_OFFSET
     log_start_offset: int = UNKNOWN_OFFSET
@@ -127,10 +137,12 @@ class LogReadResult:
         return 0 if self.error is None else self.error.code
 
 
-def _next_offset(records: bytes | memoryview, fetch_offset: int) -> int:
+def _next_offset(info: FetchDataInfo, fetch_offset: int) -> int:
     """The offset after the last batch of a read (``fetch_offset`` when it holds none)."""
+    if info.next_offset is not None:  # a file slice: the read walked its headers
+        return info.next_offset
     next_offset = fetch_offset
-    for _, _, _, last_offset, _ in batch_spans(records):
+    for _, _, _, last_offset, _ in batch_spans(info.records):
         next_offset = last_offset + 1
     return next_offset
 
@@ -153,14 +165,18 @@ def _read_partition(logs: LogSource, fp: FetchPartition, max_bytes: int, min_one
                 f"{lg}: offset {fp.fetch_offset} fetched by broker {params.replica_id} is below the local log start "
                 f"offset {lg.local_log_start_offset}: in the remote tier only")
         info = read_log(lg, remote, fp.fetch_offset, max_bytes, min_one_message=min_one_message,
-                        isolation=params.isolation)
+                        isolation=params.isolation, zero_copy=params.zero_copy)
         # Taken after the read, so the records served never lie past the high watermark reported.
         high_watermark = lg.high_watermark
         last_stable_offset = lg.last_stable_offset
         aborted = None
         if params.isolation is FetchIsolation.TXN_COMMITTED:
-            aborted = tuple(collect_aborted_transactions(lg, remote, fp.fetch_offset,
-                                                         _next_offset(info.records, fp.fetch_offset)))
+            try:
+                aborted = tuple(collect_aborted_transactions(lg, remote, fp.fetch_offset,
+                                                             _next_offset(info, fp.fetch_offset)))
+            except BaseException:
+                release(info.records)
+                raise
         return LogReadResult(fp, info.records, high_watermark, last_stable_offset, log_start_offset_of(lg, remote),
                              fetch_offset_metadata=LogOffsetMetadata(fp.fetch_offset, info.segment_base_offset,
                                                                      info.position),
@@ -202,6 +218,12 @@ def read_from_local_log(logs: LogSource, params: FetchParams, partitions: Sequen
             remaining -= len(result.records)
         results.append(result)
     return results
+
+
+def release_results(results: Sequence[LogReadResult]) -> None:
+    """Close the file slices among ``results``' records (results read for zero copy and not sent)."""
+    for result in results:
+        release(result.records)
 
 
 @dataclass(frozen=True)

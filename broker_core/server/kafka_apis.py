@@ -94,7 +94,7 @@ from ..security.credential_store import CredentialStore
 from .credential_stores import open_credential_store
 from .config_admin_manager import AlterableConfig, AlterConfigsResource, ConfigAdminManager
 from .delayed_fetch import (READ_COMMITTED, DelayedFetch, FetchParams, FetchPartition, FetchPartitionStatus,
-                            LogReadResult, read_from_local_log)
+                            LogReadResult, read_from_local_log, release_results)
 from .describe_topic_partitions import DescribedTopic, describe_topic_partitions
 from .fetch_session import (FetchContext, FetchManager, FetchMetadata, FetchSessionCache, PartitionData,
                             PartitionResponse)
@@ -114,6 +114,8 @@ MIN_VERSIONS = {ApiKey.PRODUCE: 3, ApiKey.FETCH: 4}
 TIMESTAMP_MIN_VERSIONS = {EARLIEST_TIMESTAMP: 1, LATEST_TIMESTAMP: 1, MAX_TIMESTAMP: 7, EARLIEST_LOCAL_TIMESTAMP: 8,
                           LATEST_TIERED_TIMESTAMP: 9}
 ZERO_UUID = bytes(16)
+# Listeners whose bytes travel as the broker writes them: a fetch there may send records from the files.
+_CLEARTEXT_PROTOCOLS = ("PLAINTEXT", "SASL_PLAINTEXT")
 # Kafka's AclOperation codes a topic supports; with no authorizer every one is allowed.
 _TOPIC_OPERATIONS = (3, 4, 5, 6, 7, 8, 10, 11)  # READ WRITE CREATE DELETE ALTER DESCRIBE DESCRIBE_CONFIGS ALTER_CONFIGS
 TOPIC_AUTHORIZED_OPERATIONS = sum(1 << op for op in _TOPIC_OPERATIONS)
@@ -541,7 +543,8 @@ class KafkaApis:
         params = FetchParams(max_wait_ms=max(0, body["max_wait_ms"]), min_bytes=max(0, body["min_bytes"]),
                              max_bytes=max(0, body.get("max_bytes", 0x7FFFFFFF)),
                              isolation_level=body.get("isolation_level", 0),
-                             replica_id=body.get("replica_id", CONSUMER_REPLICA_ID))
+                             replica_id=body.get("replica_id", CONSUMER_REPLICA_ID),
+                             zero_copy=self._zero_copy(request))
         context = self.fetch_manager.new_context(
             parsed.header.api_version, FetchMetadata(body.get("session_id", 0), body.get("session_epoch", -1)),
             [(TopicPartition(topic["topic"], part["partition"]),
@@ -585,7 +588,14 @@ class KafkaApis:
             respond(results)
             return
         statuses = [FetchPartitionStatus(r.partition, r.fetch_offset_metadata) for r in results]
+        release_results(results)  # completing reads again
         self._park_fetch(params, statuses, respond)
+
+    def _zero_copy(self, request: Request) -> bool:
+        """Whether a fetch's records may go out from the segment files (``fetch.zero.copy.enable``): on a
+        listener whose bytes travel in the clear; TLS must encrypt them, so it reads them. (Fetch v4+ only:
+        no down-conversion ever needs the bytes.)"""
+        return self.config.fetch_zero_copy_enable and request.security_protocol in _CLEARTEXT_PROTOCOLS
 
     def _park_fetch(self, params: FetchParams, statuses: list[FetchPartitionStatus],
                     respond: Callable[[list[LogReadResult]], None]) -> None:

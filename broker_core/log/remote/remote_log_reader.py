@@ -354,13 +354,14 @@ def tier_of(lg: Log, remote: RemoteLogReader | None) -> RemoteLogReader | None:
 
 
 def read_log(lg: Log, remote: RemoteLogReader | None, offset: int, max_bytes: int, *, min_one_message: bool = True,
-             isolation: FetchIsolation = FetchIsolation.HIGH_WATERMARK) -> FetchDataInfo:
+             isolation: FetchIsolation = FetchIsolation.HIGH_WATERMARK, zero_copy: bool = False) -> FetchDataInfo:
     """A fetch's read of ``lg`` from ``offset``: from the remote tier below the local log start offset (its
-    records are all committed and stable), from local disk at or above it."""
+    records are all committed and stable; always bytes in memory, ``zero_copy`` or not), from local disk at or
+    above it."""
     remote = tier_of(lg, remote)
     if remote is not None and offset < lg.local_log_start_offset:
         return remote.read(lg, offset, max_bytes, min_one_message)
-    return lg.read(offset, max_bytes, min_one_message=min_one_message, isolation=isolation)
+    return lg.read(offset, max_bytes, min_one_message=min_one_message, isolation=isolation, zero_copy=zero_copy)
 
 
 def collect_aborted_transactions(lg: Log, remote: RemoteLogReader | None, start_offset: int,

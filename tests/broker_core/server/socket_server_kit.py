@@ -7,6 +7,7 @@ its listener's security protocol, which is how tests see what the processor deci
 
 from __future__ import annotations
 
+import os
 import socket
 import struct
 import threading
@@ -18,6 +19,7 @@ from broker_core.network.request_channel import (CloseConnectionResponse, NoOpRe
                                                  SendResponse)
 from broker_core.network.socket_server import SocketServer
 from broker_core.server.handler_pool import KafkaRequestHandlerPool
+from format.file_slice import FileSlice
 
 TIMEOUT_S = 5
 
@@ -39,7 +41,8 @@ def closed_by_server(sock: socket.socket) -> bool:
 
 class EchoHandler:
     """Answers each frame with itself; b"noop", b"close", b"boom" and b"slow:<s>" do what they say;
-    b"whoami" is answered ``<principal> <security protocol>``."""
+    b"whoami" is answered ``<principal> <security protocol>``; b"file:<path>" with the file's bytes, sent from
+    the file (a ``FileSlice``, as a zero-copy fetch sends records)."""
 
     def __init__(self, channel: RequestChannel) -> None:
         self.channel = channel
@@ -67,6 +70,11 @@ class EchoHandler:
             payload = request.frame * int(request.frame[6:])
             buffers = [payload[:1], payload[1:70_000], b"", payload[70_000:]]
             self.channel.send_response(SendResponse(request, [struct.pack(">i", len(payload)), *buffers]))
+        elif request.frame.startswith(b"file:"):
+            path = request.frame[5:].decode()
+            size = os.path.getsize(path)
+            records = FileSlice(path, os.open(path, os.O_RDONLY), 0, size)
+            self.channel.send_response(SendResponse(request, [struct.pack(">i", size), records]))
         elif request.frame == b"whoami":
             answer = f"{request.principal} {request.security_protocol}".encode()
             self.channel.send_response(SendResponse(request, frame(answer)))
