@@ -86,8 +86,7 @@ class _LocalReader:
             return os.fstat(fd).st_size
 
     def read_at(self, position: int, size: int) -> bytes:
-        with self.handles.use(self) as fd:
-            return os.pread(fd, size, position)
+        return self.handles.pread(self, size, position)
 
     def dup_descriptor(self) -> int:
         with self.handles.use(self) as fd:

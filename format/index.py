@@ -195,8 +195,7 @@ class AbstractIndex(ABC):
         """``size`` bytes at ``position``; zeros where the file has been cut shorter meanwhile."""
         if self._buf is not None:
             return bytes(self._buf[position : position + size])
-        with self._handles.use(self) as fd:  # type: ignore[union-attr]
-            data = os.pread(fd, size, position)
+        data = self._handles.pread(self, size, position)  # type: ignore[union-attr]
         # A writer may have trimmed the file under a reader: zeros read as padding, never as an
         # entry past the ones counted, and a lower position only makes a lookup scan further.
         return data if len(data) == size else data.ljust(size, b"\0")
