@@ -1,0 +1,100 @@
+"""A topic into a Delta table as a Spark job (``seglog tables sync`` runs it through spark-submit):
+
+    spark-submit --properties-file spark_conf/spark-defaults.conf --jars "$(ls .jvm/spark/*.jar | paste -sd,)" \\
+        --conf spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension \\
+        --conf spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog \\
+        connector/tables_job.py --table /data/tables/orders --topic orders --log-dir /data/logs \\
+        --value-format json --trigger available-now
+
+The arguments are ``seglog tables sync``'s; the query runs until its trigger is
+done (``once``, ``available-now``) or, with ``processing-time=…``, until the job is
+stopped. ``connector.tables`` does the work.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+if __name__ == "__main__":
+    # spark-submit puts this file's directory first on sys.path, where connector's modules would
+    # shadow top-level ones; the package is imported from the project root instead.
+    _here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
+    if os.path.dirname(_here) not in sys.path:
+        sys.path.insert(0, os.path.dirname(_here))
+
+import argparse
+import logging
+from typing import Sequence
+
+from broker_core.key_values import parse_key_values
+
+from connector.option_error import SeglogOptionError
+from connector.table_options import DATE_COLUMN
+
+DELTA_CONF = {"spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+              "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog"}
+
+
+def add_sync_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of a sync, shared by ``seglog tables sync`` and this job."""
+    parser.add_argument("--table", required=True, help="the Delta table: a path, file:// or s3:// URL")
+    topics = parser.add_mutually_exclusive_group(required=True)
+    topics.add_argument("--topic", help="the topic to sync")
+    topics.add_argument("--topic-pattern", metavar="REGEX", help="sync every topic whose name matches")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--log-dir", help="the topic's log directory (a path, file:// or s3:// URL)")
+    source.add_argument("--bootstrap", metavar="HOST:PORT", help="a running broker to read the topic from")
+    parser.add_argument("--mode", choices=("append", "upsert"),
+                        help="append: every record a row; upsert: the latest value per key, tombstones delete "
+                             "(default: upsert for a cleanup.policy=compact topic, else append)")
+    parser.add_argument("--value-format", default="raw", metavar="raw|json|json-schema=FILE",
+                        help="how values become columns (default raw: one binary column value)")
+    parser.add_argument("--trigger", default="available-now",
+                        metavar="once|available-now|processing-time=INTERVAL",
+                        help="when micro-batches run (default available-now: what is there, then stop)")
+    parser.add_argument("--partition-by", default=DATE_COLUMN, metavar="COLUMN|none",
+                        help=f"the table's partition column (default {DATE_COLUMN}: the record's date, UTC)")
+    parser.add_argument("--checkpoint", help="the query's checkpoint (default TABLE/_seglog/checkpoint)")
+    parser.add_argument("--dead-letter-table", help="where records that do not decode go (default "
+                                                    "TABLE/_seglog/dead_letters)")
+    parser.add_argument("--max-offsets-per-trigger", type=int, metavar="N", help="records per micro-batch at most")
+    parser.add_argument("--source-option", action="append", metavar="KEY=VALUE",
+                        help="an option of the seglog source, e.g. kafka.security.protocol=SSL (repeatable)")
+
+
+def sync_settings(args: argparse.Namespace) -> dict:
+    """The keyword arguments of ``connector.tables.sync`` for parsed sync arguments."""
+    return dict(table=args.table, topic=args.topic, topic_pattern=args.topic_pattern, log_dir=args.log_dir,
+                bootstrap=args.bootstrap, mode=args.mode, value_format=args.value_format, trigger=args.trigger,
+                partition_by=args.partition_by, checkpoint=args.checkpoint,
+                dead_letter_table=args.dead_letter_table, max_offsets_per_trigger=args.max_offsets_per_trigger,
+                source_options=parse_key_values(args.source_option, "--source-option"))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="tables_job", description="A topic into a Delta table, exactly once.")
+    add_sync_arguments(parser)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
+    from pyspark.sql import SparkSession
+
+    from connector import tables
+
+    builder = SparkSession.builder.appName(f"seglog tables sync {args.table}")
+    for key, value in DELTA_CONF.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    try:
+        query = tables.sync(spark, **sync_settings(args))
+    except SeglogOptionError as exc:
+        print(f"seglog tables sync: {exc}", file=sys.stderr)
+        return 2
+    print(f"syncing into {args.table} (query {query.id}); Ctrl-C stops", file=sys.stderr, flush=True)
+    query.awaitTermination()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
