@@ -33,12 +33,10 @@ from __future__ import annotations
 import json
 import logging
 import re
-from typing import Iterator, Mapping
+from typing import Mapping
 
 import fsspec
-import pyarrow as pa
 
-from .latest_per_key import latest_per_key
 from .table_options import DATE_COLUMN, SyncOptions, parse_sync_options
 from .value_schema import CORRUPT_RECORD, KAFKA_COLUMNS, column_name, describe_json_error, merge_schemas
 
@@ -108,10 +106,15 @@ def query_id(checkpoint: str) -> str:
         return json.loads(f.readline())["id"]
 
 
-def _reduce_to_latest(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    batches = list(batches)
-    if batches:
-        yield from latest_per_key(pa.Table.from_batches(batches)).to_batches()
+def latest_per_key(rows):
+    """The rows that have the highest offset of their (topic, key): what a compacted topic keeps of the
+    batch (a tombstone among them deletes the key). Keys compare per topic, so topics of a pattern stay
+    apart."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    newest_first = Window.partitionBy("topic", "key").orderBy(F.col("offset").desc())
+    return rows.withColumn("__rank", F.row_number().over(newest_first)).where("__rank = 1").drop("__rank")
 
 
 def _quoted(path: str) -> str:
@@ -203,7 +206,8 @@ class BatchWriter:
                   for f in value_schema["fields"]]
         rows = parsed.where(~bad).select(*fields, *kafka, *date, tombstone)
         schema_text = json.dumps(value_schema)
-        describe = F.udf(lambda value: describe_json_error(value, json.loads(schema_text)), StringType())
+        describe = F.udf(lambda value: describe_json_error(value, json.loads(schema_text)), StringType(),
+                         useArrow=False)
         dead = parsed.where(bad).select("topic", "partition", "offset", "timestamp", "key", "value",
                                         describe(F.col(_TEXT)).alias("error"))
         rows, keyless = self._keyless_to_dead_letters(rows, dead)
@@ -241,7 +245,7 @@ class BatchWriter:
 
         if rows.isEmpty():
             return
-        latest = rows.repartition("topic", "key").mapInArrow(_reduce_to_latest, rows.schema)
+        latest = latest_per_key(rows)
         table = self.options.table
         if not DeltaTable.isDeltaTable(spark, table):
             (latest.where(~latest[_TOMBSTONE]).drop(_TOMBSTONE).write.format("delta").mode("append")

@@ -38,7 +38,7 @@ def run_sync(spark, table: str, **settings) -> None:
 
 def spark_rows(spark, table: str, columns: Sequence[str]) -> list[tuple]:
     """The table's rows (``columns`` of each), sorted, as delta-spark reads them."""
-    return sorted(tuple(r) for r in spark.read.format("delta").load(table).select(*columns).collect())
+    return sorted(tuple(r) for r in spark.read.format("delta").load(table).selectExpr(*columns).collect())
 
 
 def delta_rs_rows(table: str, columns: Sequence[str]) -> list[tuple]:
