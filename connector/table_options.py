@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from broker_core.cli.table_sync_arguments import DATE_COLUMN
+
 from .option_error import SeglogOptionError
 from .options import _duration_ms
 from .value_schema import ValueFormat, parse_value_format
@@ -28,8 +30,6 @@ MODES = ("append", "upsert")
 TRIGGERS = ("once", "available-now", "processing-time=<interval>")
 GROUP_PREFIX = "seglog-tables-"
 SYNC_DIR = "_seglog"
-# The default partition column: the record's date (UTC, from its timestamp).
-DATE_COLUMN = "date"
 NO_PARTITIONING = "none"
 
 

@@ -28,40 +28,12 @@ import argparse
 import logging
 from typing import Sequence
 
+from broker_core.cli.table_sync_arguments import add_sync_arguments
 from broker_core.key_values import parse_key_values
-
 from connector.option_error import SeglogOptionError
-from connector.table_options import DATE_COLUMN
 
 DELTA_CONF = {"spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
               "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog"}
-
-
-def add_sync_arguments(parser: argparse.ArgumentParser) -> None:
-    """The arguments of a sync, shared by ``seglog tables sync`` and this job."""
-    parser.add_argument("--table", required=True, help="the Delta table: a path, file:// or s3:// URL")
-    topics = parser.add_mutually_exclusive_group(required=True)
-    topics.add_argument("--topic", help="the topic to sync")
-    topics.add_argument("--topic-pattern", metavar="REGEX", help="sync every topic whose name matches")
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--log-dir", help="the topic's log directory (a path, file:// or s3:// URL)")
-    source.add_argument("--bootstrap", metavar="HOST:PORT", help="a running broker to read the topic from")
-    parser.add_argument("--mode", choices=("append", "upsert"),
-                        help="append: every record a row; upsert: the latest value per key, tombstones delete "
-                             "(default: upsert for a cleanup.policy=compact topic, else append)")
-    parser.add_argument("--value-format", default="raw", metavar="raw|json|json-schema=FILE",
-                        help="how values become columns (default raw: one binary column value)")
-    parser.add_argument("--trigger", default="available-now",
-                        metavar="once|available-now|processing-time=INTERVAL",
-                        help="when micro-batches run (default available-now: what is there, then stop)")
-    parser.add_argument("--partition-by", default=DATE_COLUMN, metavar="COLUMN|none",
-                        help=f"the table's partition column (default {DATE_COLUMN}: the record's date, UTC)")
-    parser.add_argument("--checkpoint", help="the query's checkpoint (default TABLE/_seglog/checkpoint)")
-    parser.add_argument("--dead-letter-table", help="where records that do not decode go (default "
-                                                    "TABLE/_seglog/dead_letters)")
-    parser.add_argument("--max-offsets-per-trigger", type=int, metavar="N", help="records per micro-batch at most")
-    parser.add_argument("--source-option", action="append", metavar="KEY=VALUE",
-                        help="an option of the seglog source, e.g. kafka.security.protocol=SSL (repeatable)")
 
 
 def sync_settings(args: argparse.Namespace) -> dict:

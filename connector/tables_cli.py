@@ -1,0 +1,172 @@
+"""``seglog tables`` at work: the sync started as a Spark job, and the tables fed listed and described.
+
+A table fed by a sync is known by its consumer group, ``seglog-tables-<table>``
+(``table_options``): listing the groups of a log dir or broker lists the tables,
+with their topics and lag; the Delta log (read with delta-rs, no Spark) gives
+the last commit, the row count and the schema. No Spark is imported here: the
+sync is a child process (spark-submit).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from broker_core.cli.arguments import CommandError
+from broker_core.cli.broker_access import open_broker
+from broker_core.cli.compact_command import spark_submit_prefix
+from broker_core.cli.tables import aligned
+from broker_core.cli.table_sync_arguments import sync_argv
+from broker_core.key_values import parse_key_values
+
+from .table_options import group_id_for, table_of_group
+
+TABLES_JOB_MODULE = "connector.tables_job"
+DELTA_CONF = ("spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension",
+              "spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog")
+
+
+def _absolute(location: str | None) -> str | None:
+    return location if location is None or "://" in location else os.path.abspath(location)
+
+
+def sync_command(args: argparse.Namespace) -> tuple[list[str], str]:
+    """The spark-submit command of the sync job, and the directory to run it from."""
+    from jvm.classpath import JarsMissingError, spark_jars
+
+    spec = importlib.util.find_spec(TABLES_JOB_MODULE)
+    job = spec.origin
+    root = os.path.dirname(os.path.dirname(os.path.abspath(job)))
+    try:
+        jars = spark_jars()
+    except JarsMissingError as exc:
+        raise CommandError(f"Delta Lake's jars are missing: {exc}") from None
+    for name in ("table", "log_dir", "checkpoint", "dead_letter_table"):
+        setattr(args, name, _absolute(getattr(args, name)))
+    command = spark_submit_prefix(root, master=args.master, conf=[*DELTA_CONF, *(args.conf or ())])
+    return command + ["--jars", jars, job, *sync_argv(args)], root
+
+
+def run_sync(args: argparse.Namespace) -> int:
+    command, root = sync_command(args)
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    return subprocess.call(command, cwd=root, env=env)
+
+
+@dataclass(frozen=True)
+class TableSummary:
+    """What a Delta table's log says of it."""
+
+    version: int
+    last_commit_ms: int
+    operation: str
+    rows: int
+    schema: tuple[tuple[str, str], ...]  # (column, type)
+
+    @property
+    def last_commit(self) -> str:
+        moment = datetime.datetime.fromtimestamp(self.last_commit_ms / 1000, datetime.timezone.utc)
+        return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _type_text(data_type) -> str:
+    kind = getattr(data_type, "type", None)
+    if isinstance(kind, str) and kind not in ("array", "map", "struct"):
+        return kind
+    return str(data_type.to_json() if hasattr(data_type, "to_json") else data_type)
+
+
+def table_summary(table: str, storage_options: dict[str, str] | None = None) -> TableSummary | None:
+    """The table's version, last commit, row count (from the files' statistics) and schema; None where no
+    Delta table is (yet)."""
+    from deltalake import DeltaTable
+
+    if not DeltaTable.is_deltatable(table, storage_options):
+        return None
+    delta = DeltaTable(table, storage_options=storage_options)
+    last = delta.history(1)[0]
+    adds = delta.get_add_actions(flatten=True)
+    rows = sum(n or 0 for n in adds.column("num_records").to_pylist()) if adds.num_rows else 0
+    schema = tuple((f.name, _type_text(f.type)) for f in delta.schema().fields)
+    return TableSummary(delta.version(), int(last["timestamp"]), str(last.get("operation", "")), rows, schema)
+
+
+def _fed_tables(args: argparse.Namespace) -> list[str]:
+    from broker_core import group_offsets
+
+    if args.bootstrap:
+        with open_broker(args) as broker:
+            groups = broker.list_groups()
+    else:
+        groups = group_offsets.list_groups(args.log_dir)
+    return [t for t in map(table_of_group, groups) if t is not None]
+
+
+def _group(args: argparse.Namespace, table: str):
+    from broker_core import group_offsets
+
+    if args.bootstrap:
+        with open_broker(args) as broker:
+            return broker.describe_group(group_id_for(table))
+    return group_offsets.describe_consumer_group(args.log_dir, group_id_for(table))
+
+
+def _lag(description) -> int | None:
+    lags = [p.lag for p in description.partitions]
+    return None if any(lag is None for lag in lags) else sum(lags)
+
+
+def list_tables(args: argparse.Namespace) -> int:
+    storage = parse_key_values(args.storage, "--storage")
+    rows: list[tuple] = [("TABLE", "TOPIC", "LAG", "VERSION", "LAST-COMMIT", "ROWS")]
+    for table in _fed_tables(args):
+        group = _group(args, table)
+        summary = table_summary(table, storage)
+        topics = ",".join(sorted({p.topic for p in group.partitions})) or None
+        rows.append((table, topics, _lag(group), *((summary.version, summary.last_commit, summary.rows)
+                                                   if summary else (None, None, None))))
+    if len(rows) == 1:
+        print("No tables are fed from here.")
+        return 0
+    print("\n".join(aligned(rows)))
+    return 0
+
+
+def describe_table(args: argparse.Namespace) -> int:
+    from broker_core.errors import GroupIdNotFoundError
+
+    table = _absolute(args.table)
+    storage = parse_key_values(args.storage, "--storage")
+    summary = table_summary(table, storage)
+    try:
+        group = _group(args, table)
+    except GroupIdNotFoundError:
+        raise CommandError(f"no table {table} is fed from here: there is no consumer group "
+                           f"{group_id_for(table)!r}") from None
+    print(f"Table: {table}")
+    print(f"Group: {group.group}")
+    print(f"Topic: {','.join(sorted({p.topic for p in group.partitions}))}\tLag: {_lag(group)}")
+    if summary is None:
+        print("Version: -\t(no commit yet)")
+    else:
+        print(f"Version: {summary.version}\tLastCommit: {summary.last_commit}\tOperation: {summary.operation}\t"
+              f"Rows: {summary.rows}")
+        print("Schema:")
+        print("\n".join("  " + line for line in aligned(summary.schema)))
+    print("\n" + "\n".join(aligned([("TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG")]
+                                   + [(p.topic, p.partition, p.current_offset, p.log_end_offset, p.lag)
+                                      for p in group.partitions])))
+    return 0
+
+
+def run_tables(args: argparse.Namespace) -> int:
+    if args.action == "sync":
+        return run_sync(args)
+    if args.action == "list":
+        return list_tables(args)
+    return describe_table(args)
