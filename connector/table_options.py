@@ -55,7 +55,7 @@ def parse_trigger(text: str) -> Trigger:
         return Trigger(value)
     name, _, interval = value.partition("=")
     if name == "processing-time" and interval:
-        ms = _duration_ms({"trigger": interval}, "--trigger processing-time", 0)
+        ms = _duration_ms({"--trigger processing-time": interval}, "--trigger processing-time", 0)
         if ms <= 0:
             raise SeglogOptionError(f"--trigger {text}: the interval must be longer than 0")
         return Trigger("processing-time", ms)

@@ -1,0 +1,80 @@
+"""A sync's settings checked before Spark starts (``connector.table_options``): defaults, and errors that
+name the option and the value."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from connector.option_error import SeglogOptionError
+from connector.table_options import Trigger, group_id_for, parse_sync_options, resolve_mode, table_of_group
+
+
+def parse(**settings):
+    return parse_sync_options(**{"table": "/data/orders", "topic": "orders", "log_dir": "/data/logs", **settings})
+
+
+def test_a_sync_reads_the_topic_from_the_earliest_offset_with_headers_and_commits_the_table_s_group():
+    options = parse()
+    assert options.source_options == {"startingOffsets": "earliest", "includeHeaders": "true", "subscribe": "orders",
+                                      "path": "/data/logs", "groupId": "seglog-tables-/data/orders"}
+    assert options.group_id == group_id_for("/data/orders") == "seglog-tables-/data/orders"
+    assert table_of_group(options.group_id) == "/data/orders"
+    assert table_of_group("orders-etl") is None
+
+
+def test_the_checkpoint_and_dead_letters_live_inside_the_table_s_directory():
+    options = parse(table="s3://bucket/tables/orders/")
+    assert options.table == "s3://bucket/tables/orders"
+    assert options.checkpoint == "s3://bucket/tables/orders/_seglog/checkpoint"
+    assert options.dead_letter_table == "s3://bucket/tables/orders/_seglog/dead_letters"
+
+
+def test_a_local_table_is_named_by_its_absolute_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert parse(table="orders").table == os.path.join(str(tmp_path), "orders")
+    assert parse(table=f"file://{tmp_path}/t").table == f"{tmp_path}/t"
+
+
+def test_a_compacted_topic_is_upserted_and_any_other_appended_unless_the_mode_is_given():
+    assert resolve_mode(None, {"orders": "compact"}) == "upsert"
+    assert resolve_mode(None, {"orders": "compact,delete"}) == "upsert"
+    assert resolve_mode(None, {"orders": "delete"}) == "append"
+    assert resolve_mode(None, {"a": "compact", "b": "delete"}) == "append"
+    assert resolve_mode(None, {}) == "append"
+    assert resolve_mode("append", {"orders": "compact"}) == "append"
+
+
+def test_the_trigger_is_once_available_now_or_a_processing_time():
+    assert parse(trigger="once").trigger.spark_arguments() == {"once": True}
+    assert parse().trigger.spark_arguments() == {"availableNow": True}
+    assert parse(trigger="processing-time=30s").trigger == Trigger("processing-time", 30_000)
+    assert parse(trigger="processing-time=30s").trigger.spark_arguments() == {"processingTime": "30000 milliseconds"}
+
+
+def test_the_table_is_partitioned_by_the_record_date_unless_told_otherwise():
+    assert parse().partition_columns == ["date"]
+    assert parse(partition_by="partition").partition_columns == ["partition"]
+    assert parse(partition_by="none").partition_columns == []
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"mode": "merge"}, "--mode must be one of append, upsert, not 'merge'"),
+    ({"trigger": "sometimes"}, "--trigger must be one of once, available-now, processing-time=<interval> "
+                               "(e.g. processing-time=30s), not 'sometimes'"),
+    ({"trigger": "processing-time=soon"}, "option --trigger processing-time must be a duration such as 15m or 30s, "
+                                          "not 'soon'"),
+    ({"value_format": "avro"}, "--value-format must be one of raw, json, json-schema=FILE, not 'avro'"),
+    ({"partition_by": "a b"}, "--partition-by must be a column name"),
+    ({"topic": None}, "give one of --topic or --topic-pattern"),
+    ({"topic": "a,b"}, "--topic must name one topic (--topic-pattern for several), not 'a,b'"),
+    ({"topic": None, "topic_pattern": "orders-("}, "--topic-pattern 'orders-(' is not a regular expression"),
+    ({"bootstrap": "127.0.0.1:9092"}, "give one of --log-dir (the topic's log directory) or --bootstrap"),
+    ({"table": " "}, "--table is empty"),
+    ({"max_offsets_per_trigger": 0}, "--max-offsets-per-trigger must be a positive integer, not 0"),
+])
+def test_a_bad_setting_is_refused_naming_the_option_and_the_value(settings, message):
+    with pytest.raises(SeglogOptionError) as refused:
+        parse(**settings)
+    assert message in str(refused.value)
