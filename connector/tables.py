@@ -37,6 +37,7 @@ from typing import Mapping
 
 import fsspec
 
+from .sink_transaction import pause_at
 from .table_options import DATE_COLUMN, SyncOptions, parse_sync_options
 from .value_schema import CORRUPT_RECORD, KAFKA_COLUMNS, column_name, describe_json_error, merge_schemas
 
@@ -142,10 +143,13 @@ class BatchWriter:
             # Dead letters first: a crash before the table commit runs the batch again, and Delta skips
             # the dead-letter commit it already has.
             self._write_dead_letters(dead, batch_id)
+            pause_at("tables-dead-letters-committed")
             if self.options.mode == "append":
                 self._append(rows, batch_id)
             else:
                 self._upsert(spark, rows, batch_id)
+            # Spark is not told yet: the batch is not marked done, the group not committed.
+            pause_at("tables-table-committed")
         finally:
             batch.unpersist()
 

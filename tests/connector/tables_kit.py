@@ -4,6 +4,11 @@ the test's Spark session, and the table as delta-spark and delta-rs (``deltalake
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from typing import Sequence
 
 from broker_core import Broker
@@ -47,3 +52,50 @@ def delta_rs_rows(table: str, columns: Sequence[str]) -> list[tuple]:
 
     data = DeltaTable(table).to_pyarrow_table(columns=list(columns))
     return sorted(zip(*(data[c].to_pylist() for c in columns)))
+
+
+SEGLOG = os.path.join(os.path.dirname(sys.executable), "seglog")
+
+
+def seglog(*argv: str, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
+    """A ``seglog`` command run to its end."""
+    env = dict(os.environ if env is None else env, SPARK_LOCAL_IP="127.0.0.1")
+    return subprocess.run([SEGLOG, *argv], capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def start_seglog(*argv: str, env: dict | None = None) -> subprocess.Popen:
+    """A ``seglog`` command started in a session of its own (so its JVM and Python workers can be killed
+    together with ``kill_session``)."""
+    env = dict(os.environ if env is None else env, SPARK_LOCAL_IP="127.0.0.1")
+    return subprocess.Popen([SEGLOG, *argv], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
+
+
+def kill_session(process: subprocess.Popen) -> None:
+    """SIGKILL the process and everything it started, and wait for it."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait(timeout=60)
+    process.stderr.close()
+
+
+def wait_for_file(path: str, process: subprocess.Popen, timeout_s: float = 300) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not os.path.exists(path):
+        if process.poll() is not None:
+            raise AssertionError(f"the sync ended ({process.returncode}) before creating {path}: "
+                                 f"{process.stderr.read().decode()[-3000:]}")
+        assert time.monotonic() < deadline, f"{path} did not appear in {timeout_s} s"
+        time.sleep(0.2)
+
+
+def expected_upsert(records: Sequence[tuple[int, int, bytes | None, bytes | None]]) -> dict[bytes, tuple]:
+    """What an upsert table holds after (partition, offset, key, value) records: per key the value with the
+    highest offset, keys whose latest record is a tombstone left out."""
+    latest: dict[bytes, tuple] = {}
+    for partition, offset, key, value in sorted(records, key=lambda r: r[1]):
+        if key is not None:
+            latest[key] = (partition, offset, value)
+    return {key: found for key, found in latest.items() if found[2] is not None}

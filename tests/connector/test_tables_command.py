@@ -3,23 +3,11 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 
-from tests.connector.tables_kit import as_json, delta_rs_rows, produce_values
+from tests.connector.tables_kit import as_json, delta_rs_rows, produce_values, seglog
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
-
-SEGLOG = os.path.join(os.path.dirname(sys.executable), "seglog")
-
-
-def seglog(*argv: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1")
-    return subprocess.run([SEGLOG, *argv], capture_output=True, text=True, timeout=timeout, env=env)
-
 
 def lag_column(groups_describe: str) -> list[str]:
     lines = [line.split() for line in groups_describe.strip().splitlines() if line.strip()]
