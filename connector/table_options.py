@@ -103,6 +103,31 @@ def resolve_mode(given: str | None, cleanup_policies: Mapping[str, str]) -> str:
 
 
 @dataclass(frozen=True)
+class Upkeep:
+    """OPTIMIZE (small-file compaction) after a micro-batch once ``interval_ms`` passed since the last one,
+    then VACUUM keeping ``vacuum_retain_hours`` of history (None: no VACUUM)."""
+
+    interval_ms: int
+    vacuum_retain_hours: float | None = None
+
+    def due(self, last_optimize_ms: int, now_ms: int) -> bool:
+        return now_ms - last_optimize_ms >= self.interval_ms
+
+
+def parse_upkeep(optimize_interval: str | None, vacuum_retain_hours: float | None) -> Upkeep | None:
+    if optimize_interval is None:
+        if vacuum_retain_hours is not None:
+            raise SeglogOptionError("--vacuum-retain goes with --optimize-interval (VACUUM runs after OPTIMIZE)")
+        return None
+    ms = _duration_ms({"--optimize-interval": optimize_interval}, "--optimize-interval", 0)
+    if ms <= 0:
+        raise SeglogOptionError(f"--optimize-interval must be longer than 0, not {optimize_interval!r}")
+    if vacuum_retain_hours is not None and vacuum_retain_hours < 0:
+        raise SeglogOptionError(f"--vacuum-retain must be 0 hours or more, not {vacuum_retain_hours}")
+    return Upkeep(ms, vacuum_retain_hours)
+
+
+@dataclass(frozen=True)
 class SyncOptions:
     """One sync, checked. ``source_options`` are the ``seglog`` source's options (path or
     kafka.bootstrap.servers, subscribe or subscribePattern, ...)."""
@@ -116,6 +141,7 @@ class SyncOptions:
     dead_letter_table: str
     group_id: str
     source_options: Mapping[str, str] = field(default_factory=dict)
+    upkeep: Upkeep | None = None
 
     @property
     def partition_columns(self) -> list[str]:
@@ -127,7 +153,8 @@ def parse_sync_options(*, table: str, topic: str | None = None, topic_pattern: s
                        cleanup_policies: Mapping[str, str] | None = None, value_format: str = "raw",
                        trigger: str = "available-now", partition_by: str | None = DATE_COLUMN,
                        checkpoint: str | None = None, dead_letter_table: str | None = None,
-                       max_offsets_per_trigger: int | None = None,
+                       max_offsets_per_trigger: int | None = None, optimize_interval: str | None = None,
+                       vacuum_retain_hours: float | None = None,
                        source_options: Mapping[str, str] | None = None) -> SyncOptions:
     """Check a sync's settings; ``cleanup_policies`` (topic -> ``cleanup.policy``) decides the default mode."""
     url = table_url(table)
@@ -166,4 +193,4 @@ def parse_sync_options(*, table: str, topic: str | None = None, topic_pattern: s
                        value_format=parse_value_format(value_format), trigger=parse_trigger(trigger),
                        partition_by=partition, checkpoint=checkpoint or _inside(url, "checkpoint"),
                        dead_letter_table=dead_letter_table or _inside(url, "dead_letters"), group_id=group,
-                       source_options=source)
+                       source_options=source, upkeep=parse_upkeep(optimize_interval, vacuum_retain_hours))

@@ -20,7 +20,10 @@ Each micro-batch goes through ``foreachBatch``:
    ``spark.databricks.delta.write.txnAppId``/``txnVersion`` for MERGE): a batch
    that Spark runs again after a crash — committed to the table, not yet marked
    done in the checkpoint — is skipped by Delta, not written twice;
-4. only after the batch is done does the source commit the consumer group
+4. with an upkeep schedule (``--optimize-interval``), OPTIMIZE compacts the table's small
+   files after a batch once the interval has passed, and VACUUM (``--vacuum-retain``)
+   removes the files no version within the retention needs;
+5. only after the batch is done does the source commit the consumer group
    ``seglog-tables-<table>`` to the batch's end offsets (its ``groupId``), so the
    group's lag is the table's, in ``seglog groups`` and every Kafka tool.
 
@@ -33,7 +36,8 @@ from __future__ import annotations
 import json
 import logging
 import re
-from typing import Mapping
+import time
+from typing import Callable, Mapping
 
 import fsspec
 
@@ -77,7 +81,8 @@ def sync(spark, table: str, *, topic: str | None = None, topic_pattern: str | No
          log_dir: str | None = None, bootstrap: str | None = None, mode: str | None = None,
          value_format: str = "raw", trigger: str = "available-now", partition_by: str | None = DATE_COLUMN,
          checkpoint: str | None = None, dead_letter_table: str | None = None,
-         max_offsets_per_trigger: int | None = None, source_options: Mapping[str, str] | None = None):
+         max_offsets_per_trigger: int | None = None, optimize_interval: str | None = None,
+         vacuum_retain_hours: float | None = None, source_options: Mapping[str, str] | None = None):
     """Start the streaming query that keeps the Delta table ``table`` fed from ``topic`` (or the topics
     matching ``topic_pattern``); returns the ``StreamingQuery``. ``mode`` defaults to ``upsert`` for a
     compacted topic, else ``append``. See ``table_options`` for the other settings."""
@@ -88,7 +93,9 @@ def sync(spark, table: str, *, topic: str | None = None, topic_pattern: str | No
                                  bootstrap=bootstrap, mode=mode, cleanup_policies=policies,
                                  value_format=value_format, trigger=trigger, partition_by=partition_by,
                                  checkpoint=checkpoint, dead_letter_table=dead_letter_table,
-                                 max_offsets_per_trigger=max_offsets_per_trigger, source_options=source_options)
+                                 max_offsets_per_trigger=max_offsets_per_trigger,
+                                 optimize_interval=optimize_interval, vacuum_retain_hours=vacuum_retain_hours,
+                                 source_options=source_options)
     return start(spark, options)
 
 
@@ -125,9 +132,11 @@ def _quoted(path: str) -> str:
 class BatchWriter:
     """The ``foreachBatch`` function: one micro-batch into the table (and the dead-letter table)."""
 
-    def __init__(self, options: SyncOptions):
+    def __init__(self, options: SyncOptions, clock: Callable[[], float] = time.time):
         self.options = options
+        self.clock = clock
         self._app_id: str | None = None
+        self._last_optimize_ms: int | None = None
 
     @property
     def reserved(self) -> tuple[str, ...]:
@@ -145,11 +154,13 @@ class BatchWriter:
             self._write_dead_letters(dead, batch_id)
             pause_at("tables-dead-letters-committed")
             if self.options.mode == "append":
-                self._append(rows, batch_id)
+                wrote = self._append(rows, batch_id)
             else:
-                self._upsert(spark, rows, batch_id)
+                wrote = self._upsert(spark, rows, batch_id)
             # Spark is not told yet: the batch is not marked done, the group not committed.
             pause_at("tables-table-committed")
+            if wrote and self.options.upkeep is not None:
+                self._upkeep(spark)
         finally:
             batch.unpersist()
 
@@ -237,25 +248,26 @@ class BatchWriter:
         (dead.write.format("delta").mode("append").option("txnAppId", self._app_id)
          .option("txnVersion", batch_id).save(self.options.dead_letter_table))
 
-    def _append(self, rows, batch_id: int) -> None:
+    def _append(self, rows, batch_id: int) -> bool:
         rows = rows.drop(_TOMBSTONE)
         if rows.isEmpty():
-            return
+            return False
         (rows.write.format("delta").mode("append").option("txnAppId", self._app_id).option("txnVersion", batch_id)
          .option("mergeSchema", "true").partitionBy(*self.options.partition_columns).save(self.options.table))
+        return True
 
-    def _upsert(self, spark, rows, batch_id: int) -> None:
+    def _upsert(self, spark, rows, batch_id: int) -> bool:
         from delta.tables import DeltaTable
 
         if rows.isEmpty():
-            return
+            return False
         latest = latest_per_key(rows)
         table = self.options.table
         if not DeltaTable.isDeltaTable(spark, table):
             (latest.where(~latest[_TOMBSTONE]).drop(_TOMBSTONE).write.format("delta").mode("append")
              .option("txnAppId", self._app_id).option("txnVersion", batch_id)
              .partitionBy(*self.options.partition_columns).save(table))
-            return
+            return True
         self._add_new_columns(spark, latest)
         columns = [c for c in latest.columns if c != _TOMBSTONE]
         assignments = {f"`{c}`": f"s.`{c}`" for c in columns}
@@ -273,6 +285,31 @@ class BatchWriter:
         finally:
             conf.unset("spark.databricks.delta.write.txnAppId")
             conf.unset("spark.databricks.delta.write.txnVersion")
+        return True
+
+    # upkeep
+
+    def _upkeep(self, spark) -> None:
+        """OPTIMIZE (and VACUUM) the table when the upkeep schedule says it is time. The last OPTIMIZE is
+        looked up in the table's history once, so a restarted job keeps the schedule."""
+        from delta.tables import DeltaTable
+
+        upkeep, table = self.options.upkeep, self.options.table
+        if not DeltaTable.isDeltaTable(spark, table):
+            return
+        now_ms = int(self.clock() * 1000)
+        if self._last_optimize_ms is None:
+            # The schedule goes on from the last OPTIMIZE, or starts now.
+            history = DeltaTable.forPath(spark, table).history(100).where("operation = 'OPTIMIZE'")
+            last = history.selectExpr("max(unix_millis(timestamp))").first()[0]
+            self._last_optimize_ms = last if last is not None else now_ms
+        if not upkeep.due(self._last_optimize_ms, now_ms):
+            return
+        spark.sql(f"OPTIMIZE delta.`{table}`")
+        if upkeep.vacuum_retain_hours is not None:
+            spark.sql(f"VACUUM delta.`{table}` RETAIN {upkeep.vacuum_retain_hours} HOURS")
+        self._last_optimize_ms = now_ms
+        log.info("%s: optimized%s", table, " and vacuumed" if upkeep.vacuum_retain_hours is not None else "")
 
     def _add_new_columns(self, spark, rows) -> None:
         """Columns of ``rows`` the table lacks, added before the MERGE (which assigns columns by name). A

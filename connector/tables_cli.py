@@ -164,9 +164,31 @@ def describe_table(args: argparse.Namespace) -> int:
     return 0
 
 
+def optimize_table(args: argparse.Namespace) -> int:
+    """OPTIMIZE (bin-packing small files) and, with ``--vacuum-retain``, VACUUM, with delta-rs."""
+    from deltalake import DeltaTable
+
+    table = _absolute(args.table)
+    storage = parse_key_values(args.storage, "--storage")
+    if not DeltaTable.is_deltatable(table, storage):
+        raise CommandError(f"{table} is not a Delta table")
+    delta = DeltaTable(table, storage_options=storage)
+    metrics = delta.optimize.compact()
+    print(f"Optimized {table}: {metrics['numFilesRemoved']} files compacted into {metrics['numFilesAdded']} "
+          f"(version {delta.version()}).")
+    if args.vacuum_retain is not None:
+        removed = delta.vacuum(retention_hours=int(args.vacuum_retain), dry_run=False,
+                               enforce_retention_duration=False)
+        print(f"Vacuumed {table}: {len(removed)} files no version within {args.vacuum_retain:g} hours needs "
+              f"were removed.")
+    return 0
+
+
 def run_tables(args: argparse.Namespace) -> int:
     if args.action == "sync":
         return run_sync(args)
     if args.action == "list":
         return list_tables(args)
+    if args.action == "optimize":
+        return optimize_table(args)
     return describe_table(args)

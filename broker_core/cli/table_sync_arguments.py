@@ -29,6 +29,12 @@ def add_sync_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dead-letter-table",
                         help="where records that do not decode go (default TABLE/_seglog/dead_letters)")
     parser.add_argument("--max-offsets-per-trigger", type=int, metavar="N", help="records per micro-batch at most")
+    parser.add_argument("--optimize-interval", metavar="DURATION",
+                        help="run OPTIMIZE (small-file compaction) on the table after a micro-batch when this long "
+                             "has passed since the last one, e.g. 1h (default: never)")
+    parser.add_argument("--vacuum-retain", type=float, metavar="HOURS",
+                        help="with --optimize-interval: VACUUM after each OPTIMIZE, keeping files removed less "
+                             "than HOURS ago (Delta refuses less than 168 unless told otherwise)")
     parser.add_argument("--source-option", action="append", metavar="KEY=VALUE",
                         help="an option of the seglog source, e.g. kafka.security.protocol=SSL (repeatable)")
 
@@ -37,7 +43,8 @@ def sync_argv(args: argparse.Namespace) -> list[str]:
     """``add_sync_arguments``' arguments of ``args`` as a command line again (for the Spark job)."""
     argv = ["--table", args.table]
     for flag in ("topic", "topic_pattern", "log_dir", "bootstrap", "mode", "value_format", "trigger",
-                 "partition_by", "checkpoint", "dead_letter_table", "max_offsets_per_trigger"):
+                 "partition_by", "checkpoint", "dead_letter_table", "max_offsets_per_trigger", "optimize_interval",
+                 "vacuum_retain"):
         value = getattr(args, flag)
         if value is not None:
             argv += ["--" + flag.replace("_", "-"), str(value)]

@@ -6,11 +6,12 @@
                        [--master M] [--conf KEY=VALUE ...]
     seglog tables list --log-dir D | --bootstrap H:P          the tables fed, their topic, lag, version, rows
     seglog tables describe --table URL --log-dir D | --bootstrap H:P
+    seglog tables optimize --table URL [--vacuum-retain HOURS]   OPTIMIZE (small-file compaction) and VACUUM now
 
 ``sync`` runs the connector's job (``connector/tables_job.py``) through
 spark-submit with Delta Lake's jars; ``list`` and ``describe`` find the tables by
 their consumer groups (``seglog-tables-<table>``) and read the Delta logs with
-delta-rs, without Spark. This package does not import the connector: the
+delta-rs, without Spark; ``optimize`` compacts and vacuums a table with delta-rs. This package does not import the connector: the
 command hands the parsed arguments to ``connector.tables_cli`` when it runs.
 """
 
@@ -41,5 +42,11 @@ def add_parser(commands, with_log_dir) -> None:
     with_log_dir(describe)
     describe.add_argument("--table", required=True, help="the Delta table")
     describe.add_argument("--storage", action="append", metavar="KEY=VALUE",
+                          help="a filesystem option for the table")
+    optimize = actions.add_parser("optimize", help="compact a table's small files now (OPTIMIZE), and VACUUM")
+    optimize.add_argument("--table", required=True, help="the Delta table")
+    optimize.add_argument("--vacuum-retain", type=float, metavar="HOURS",
+                          help="then VACUUM, keeping files removed less than HOURS ago (Delta's default 168)")
+    optimize.add_argument("--storage", action="append", metavar="KEY=VALUE",
                           help="a filesystem option for the table")
     tables.set_defaults(run=run)

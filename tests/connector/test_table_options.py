@@ -78,3 +78,23 @@ def test_a_bad_setting_is_refused_naming_the_option_and_the_value(settings, mess
     with pytest.raises(SeglogOptionError) as refused:
         parse(**settings)
     assert message in str(refused.value)
+
+
+def test_upkeep_is_due_once_its_interval_has_passed_since_the_last_optimize():
+    upkeep = parse(optimize_interval="1h", vacuum_retain_hours=24).upkeep
+    assert upkeep.interval_ms == 3_600_000 and upkeep.vacuum_retain_hours == 24
+    assert not upkeep.due(last_optimize_ms=1_000, now_ms=1_000 + 3_599_999)
+    assert upkeep.due(last_optimize_ms=1_000, now_ms=1_000 + 3_600_000)
+    assert parse().upkeep is None
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"vacuum_retain_hours": 24}, "--vacuum-retain goes with --optimize-interval"),
+    ({"optimize_interval": "0s"}, "--optimize-interval must be longer than 0, not '0s'"),
+    ({"optimize_interval": "hourly"}, "--optimize-interval must be a duration such as 15m or 30s, not 'hourly'"),
+    ({"optimize_interval": "1h", "vacuum_retain_hours": -1}, "--vacuum-retain must be 0 hours or more, not -1"),
+])
+def test_a_bad_upkeep_schedule_is_refused_naming_the_option(settings, message):
+    with pytest.raises(SeglogOptionError) as refused:
+        parse(**settings)
+    assert message in str(refused.value)

@@ -80,6 +80,17 @@ def test_a_sync_killed_between_the_table_commit_and_the_group_commit_goes_on_wit
 KILLS = 10
 
 
+def wait_for_new_batch(table: str, sync, timeout_s: float = 300) -> None:
+    """Until the sync plans a micro-batch it had not planned before (a new file in its checkpoint's
+    offsets), or ends."""
+    offsets = os.path.join(table, "_seglog", "checkpoint", "offsets")
+    known = set(os.listdir(offsets)) if os.path.isdir(offsets) else set()
+    deadline = time.monotonic() + timeout_s
+    while sync.poll() is None and not (os.path.isdir(offsets) and set(os.listdir(offsets)) - known):
+        assert time.monotonic() < deadline, f"the sync planned no micro-batch in {timeout_s} s"
+        time.sleep(0.1)
+
+
 def test_a_sync_killed_at_random_points_again_and_again_leaves_the_table_exactly_as_the_topic_implies(tmp_path):
     """An upsert sync of JSON values, tombstones and bad records, SIGKILLed at random moments (seeded) while
     more records arrive, then run to its end: the latest value per key, each bad record once."""
@@ -105,10 +116,13 @@ def test_a_sync_killed_at_random_points_again_and_again_leaves_the_table_exactly
         records += [(0, first + i, key, value) for i, (key, value) in enumerate(batch)]
         bad += [first + i for i, (_, value) in enumerate(batch) if value == b"{broken"]
         sync = start_seglog(*argv)
-        time.sleep(rng.uniform(6, 30))
-        if sync.poll() is None:
-            kills += 1
-        kill_session(sync)
+        try:
+            # Killed at a random moment after a micro-batch began: planning, decoding, writing, committing.
+            wait_for_new_batch(table, sync)
+            time.sleep(rng.uniform(0, 4))
+            kills += sync.poll() is None
+        finally:
+            kill_session(sync)
     assert kills == KILLS, f"only {kills} of the runs were still going when killed"
     done = seglog(*argv)
     assert done.returncode == 0, done.stderr[-5000:]

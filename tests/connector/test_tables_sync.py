@@ -84,3 +84,22 @@ def test_records_that_do_not_decode_go_to_the_dead_letter_table_with_their_coord
     assert dead[0][5].startswith("not valid JSON: ")
     assert dead[1][5] == "a JSON array, not an object"
     assert dead[2][5] == 'field qty: "many" is a string, the column is long'
+
+
+def test_the_sync_optimizes_the_table_on_its_upkeep_schedule(spark, tmp_path):
+    from deltalake import DeltaTable
+
+    log_dir, table = str(tmp_path / "logs"), str(tmp_path / "clicks")
+    produce_values(log_dir, "clicks", [(None, f"c{n}".encode()) for n in range(12)])
+    # Every batch after the first finds the interval passed: OPTIMIZE, then VACUUM of what it replaced.
+    spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+    try:
+        run_sync(spark, table, topic="clicks", log_dir=log_dir, partition_by="none", max_offsets_per_trigger=4,
+                 optimize_interval="1ms", vacuum_retain_hours=0)
+    finally:
+        spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
+    operations = [h["operation"] for h in reversed(DeltaTable(table).history())]
+    assert operations.count("OPTIMIZE") == 2 and operations[-1] != "WRITE"
+    assert len(DeltaTable(table).file_uris()) == 1
+    assert spark_rows(spark, table, ["offset", "value"]) == [(n, f"c{n}".encode()) for n in range(12)]
+    assert delta_rs_rows(table, ["offset", "value"]) == [(n, f"c{n}".encode()) for n in range(12)]
