@@ -43,7 +43,8 @@ import fsspec
 
 from .sink_transaction import pause_at
 from .table_options import DATE_COLUMN, SyncOptions, parse_sync_options
-from .value_schema import CORRUPT_RECORD, KAFKA_COLUMNS, column_name, describe_json_error, merge_schemas
+from .value_schema import (CORRUPT_RECORD, KAFKA_COLUMNS, column_name, describe_json_error, merge_schemas,
+                           value_schema_of_table)
 
 log = logging.getLogger(__name__)
 
@@ -174,18 +175,8 @@ class BatchWriter:
         return spark.read.format("delta").load(self.options.table).schema
 
     def _value_schema_of_table(self, spark) -> dict | None:
-        """The value's fields among the table's columns (Kafka's and the date column left out, the
-        ``value_`` prefix of a clashing field taken off)."""
         schema = self._table_schema(spark)
-        if schema is None:
-            return None
-        fields = []
-        for f in schema.jsonValue()["fields"]:
-            if f["name"] in self.reserved:
-                continue
-            original = f["name"][len("value_"):] if f["name"].startswith("value_") else f["name"]
-            fields.append({**f, "name": original if original in self.reserved else f["name"]})
-        return {"type": "struct", "fields": fields}
+        return None if schema is None else value_schema_of_table(schema.jsonValue(), self.reserved)
 
     def _decode(self, spark, batch):
         """(rows in the table's columns plus ``__tombstone``, dead letters) of one batch."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from broker_core.cli.table_sync_arguments import sync_argv
 from broker_core.key_values import parse_key_values
 
 from .table_options import group_id_for, table_of_group
+from .value_schema import type_name
 
 TABLES_JOB_MODULE = "connector.tables_job"
 DELTA_CONF = ("spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension",
@@ -75,10 +77,11 @@ class TableSummary:
 
 
 def _type_text(data_type) -> str:
+    """A delta-rs type as Spark's DDL shows it (``long``, ``array<struct<key:string,value:binary>>``)."""
     kind = getattr(data_type, "type", None)
     if isinstance(kind, str) and kind not in ("array", "map", "struct"):
         return kind
-    return str(data_type.to_json() if hasattr(data_type, "to_json") else data_type)
+    return type_name(json.loads(data_type.to_json()))
 
 
 def table_summary(table: str, storage_options: dict[str, str] | None = None) -> TableSummary | None:

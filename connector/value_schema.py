@@ -179,6 +179,19 @@ def column_name(field: str, reserved: Sequence[str] = KAFKA_COLUMNS) -> str:
     return CLASH_PREFIX + field if field.lower() in {r.lower() for r in reserved} else field
 
 
+def value_schema_of_table(table: dict, reserved: Sequence[str] = KAFKA_COLUMNS) -> dict:
+    """The value's fields among a table's columns: the ``reserved`` columns (Kafka's, the date) left
+    out, a field stored as ``value_<name>`` named ``<name>`` again (``column_name`` undone)."""
+    names = {r.lower() for r in reserved}
+    fields = []
+    for f in table["fields"]:
+        if f["name"].lower() in names:
+            continue
+        original = f["name"][len(CLASH_PREFIX):] if f["name"].startswith(CLASH_PREFIX) else f["name"]
+        fields.append({**f, "name": original if original.lower() in names else f["name"]})
+    return {"type": "struct", "fields": fields}
+
+
 def _json_kind(value) -> str:
     if value is None:
         return "null"

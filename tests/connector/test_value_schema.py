@@ -9,7 +9,7 @@ import pytest
 
 from connector.option_error import SeglogOptionError
 from connector.value_schema import (column_name, describe_json_error, merge_schemas, parse_value_format,
-                                    type_name)
+                                    type_name, value_schema_of_table)
 
 
 def struct(**fields) -> dict:
@@ -55,6 +55,13 @@ def test_a_value_field_named_like_a_kafka_column_is_stored_with_a_prefix():
     assert column_name("Key") == "value_Key"
     assert column_name("date", ("key", "date")) == "value_date"
     assert column_name("amount") == "amount"
+
+
+def test_the_value_s_fields_are_read_back_from_the_table_s_columns():
+    table = struct(id="long", value_offset="long", value_note="string", key="binary", topic="string",
+                   date="date")
+    assert value_schema_of_table(table, ("key", "topic", "offset", "date")) == struct(
+        id="long", offset="long", value_note="string")
 
 
 def test_a_json_schema_file_gives_the_table_s_columns(tmp_path):
