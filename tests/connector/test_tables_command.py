@@ -72,14 +72,3 @@ def test_seglog_tables_describe_of_a_table_not_fed_from_here_says_so(tmp_path):
     assert described.returncode == 1
     assert f"no table {tmp_path / 'nowhere'} is fed from here" in described.stderr
 
-
-def test_seglog_tables_optimize_compacts_the_small_files_and_vacuums(synced):
-    from deltalake import DeltaTable
-
-    log_dir, table = synced
-    before = delta_rs_rows(table, ["key", "name", "offset"])
-    optimized = seglog("tables", "optimize", "--table", table, "--vacuum-retain", "0")
-    assert optimized.returncode == 0, optimized.stderr
-    assert f"Optimized {table}: " in optimized.stdout and f"Vacuumed {table}: " in optimized.stdout
-    assert DeltaTable(table).history(1)[0]["operation"] == "VACUUM END"
-    assert delta_rs_rows(table, ["key", "name", "offset"]) == before

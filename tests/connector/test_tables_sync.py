@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.connector.tables_kit import as_json, delta_rs_rows, produce_values, run_sync, spark_rows
+from tests.connector.tables_kit import as_json, delta_rs_rows, produce_values, run_sync, seglog, spark_rows
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -103,3 +103,20 @@ def test_the_sync_optimizes_the_table_on_its_upkeep_schedule(spark, tmp_path):
     assert len(DeltaTable(table).file_uris()) == 1
     assert spark_rows(spark, table, ["offset", "value"]) == [(n, f"c{n}".encode()) for n in range(12)]
     assert delta_rs_rows(table, ["offset", "value"]) == [(n, f"c{n}".encode()) for n in range(12)]
+
+
+def test_seglog_tables_optimize_compacts_the_small_files_and_vacuums(spark, tmp_path):
+    from deltalake import DeltaTable
+
+    log_dir, table = str(tmp_path / "logs"), str(tmp_path / "clicks")
+    produce_values(log_dir, "clicks", [(None, f"c{n}".encode()) for n in range(6)])
+    run_sync(spark, table, topic="clicks", log_dir=log_dir, partition_by="none", max_offsets_per_trigger=2)
+    assert len(DeltaTable(table).file_uris()) == 3
+    optimized = seglog("tables", "optimize", "--table", table, "--vacuum-retain", "0")
+    assert optimized.returncode == 0, optimized.stderr
+    assert optimized.stdout.splitlines()[0] == f"Optimized {table}: 3 files compacted into 1 (version 3)."
+    assert optimized.stdout.splitlines()[1] == (f"Vacuumed {table}: 3 files no version within 0 hours needs "
+                                                f"were removed.")
+    assert len(DeltaTable(table).file_uris()) == 1
+    assert spark_rows(spark, table, ["offset", "value"]) == [(n, f"c{n}".encode()) for n in range(6)]
+    assert delta_rs_rows(table, ["offset", "value"]) == [(n, f"c{n}".encode()) for n in range(6)]
