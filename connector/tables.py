@@ -41,6 +41,7 @@ from typing import Callable, Mapping
 
 import fsspec
 
+from .client_options import security_props
 from .sink_transaction import pause_at
 from .table_options import DATE_COLUMN, SyncOptions, parse_sync_options
 from .value_schema import (CORRUPT_RECORD, KAFKA_COLUMNS, column_name, describe_json_error, merge_schemas,
@@ -89,7 +90,7 @@ def sync(spark, table: str, *, topic: str | None = None, topic_pattern: str | No
     compacted topic, else ``append``. See ``table_options`` for the other settings."""
     policies = {} if mode is not None else cleanup_policies(
         topic=topic, topic_pattern=topic_pattern, log_dir=log_dir, bootstrap=bootstrap,
-        client_props={k.removeprefix("kafka."): v for k, v in (source_options or {}).items()})
+        client_props=security_props(source_options or {}))
     options = parse_sync_options(table=table, topic=topic, topic_pattern=topic_pattern, log_dir=log_dir,
                                  bootstrap=bootstrap, mode=mode, cleanup_policies=policies,
                                  value_format=value_format, trigger=trigger, partition_by=partition_by,

@@ -120,3 +120,18 @@ def test_seglog_tables_optimize_compacts_the_small_files_and_vacuums(spark, tmp_
     assert len(DeltaTable(table).file_uris()) == 1
     assert spark_rows(spark, table, ["offset", "value"]) == [(n, f"c{n}".encode()) for n in range(6)]
     assert delta_rs_rows(table, ["offset", "value"]) == [(n, f"c{n}".encode()) for n in range(6)]
+
+
+def test_a_compacted_topic_of_a_running_broker_is_upserted_and_its_group_committed_through_the_broker(
+        spark, tmp_path, broker_server):
+    from format.layout import TopicPartition
+    from format.record import SimpleRecord
+
+    broker = broker_server.broker
+    broker.create_topic("prices", 1, {"cleanup.policy": "compact"})
+    broker.produce("prices", [SimpleRecord(as_json(p=n), f"s{n % 2}".encode()) for n in range(5)], partition=0)
+    table = str(tmp_path / "prices")
+    run_sync(spark, table, topic="prices", bootstrap=broker_server.bootstrap_servers, value_format="json")
+    assert delta_rs_rows(table, ["key", "p"]) == [(b"s0", 4), (b"s1", 3)]
+    committed = broker.committed_offsets(f"seglog-tables-{table}")
+    assert {tp: c.offset for tp, c in committed.items()} == {TopicPartition("prices", 0): 5}
