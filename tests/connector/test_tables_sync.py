@@ -3,6 +3,8 @@ sync, read by delta-spark and by delta-rs."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from tests.connector.tables_kit import as_json, delta_rs_rows, produce_values, run_sync, seglog, spark_rows
@@ -101,6 +103,9 @@ def test_the_sync_optimizes_the_table_on_its_upkeep_schedule(spark, tmp_path):
     operations = [h["operation"] for h in reversed(DeltaTable(table).history())]
     assert operations.count("OPTIMIZE") == 2 and operations[-1] != "WRITE"
     assert len(DeltaTable(table).file_uris()) == 1
+    # VACUUM leaves the query's checkpoint inside the table's directory alone.
+    assert sorted(os.listdir(os.path.join(table, "_seglog", "checkpoint", "commits"))) == [
+        ".0.crc", ".1.crc", ".2.crc", "0", "1", "2"]
     assert spark_rows(spark, table, ["offset", "value"]) == [(n, f"c{n}".encode()) for n in range(12)]
     assert delta_rs_rows(table, ["offset", "value"]) == [(n, f"c{n}".encode()) for n in range(12)]
 
@@ -118,6 +123,8 @@ def test_seglog_tables_optimize_compacts_the_small_files_and_vacuums(spark, tmp_
     assert optimized.stdout.splitlines()[1] == (f"Vacuumed {table}: 3 files no version within 0 hours needs "
                                                 f"were removed.")
     assert len(DeltaTable(table).file_uris()) == 1
+    assert sorted(os.listdir(os.path.join(table, "_seglog", "checkpoint", "commits"))) == [
+        ".0.crc", ".1.crc", ".2.crc", "0", "1", "2"]
     assert spark_rows(spark, table, ["offset", "value"]) == [(n, f"c{n}".encode()) for n in range(6)]
     assert delta_rs_rows(table, ["offset", "value"]) == [(n, f"c{n}".encode()) for n in range(6)]
 
