@@ -18,14 +18,16 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from broker_core.cli.arguments import CommandError
+from broker_core.cli.arguments import CommandError, UsageError
 from broker_core.cli.broker_access import open_broker
 from broker_core.cli.compact_command import spark_submit_prefix
 from broker_core.cli.tables import aligned
 from broker_core.cli.table_sync_arguments import sync_argv
 from broker_core.key_values import parse_key_values
 
-from .table_options import group_id_for, table_of_group
+from .option_error import SeglogOptionError
+from .table_options import group_id_for, parse_sync_options, table_of_group
+from .tables_job import sync_settings
 from .value_schema import type_name
 
 TABLES_JOB_MODULE = "connector.tables_job"
@@ -54,7 +56,16 @@ def sync_command(args: argparse.Namespace) -> tuple[list[str], str]:
     return command + ["--jars", jars, job, *sync_argv(args)], root
 
 
+def check_sync(args: argparse.Namespace) -> None:
+    """The sync's settings checked here, before spark-submit starts a JVM: a usage error names the option."""
+    try:
+        parse_sync_options(**sync_settings(args))
+    except SeglogOptionError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def run_sync(args: argparse.Namespace) -> int:
+    check_sync(args)
     command, root = sync_command(args)
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
     return subprocess.call(command, cwd=root, env=env)

@@ -72,3 +72,11 @@ def test_seglog_tables_describe_of_a_table_not_fed_from_here_says_so(tmp_path):
     assert described.returncode == 1
     assert f"no table {tmp_path / 'nowhere'} is fed from here" in described.stderr
 
+
+
+def test_seglog_tables_sync_with_a_bad_setting_fails_before_spark_starts_naming_it(tmp_path):
+    done = seglog("tables", "sync", "--table", str(tmp_path / "t"), "--topic", "orders", "--log-dir",
+                  str(tmp_path / "logs"), "--trigger", "sometimes", timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.strip() == ("seglog tables: --trigger must be one of once, available-now, "
+                                   "processing-time=<interval> (e.g. processing-time=30s), not 'sometimes'")
