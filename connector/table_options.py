@@ -66,7 +66,7 @@ def parse_trigger(text: str) -> Trigger:
 def table_url(table: str) -> str:
     """The table's location as the sync names it: an absolute path for a local table, else the URL."""
     if not table or not table.strip():
-        raise SeglogOptionError("--table is empty: give the Delta table's location (a path or s3:// URL)")
+        raise SeglogOptionError("--table is empty: give the Delta table's location (a path or a URL)")
     table = table.strip()
     if "://" in table:
         scheme = table.split("://", 1)[0]
