@@ -9,7 +9,8 @@ DATE_COLUMN = "date"
 
 def add_sync_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of a sync: ``seglog tables sync``'s and the Spark job's."""
-    parser.add_argument("--table", required=True, help="the Delta table: a path, or a URL Spark reaches (s3a:// with hadoop-aws on spark.jars)")
+    parser.add_argument("--table", required=True,
+                        help="the Delta table: a path, or a URL Spark reaches (s3a:// with hadoop-aws on spark.jars)")
     topics = parser.add_mutually_exclusive_group(required=True)
     topics.add_argument("--topic", help="the topic to sync")
     topics.add_argument("--topic-pattern", metavar="REGEX", help="sync every topic whose name matches")
