@@ -11,8 +11,9 @@
 ``sync`` runs the connector's job (``connector/tables_job.py``) through
 spark-submit with Delta Lake's jars; ``list`` and ``describe`` find the tables by
 their consumer groups (``seglog-tables-<table>``) and read the Delta logs with
-delta-rs, without Spark; ``optimize`` compacts and vacuums a table with delta-rs. This package does not import the connector: the
-command hands the parsed arguments to ``connector.tables_cli`` when it runs.
+delta-rs, without Spark; ``optimize`` compacts and vacuums a table with
+delta-rs. This package does not import the connector: the command hands the
+parsed arguments to ``connector.tables_cli`` when it runs.
 """
 
 from __future__ import annotations

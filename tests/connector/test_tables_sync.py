@@ -32,9 +32,9 @@ def test_an_upsert_table_holds_the_latest_value_per_key_and_no_deleted_keys(spar
                    config=compacted)
     # The first sync makes the table; the second MERGEs into it, a tombstone among its records.
     run_sync(spark, table, topic="customers", log_dir=log_dir, value_format="json", max_offsets_per_trigger=3)
-    produce_values(log_dir, "customers", [(b"b", None), (b"c", as_json(name="Cy", n=2)), (b"d", as_json(name="Di", n=1)),
-                                          (b"c", as_json(name="Cy", n=3)), (b"a", None), (b"a", as_json(name="Al", n=3))],
-                   first_n=4)
+    produce_values(log_dir, "customers", [(b"b", None), (b"c", as_json(name="Cy", n=2)),
+                                          (b"d", as_json(name="Di", n=1)), (b"c", as_json(name="Cy", n=3)),
+                                          (b"a", None), (b"a", as_json(name="Al", n=3))], first_n=4)
     run_sync(spark, table, topic="customers", log_dir=log_dir, value_format="json", max_offsets_per_trigger=3)
     expected = [(b"a", "Al", 3, 9), (b"c", "Cy", 3, 7), (b"d", "Di", 1, 6)]
     columns = ["key", "name", "n", "offset"]
