@@ -1,23 +1,26 @@
 """Filters Spark pushes to the ``seglog`` source (``DataSourceReader.pushFilters``), as bounds on what a query
-reads, and the narrowing of its planned offset ranges by them. Plain functions: tested without Spark.
+reads, the narrowing of its planned offset ranges by them, and the rows a reader keeps. Plain functions:
+tested without Spark.
 
 What is pushed, and what Spark still evaluates:
 
 - ``topic`` and ``partition`` (=, IN, <, <=, >, >=) choose the partitions read: exact.
 - ``offset`` (=, <, <=, >, >=) bounds each range: exact. ``offset IN (...)`` reads from the least to the
   greatest and leaves the rest to Spark.
-- ``timestamp`` (=, <, <=, >, >=, IN) starts each partition at the first offset whose largest timestamp so
-  far reaches the lower bound (the time index's answer, as Kafka's ListOffsets by timestamp): every record
-  before it is stamped below the bound, whatever the topic's ``message.timestamp.type``. An upper bound stops
-  a partition early only where the log is stamped at append (``LogAppendTime``, whose stamps rise with the
-  offsets); with ``CreateTime`` a producer may stamp a later record earlier, and nothing short of decoding
-  it says so, so the range runs to its end. Spark still applies the timestamp filters.
-- ``key = ...`` drops, in the reader, the decoded rows whose key differs; no batch is skipped unread.
-  Spark still applies it.
+- ``timestamp`` (=, <, <=, >, >=) starts each partition at the first offset whose largest timestamp so far
+  reaches the lower bound (the time index's answer, as Kafka's ListOffsets by timestamp): every record before
+  it is stamped below the bound, whatever the topic's ``message.timestamp.type``. An upper bound stops a
+  partition early only where the log is stamped at append (``LogAppendTime``, whose stamps rise with the
+  offsets); with ``CreateTime`` a producer may stamp a later record earlier, and nothing short of decoding it
+  says so, so the range runs to its end. Within what is read, the reader keeps only the decoded rows inside
+  the bounds (``keep_rows``), so the filter is exact. ``timestamp IN (...)`` reads from the least to the
+  greatest and leaves the rest to Spark.
+- ``key = ...``: the reader keeps only the decoded rows with that key (exact); no batch is skipped unread.
 
 Anything else (other columns, ``NOT``, ``IS NULL``, string matching, ``OR`` which Spark never pushes) is left
 to Spark. Filter values are the Python values Spark gives (``int``, ``str``, ``bytes``, a ``datetime`` in UTC);
-a value of another type leaves its filter to Spark unpushed.
+a value of another type leaves its filter to Spark unpushed. ``EXPLAIN FORMATTED`` lists the filters taken
+(exact) as the scan's ``PushedFilters``.
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ from __future__ import annotations
 import datetime
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Mapping
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from pyspark.sql.datasource import (EqualNullSafe, EqualTo, Filter, GreaterThan, GreaterThanOrEqual, In, LessThan,
                                     LessThanOrEqual)
@@ -143,9 +149,9 @@ def _bound(f: Filter) -> tuple[dict, bool] | None:
         return _range_bound(f, low, high, "from_offset", "until_offset"), not isinstance(f, In)
     if column == "timestamp" and all(_is_aware(v) for v in values):
         micros = [(v - _EPOCH) // datetime.timedelta(microseconds=1) for v in values]
-        return _timestamp_bound(f, micros), False
+        return _timestamp_bound(f, micros), not isinstance(f, In)
     if column == "key" and isinstance(f, EqualTo) and isinstance(f.value, (bytes, bytearray)):
-        return {"keys": frozenset([bytes(f.value)])}, False
+        return {"keys": frozenset([bytes(f.value)])}, True
     return None
 
 
@@ -203,6 +209,21 @@ def _timestamp_bound(f: Filter, micros: list[int]) -> dict:
     if isinstance(f, LessThan):
         return {"max_timestamp": -(-high // 1000) - 1}
     return {"max_timestamp": high // 1000}
+
+
+def keep_rows(bounds: ReadBounds, batch: pa.RecordBatch) -> pa.RecordBatch:
+    """The rows of a decoded batch inside the timestamp and key bounds (the columns of Spark's Kafka schema)."""
+    keep = None
+    if bounds.min_timestamp is not None:
+        keep = pc.greater_equal(batch.column("timestamp").cast(pa.int64()), bounds.min_timestamp * 1000)
+    if bounds.max_timestamp is not None:
+        below = pc.less_equal(batch.column("timestamp").cast(pa.int64()), bounds.max_timestamp * 1000)
+        keep = below if keep is None else pc.and_(keep, below)
+    if bounds.keys is not None:
+        keys = pa.array(sorted(bounds.keys), type=batch.schema.field("key").type)
+        same = pc.fill_null(pc.is_in(batch.column("key"), value_set=keys), False)
+        keep = same if keep is None else pc.and_(keep, same)
+    return batch if keep is None else batch.filter(keep)
 
 
 def narrow_ranges(bounds: ReadBounds, start: Mapping[TopicPartition, int], end: Mapping[TopicPartition, int], *,

@@ -14,7 +14,6 @@ import sys
 from typing import Iterator
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows,
                                               SupportsTriggerAvailableNow)
@@ -30,7 +29,7 @@ from .client_options import open_broker
 from .options import SeglogOptionError, SourceOptions, open_log_directory, parse_options
 from .planning import (OffsetRange, TriggerPacer, bound_to_readable, check_named_partitions, check_ranges,
                        from_offsets_json, resolve, select_partitions, split_ranges, to_offsets_json)
-from .pushdown import ReadBounds, narrow_ranges, push_filters
+from .pushdown import ReadBounds, keep_rows, narrow_ranges, push_filters
 from .reading import ReadCounter, data_loss, read_range
 from .remote import RemoteLog, fetch_range
 
@@ -223,13 +222,12 @@ def _read(options: SourceOptions, partition: InputPartition, bounds: ReadBounds 
         batches = read_range(open_log_directory(options), partition.offset_range,
                              include_headers=options.include_headers, fail_on_data_loss=options.fail_on_data_loss,
                              chunk_bytes=options.chunk_bytes, read_committed=options.read_committed, counter=counter)
-    if bounds.keys is None:
+    if bounds.keys is None and bounds.min_timestamp is None and bounds.max_timestamp is None:
         yield from batches
         return
     for batch in batches:
-        # Rows are dropped only once decoded: key equality is never decided for a batch not looked at.
-        keys = pa.array(sorted(bounds.keys), type=batch.schema.field("key").type)
-        batch = batch.filter(pc.is_in(batch.column("key"), value_set=keys))
+        # Rows are dropped only once decoded: no batch is left out unread for its keys or timestamps.
+        batch = keep_rows(bounds, batch)
         if batch.num_rows:
             yield batch
 
