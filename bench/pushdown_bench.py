@@ -1,9 +1,9 @@
 """Benchmark of filter pushdown in the Spark connector: a query selecting the last 5% of a topic by
 ``timestamp``, with ``spark.sql.python.filterPushdown.enabled`` true and false.
 
-One topic of 4 partitions (``--records`` records, 20,000,000 by default, 100-byte JSON-like values, 10-byte keys, batches of 135
-records as in the connector benchmark, CreateTime stamps rising by one second a batch), read through a
-temporary view ``USING seglog``:
+One topic of 4 partitions (``--records`` records, 20,000,000 by default; 100-byte JSON-like values, 10-byte
+keys, batches of 135 records as in the connector benchmark; CreateTime stamps rising by one second a batch),
+read through a temporary view ``USING seglog``:
 
     SELECT count(*), sum(length(value)) FROM bench WHERE timestamp >= TIMESTAMP '<cut>'
 

@@ -57,11 +57,10 @@ class ReadBounds:
     min_timestamp: int | None = None
     max_timestamp: int | None = None
     keys: frozenset[bytes] | None = None
-    pushed: tuple[str, ...] = ()
 
     @property
     def is_unbounded(self) -> bool:
-        return self == ReadBounds(pushed=self.pushed)
+        return self == ReadBounds()
 
     @property
     def is_empty(self) -> bool:
@@ -80,9 +79,6 @@ class ReadBounds:
                 and (self.from_partition is None or tp.partition >= self.from_partition)
                 and (self.until_partition is None or tp.partition < self.until_partition))
 
-    def describe(self) -> str:
-        return ", ".join(self.pushed) if self.pushed else "none"
-
     def _and(self, **changes) -> "ReadBounds":
         merged = {}
         for name, value in changes.items():
@@ -91,11 +87,10 @@ class ReadBounds:
                 merged[name] = value if old is None else old
             elif name in ("topics", "partitions", "keys"):
                 merged[name] = old & value
-            elif name in ("min_topic", "max_topic"):
-                # the tighter of two (name, inclusive) bounds: a greater name, or the same one exclusive
-                tighter = max if name == "min_topic" else min
-                merged[name] = tighter(old, value, key=lambda b: (b[0], not b[1]) if name == "min_topic"
-                                       else (b[0], b[1]))
+            elif name == "min_topic":  # the greater name; of the same name, the exclusive bound
+                merged[name] = max(old, value, key=lambda b: (b[0], not b[1]))
+            elif name == "max_topic":  # the lesser name; of the same name, the exclusive bound
+                merged[name] = min(old, value, key=lambda b: (b[0], b[1]))
             elif name in ("from_offset", "from_partition", "min_timestamp"):
                 merged[name] = max(old, value)
             else:
@@ -114,20 +109,10 @@ def push_filters(filters: Iterable[Filter]) -> tuple[ReadBounds, list[Filter]]:
             remaining.append(f)
             continue
         changes, exact = taken
-        bounds = replace(bounds._and(**changes), pushed=bounds.pushed + (_show(f),))
+        bounds = bounds._and(**changes)
         if not exact:
             remaining.append(f)
     return bounds, remaining
-
-
-def _show(f: Filter) -> str:
-    column = ".".join(f.attribute)
-    value = f.value
-    if isinstance(value, datetime.datetime):
-        value = value.isoformat()
-    elif isinstance(value, tuple):
-        value = tuple(v.isoformat() if isinstance(v, datetime.datetime) else v for v in value)
-    return f"{type(f).__name__}({column}, {value!r})"
 
 
 def _bound(f: Filter) -> tuple[dict, bool] | None:

@@ -113,8 +113,8 @@ class _Planner:
             return False
         segments = self.directory.segments(tp)
         holding = [s for s in segments if s.base_offset <= offset]
-        return bool(holding) and self._batch_stamped_at_append(tp, holding[-1], offset) \
-            and self._batch_stamped_at_append(tp, segments[-1], None)
+        return (bool(holding) and self._batch_stamped_at_append(tp, holding[-1], offset)
+                and self._batch_stamped_at_append(tp, segments[-1], None))
 
     def _batch_stamped_at_append(self, tp: TopicPartition, segment: SegmentInfo, offset: int | None) -> bool:
         """Whether the batch of ``segment`` holding ``offset`` (its last batch for None) is LogAppendTime."""
@@ -258,7 +258,7 @@ class SeglogBatchReader(DataSourceReader):
         if not self.bounds.is_unbounded:
             start, end = narrow_ranges(self.bounds, start, end, first_reaching=planner.find_by_timestamp,
                                        stamped_at_append=planner.stamped_at_append)
-        return planner.tasks(start, end, {tp: info for tp, info in self._infos.items() if tp in end})
+        return planner.tasks(start, end, self._infos)
 
     def read(self, partition):
         return _read(self.options, partition, self.bounds, self.counter)
