@@ -265,3 +265,19 @@ def test_the_data_source_takes_filters_only_when_spark_plans_with_pushdown(log_d
     reader = SeglogDataSource({"path": log_dir, "subscribe": "orders"}).reader(None)
     assert type(reader) is SeglogBatchReader
     assert "pushFilters" not in vars(SeglogBatchReader) and "pushFilters" in vars(PushdownBatchReader)
+
+
+@pytest.mark.slow
+def test_timestamp_bounds_find_their_start_in_the_remote_tier(tmp_path, s3_bucket):
+    from tests.format.tiered_log_kit import ORDERS_PER_PARTITION, tiered_orders
+
+    log_dir, _, creds, _ = tiered_orders(tmp_path, s3_bucket)
+    storage = {f"storage.{k}": v for k, v in creds.items()}
+    # CreateTime: the start is found in the time indexes (the remote ones first); the upper bound runs on.
+    filters = [GreaterThanOrEqual(("timestamp",), at(T0 + 150_000)), LessThan(("timestamp",), at(T0 + 180_000))]
+    everything, _, all_bytes = read_all(log_dir, reader_class=SeglogBatchReader, **storage)
+    pushed, remaining, pushed_bytes = read_all(log_dir, filters, **storage)
+    assert len(everything) == 2 * ORDERS_PER_PARTITION
+    assert remaining == []
+    assert sorted(key_of(r) for r in pushed) == [("orders", p, n) for p in range(2) for n in range(150, 180)]
+    assert pushed_bytes * 2 < all_bytes
