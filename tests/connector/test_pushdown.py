@@ -281,3 +281,23 @@ def test_timestamp_bounds_find_their_start_in_the_remote_tier(tmp_path, s3_bucke
     assert remaining == []
     assert sorted(key_of(r) for r in pushed) == [("orders", p, n) for p in range(2) for n in range(150, 180)]
     assert pushed_bytes * 2 < all_bytes
+
+
+@pytest.mark.slow
+def test_pushed_filters_narrow_reads_over_the_protocol_too(broker_server):
+    broker = broker_server.broker
+    broker.create_topic("events", 2)
+    for p in range(2):
+        for first in range(0, 30, 10):
+            broker.produce("events", [SimpleRecord(b"events-%d-%d" % (p, n), b"k%d" % n, T0 + n * 1000)
+                                      for n in range(first, first + 10)], partition=p)
+    reader = PushdownBatchReader(parse_options({"bootstrap": broker_server.bootstrap_servers,
+                                                "subscribe": "events"}))
+    filters = [EqualTo(("partition",), 1), GreaterThan(("timestamp",), at(T0 + 21_000)),
+               LessThanOrEqual(("timestamp",), at(T0 + 25_000)), In(("key",), (b"k23", b"k24"))]
+    remaining = list(reader.pushFilters(filters))
+    ranges = [p.offset_range for p in reader.partitions()]
+    assert [(r.partition, r.from_offset, r.until_offset) for r in ranges] == [(1, 22, 30)]  # CreateTime: runs on
+    rows = [row for p in reader.partitions() for batch in reader.read(p) for row in batch.to_pylist()]
+    assert remaining == filters[3:]
+    assert sorted((r["partition"], r["offset"]) for r in rows) == [(1, n) for n in range(22, 26)]
