@@ -2,8 +2,9 @@
 ``now() - INTERVAL``, what ``EXPLAIN`` shows, and out-of-order CreateTime stamps. (Bytes read are
 counted in tests/connector/test_pushdown.py, where the reader runs in the test's process.)"""
 
+import io
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stdout
 
 import pytest
 
@@ -78,6 +79,18 @@ def test_queries_return_the_same_rows_with_and_without_pushdown_and_explain_show
     assert "PushedFilters: [EqualTo(topic,orders), In(partition, [0,2]), GreaterThanOrEqual(offset,100), " \
            "LessThan(offset,200), GreaterThan(timestamp,2026-01-01 00:02:30.0)]" in plan
     assert "PushedFilters: [" not in explained(spark, queries["or"], view)
+    through_read, plans = [], []
+    for enabled in (True, False):
+        with pushdown(spark, enabled):
+            df = spark.read.format("seglog").option("path", log_dir).option("subscribe", "orders").load()
+            df = df.where("partition = 2 AND offset >= 290 AND timestamp < '2026-01-01 00:04:55'")
+            through_read.append(rows(df))
+            with redirect_stdout(io.StringIO()) as printed:
+                df.explain("formatted")
+            plans.append(printed.getvalue())
+    assert through_read[0] == through_read[1] and [o for _, _, o, _ in through_read[0]] == list(range(290, 295))
+    assert "PushedFilters: [EqualTo(partition,2), GreaterThanOrEqual(offset,290), LessThan(timestamp," in plans[0]
+    assert "PushedFilters" not in plans[1]
     # Without the setting (Spark's default) nothing is pushed, so a view queried again reads it all.
     spark.sql(view)
     assert len(rows(spark.sql(queries["and"]))) == 2 * 49
