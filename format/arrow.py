@@ -17,10 +17,10 @@ from typing import Sequence
 import numpy as np
 import pyarrow as pa
 
-from .aborted_filter import batch_mask
-from .compression import CompressionType
+from .aborted_filter import aborted_batch_mask
+from .batch_table import BatchTable, walk_batches
 from .errors import CorruptRecordError
-from .record_batch import RECORDS_OFFSET, TimestampType, iter_batches
+from .record_batch import RECORDS_OFFSET
 from .txn_index import AbortedTxn
 from .varint import decode_varints_at
 
@@ -100,7 +100,17 @@ _ADVANCES = _record_advances()
 
 
 def locate_records(data: bytes, sections: list, path: str | None) -> RecordFrames:
-    """Find every record's start: batches are walked side by side with numpy while
+    """``locate`` over ``sections``: per batch, [records start, records end, record count, base offset,
+    base timestamp, LogAppendTime or -1, file position] (more items are ignored)."""
+    table = np.array([s[:7] for s in sections], dtype=np.int64).reshape(len(sections), 7)
+    return locate(data, *table.T, path=path)
+
+
+def locate(data: bytes, begin: np.ndarray, finish: np.ndarray, counts: np.ndarray, base_offset: np.ndarray,
+           base_timestamp: np.ndarray, log_append_time: np.ndarray, file_position: np.ndarray,
+           path: str | None) -> RecordFrames:
+    """Find every record's start, given per batch where its records section begins and ends in
+    ``data`` and how many records it holds: batches are walked side by side with numpy while
     there are enough of them, and one by one in Python for the rest.
 
     The batches are taken most records first, so those still being walked at a
@@ -109,9 +119,7 @@ def locate_records(data: bytes, sections: list, path: str | None) -> RecordFrame
     afterwards.
     """
     A = np.frombuffer(data, dtype=np.uint8)
-    count = len(sections)
-    table = np.array([s[:3] for s in sections], dtype=np.int64).reshape(count, 3)
-    begin, finish, counts = table[:, 0], table[:, 1], table[:, 2]
+    count = len(begin)
     out_base = np.zeros(count, dtype=np.int64)
     np.cumsum(counts[:-1], out=out_base[1:])
     starts = np.empty(int(counts.sum()), dtype=np.int64)
@@ -149,15 +157,13 @@ def locate_records(data: bytes, sections: list, path: str | None) -> RecordFrame
     pos[order] = pos.copy()  # back in the batches' order
     bad = np.flatnonzero(pos != finish)
     if bad.size:
-        s = sections[int(bad[0])]
+        b = int(bad[0])
         raise CorruptRecordError(
-            f"record count mismatch: the batch declares {s[2]} records but its record lengths "
-            f"do not add up to its {s[1] - s[0]}-byte records section", path=path, position=s[6])
-
-    def per_record(i: int) -> np.ndarray:
-        return np.repeat(np.fromiter((s[i] for s in sections), dtype=np.int64, count=count), counts)
-
-    return RecordFrames(starts, per_record(3), per_record(4), per_record(5), per_record(6))
+            f"record count mismatch: the batch declares {int(counts[b])} records but its record lengths "
+            f"do not add up to its {int(finish[b] - begin[b])}-byte records section", path=path,
+            position=int(file_position[b]))
+    return RecordFrames(starts, np.repeat(base_offset, counts), np.repeat(base_timestamp, counts),
+                        np.repeat(log_append_time, counts), np.repeat(file_position, counts))
 
 
 def _binary_from_slices(arena: pa.Buffer, starts: np.ndarray, lengths: np.ndarray,
@@ -246,7 +252,7 @@ def _headers(A: np.ndarray, arena: pa.Buffer, pos: np.ndarray, counts: np.ndarra
 def decode_to_arrow(buf, *, topic: str, partition: int, from_offset: int | None = None,
                     until_offset: int | None = None, include_headers: bool = False,
                     path: str | None = None, base_position: int = 0, validate: bool = True,
-                    stop_at_partial: bool = True, batches: list | None = None,
+                    stop_at_partial: bool = True, table: BatchTable | None = None,
                     aborted_transactions: Sequence[AbortedTxn] | None = None) -> pa.RecordBatch:
     """Decode the complete batches of ``buf`` into one Arrow record batch.
 
@@ -255,55 +261,45 @@ def decode_to_arrow(buf, *, topic: str, partition: int, from_offset: int | None 
     ``aborted_transactions`` (``aborted_filter``). A torn batch at the end of
     ``buf`` is where decoding stops. With ``validate``, every batch's CRC is
     checked and a mismatch raises CorruptRecordError naming ``path`` and the
-    batch's position (``base_position`` + its offset in ``buf``). ``batches``:
-    the batches of ``buf`` (``RecordBatch`` views into it) when the caller has
-    walked them already.
+    batch's position (``base_position`` + its offset in ``buf``). ``table``:
+    the batches of ``buf`` when the caller has walked them already.
     """
     data = buf if isinstance(buf, bytes) else bytes(buf)
-    sections = []
-    parts = []  # each batch's records section, in order
-    compressed = False
-    if batches is None:
-        batches = iter_batches(data, path=path, base_position=base_position, stop_at_partial=stop_at_partial)
-    wanted = []
-    for batch in batches:
-        h = batch.header
-        if until_offset is not None and h.base_offset >= until_offset:
-            break
-        if validate:
-            batch.ensure_valid()
-        if h.is_control or h.records_count == 0 or (from_offset is not None and h.last_offset < from_offset):
-            continue
-        wanted.append(batch)
-    if aborted_transactions and wanted:
-        aborted = batch_mask(wanted, aborted_transactions)
-        if aborted.any():
-            wanted = [b for b, out in zip(wanted, aborted.tolist()) if not out]
-    for batch in wanted:
-        h = batch.header
-        lat = h.max_timestamp if h.timestamp_type == TimestampType.LOG_APPEND_TIME else -1
-        file_pos = batch.position
-        if h.compression_type == CompressionType.NONE:
-            start = file_pos - base_position + RECORDS_OFFSET
-            end = file_pos - base_position + h.size_in_bytes
-            parts.append(memoryview(data)[start:end])
-        else:
-            records = batch.records_bytes()
-            start, end = 0, len(records)
-            parts.append(records)
-            compressed = True
-        sections.append([start, end, h.records_count, h.base_offset, h.base_timestamp, lat, file_pos])
-    if compressed:
+    if table is None:
+        table = walk_batches(data, path=path, base_position=base_position, stop_at_partial=stop_at_partial,
+                             until_offset=until_offset)
+    if until_offset is not None and len(table) and int(table.headers["base_offset"][-1]) >= until_offset:
+        table = table[:-1]
+    if validate:
+        table.ensure_valid()
+    counts = table.headers["records_count"].astype(np.int64)
+    wanted = ~table.is_control & (counts != 0)
+    if from_offset is not None:
+        wanted &= table.last_offsets >= from_offset
+    if aborted_transactions and wanted.any():
+        candidates = np.flatnonzero(wanted)
+        aborted = aborted_batch_mask(table.headers["producer_id"][candidates].astype(np.int64),
+                                     table.base_offsets[candidates], table.is_transactional[candidates],
+                                     aborted_transactions)
+        wanted[candidates[aborted]] = False
+    if not wanted.all():
+        table, counts = table[wanted], counts[wanted]
+    h = table.headers
+    log_append_time = np.where(table.is_log_append_time, h["max_timestamp"], -1).astype(np.int64)
+    begin = table.positions + RECORDS_OFFSET
+    finish = table.ends
+    arena_bytes = data
+    compressed = table.is_compressed
+    if compressed.any():
         # Decompressed sections live elsewhere: lay every records section end to end.
+        view = memoryview(data)
+        parts = [table.batch(i).records_bytes() if packed else view[b:f]
+                 for i, (packed, b, f) in enumerate(zip(compressed.tolist(), begin.tolist(), finish.tolist()))]
+        finish = np.cumsum([len(part) for part in parts], dtype=np.int64)
+        begin = finish - [len(part) for part in parts]
         arena_bytes = b"".join(parts)
-        cursor = 0
-        for s in sections:
-            size = s[1] - s[0]
-            s[0], s[1] = cursor, cursor + size
-            cursor += size
-    else:
-        arena_bytes = data
-    frames = locate_records(arena_bytes, sections, path)
+    frames = locate(arena_bytes, begin, finish, counts, table.base_offsets, h["base_timestamp"].astype(np.int64),
+                    log_append_time, table.file_positions, path)
     return _build(arena_bytes, frames, topic, partition, from_offset, until_offset, include_headers, path)
 
 
