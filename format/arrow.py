@@ -85,18 +85,25 @@ def _frame_starts(data: bytes, pos: int, count: int, out: list) -> int:
 
 
 def _record_advances() -> np.ndarray:
-    """How far a record's length varint moves the walk, by its first two bytes: the varint's size
-    plus the length it holds, walked as if positive; 0 where the varint runs past two bytes."""
-    b0 = np.arange(256, dtype=np.int64)[:, None]
-    b1 = np.arange(256, dtype=np.int64)[None, :]
-    one = np.broadcast_to(1 + (b0 >> 1), (256, 256))
-    two = 2 + ((((b0 & 0x7F) | (b1 << 7))) >> 1)
-    advance = np.where(b0 < 0x80, one, np.where(b1 < 0x80, two, 0))
-    return advance.astype(np.int32)
+    """How far a record's length varint moves the walk, by its first two bytes read as one
+    little-endian uint16: the varint's size plus the length it holds, walked as if positive;
+    ``_LONG_LENGTH`` (past any records section) where the varint runs past two bytes."""
+    pair = np.arange(1 << 16, dtype=np.int64)
+    b0, b1 = pair & 0xFF, pair >> 8
+    one = 1 + (b0 >> 1)
+    two = 2 + (((b0 & 0x7F) | (b1 << 7)) >> 1)
+    return np.where(b0 < 0x80, one, np.where(b1 < 0x80, two, _LONG_LENGTH))
 
 
+def _byte_pairs(A: np.ndarray) -> np.ndarray:
+    """Every two adjacent bytes of ``A`` as a little-endian uint16, position by position: a view,
+    so one gather reads both bytes of a length varint."""
+    return np.ndarray(shape=(max(len(A) - 1, 0),), dtype="<u2", buffer=A, strides=(1,))
+
+
+_LONG_LENGTH = 1 << 40
 # Records under 8 KiB have one- or two-byte length varints: one lookup per step of the walk.
-_ADVANCES = _record_advances()
+_ADVANCES_BY_PAIR = _record_advances()
 
 
 def locate_records(data: bytes, sections: list, path: str | None) -> RecordFrames:
@@ -130,23 +137,42 @@ def locate(data: bytes, begin: np.ndarray, finish: np.ndarray, counts: np.ndarra
     slot = out_base[order]  # where each batch's next start goes in ``starts``
     step = 0
     width = int(np.count_nonzero(left > 0))
-    last_byte = limit - 1  # a record starting there is one byte long (corrupt): walked one by one
+    walked = np.empty(len(starts), dtype=np.int64)  # the starts of each step, side by side
+    widths = []  # how many batches each step walked
+    done = 0
+    pairs = _byte_pairs(A)
     while width >= _LOCKSTEP_MIN_WIDTH:
         at = pos[:width]
-        if (at >= last_byte[:width]).any():
-            break  # a batch overran its records section: walked one by one below, which names it
-        advance = _ADVANCES[A[at], A[at + 1]]
-        if not advance.all():
+        try:
+            advance = _ADVANCES_BY_PAIR[pairs[at]]
+        except IndexError:
+            break  # a batch ran to the end of the data: walked one by one below, which names it
+        walked[done:done + width] = at
+        at += advance
+        if (at > limit[:width]).any():
+            at -= advance
+            if advance.max() < _LONG_LENGTH:
+                break  # a batch overran its records section: walked one by one below, which names it
             try:
                 value, after = decode_varints_at(A, at, 5)
             except CorruptRecordError:
                 break
             advance = after - at + np.where(value < 0, -value - 1, value)
-        starts[slot[:width] + step] = at
-        at += advance
+            at += advance
+            if (at > limit[:width]).any():
+                at -= advance
+                break
+        widths.append(width)
+        done += width
         step += 1
         while width and left[width - 1] <= step:
             width -= 1
+    if widths:
+        steps = np.repeat(np.arange(len(widths)), widths)
+        firsts = np.zeros(len(widths), dtype=np.int64)
+        np.cumsum(widths[:-1], out=firsts[1:])
+        batch = np.arange(len(steps)) - np.repeat(firsts, widths)
+        starts[slot[batch] + steps] = walked[:len(steps)]
     for s in np.flatnonzero(left > step).tolist():
         found_starts: list[int] = []
         try:
