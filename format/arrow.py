@@ -178,7 +178,8 @@ def locate(data: bytes, begin: np.ndarray, finish: np.ndarray, counts: np.ndarra
         try:
             pos[s] = _frame_starts(data, int(pos[s]), int(left[s]) - step, found_starts)
         except IndexError:
-            pos[s] = -1
+            pos[s] = -1  # a record ran past the end of the data: the count check below names its batch
+            continue
         starts[slot[s] + step:slot[s] + left[s]] = found_starts
     pos[order] = pos.copy()  # back in the batches' order
     bad = np.flatnonzero(pos != finish)
