@@ -355,20 +355,33 @@ def _build(arena_bytes: bytes, frames: RecordFrames, topic: str, partition: int,
                          frames.log_append_time[keep], frames.last_position[keep])
     key_len, p = decode_varints_at(A, p, 5)
     key_start = p
-    p = p + np.maximum(key_len, 0)
-    _check_within(p, body_end, "key", frames, path)
-    value_len, p = decode_varints_at(A, p, 5)
+    key_size = np.maximum(key_len, 0)
+    p = p + key_size
+    key_end = p
+    try:
+        value_len, p = decode_varints_at(A, p, 5)
+    except CorruptRecordError:
+        _check_within(key_end, body_end, "key", frames, path)  # the key ran past its record first
+        raise
     value_start = p
-    p = p + np.maximum(value_len, 0)
-    _check_within(p, body_end, "value", frames, path)
+    value_size = np.maximum(value_len, 0)
+    p = p + value_size
+    if (p > body_end).any():  # the value ends past its record, or the key already did
+        _check_within(key_end, body_end, "key", frames, path)
+        _check_within(p, body_end, "value", frames, path)
     n = len(offsets)
     lat = frames.log_append_time
-    timestamps = np.where(lat >= 0, lat, frames.base_timestamp + ts_delta) * 1000
-    timestamp_type = (lat >= 0).astype(np.int32)
+    log_append = lat >= 0
+    if log_append.any():
+        timestamps = np.where(log_append, lat, frames.base_timestamp + ts_delta)
+    else:
+        timestamps = frames.base_timestamp + ts_delta
+    timestamps *= 1000
+    timestamp_type = log_append.astype(np.int32)
     topic_bytes = topic.encode("utf-8")
     columns = [
-        _binary_from_slices(arena, key_start, np.maximum(key_len, 0), key_len >= 0, pa.binary()),
-        _binary_from_slices(arena, value_start, np.maximum(value_len, 0), value_len >= 0, pa.binary()),
+        _binary_from_slices(arena, key_start, key_size, key_len >= 0, pa.binary()),
+        _binary_from_slices(arena, value_start, value_size, value_len >= 0, pa.binary()),
         pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(np.arange(n + 1, dtype=np.int32)
                                                                 * len(topic_bytes)),
                                                pa.py_buffer(topic_bytes * n)]),
