@@ -295,8 +295,10 @@ def decode_to_arrow(buf, *, topic: str, partition: int, from_offset: int | None 
     if table is None:
         table = walk_batches(data, path=path, base_position=base_position, stop_at_partial=stop_at_partial,
                              until_offset=until_offset)
-    if until_offset is not None and len(table) and int(table.headers["base_offset"][-1]) >= until_offset:
-        table = table[:-1]
+    if until_offset is not None:
+        past = np.flatnonzero(table.base_offsets >= until_offset)
+        if past.size:
+            table = table[:int(past[0])]  # what follows the first batch at or past it is not read
     if validate:
         table.ensure_valid()
     counts = table.headers["records_count"].astype(np.int64)
