@@ -11,9 +11,11 @@ same for both sources, and the difference in the Python workers' share is
 what decoding costs. Also ``connector.reading.read_range`` over partition 0
 in this process, CPU time per row (``time.process_time``).
 
-Run ``python bench/connector_cpu_bench.py`` (``--records``, ``--runs``).
-Spark's Python workers import the ceiling from this directory: the script puts
-``bench/`` on their ``PYTHONPATH``.
+Run ``python bench/connector_cpu_bench.py`` (``--records``, ``--runs``) from
+the checkout to measure: Spark's Python workers import ``connector`` and
+``format`` from the directory Spark starts in, ahead of ``PYTHONPATH``. They
+import the ceiling from this directory: the script puts ``bench/`` on their
+``PYTHONPATH``.
 """
 
 from __future__ import annotations

@@ -1,12 +1,14 @@
 """Decoding batches into Arrow with the schema of Spark's Kafka source.
 
-The only per-record Python work is walking the length prefixes to find where
-each record starts (records are length-prefixed and sequential, so this step
-is inherently serial). Every field is then decoded for all records at once
-with numpy, and keys, values and header parts are gathered out of the batch
-bytes by one Arrow ``take`` over a binary array whose offsets alternate
-between the gaps and the wanted slices, so no payload byte passes through
-Python.
+The batches' headers come as numpy columns (``batch_table``): which batches
+are decoded is decided with masks, and the CRC is the only call per batch.
+Records are length-prefixed and sequential, so finding where each starts is
+serial within a batch: the batches are walked side by side, one numpy step
+per record position (``locate``), and one by one in Python only where few are
+left. Every field is then decoded for all records at once with numpy, and
+keys, values and header parts are gathered out of the batch bytes by one
+Arrow ``take`` over a binary array whose offsets alternate between the gaps
+and the wanted slices, so no payload byte passes through Python.
 """
 
 from __future__ import annotations
