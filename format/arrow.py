@@ -207,7 +207,7 @@ def _binary_from_slices(arena: pa.Buffer, starts: np.ndarray, lengths: np.ndarra
     offsets[-1] = len(arena)
     spread = pa.Array.from_buffers(pa.large_binary() if wide else pa.binary(), 2 * n + 1,
                                    [None, pa.py_buffer(offsets), arena])
-    taken = spread.take(pa.array(np.arange(1, 2 * n, 2, dtype=np.int64)))
+    taken = spread.take(pa.array(np.arange(1, 2 * n, 2, dtype=np.int32)))
     if wide:
         taken = taken.cast(pa.binary())
     validity = None
