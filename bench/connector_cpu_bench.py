@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.dirname(os.path.abspath(__file__)),
                                                           os.environ.get("PYTHONPATH")]))
 import connector_bench as cb  # noqa: E402
-from bench_common import MIB, git_revision, log, scratch_directory  # noqa: E402
+from bench_common import MIB, descendants, git_revision, log, process_table, scratch_directory  # noqa: E402
 
 from connector.planning import OffsetRange  # noqa: E402
 from connector.reading import read_range  # noqa: E402
@@ -43,32 +43,14 @@ ACTIONS = {"count()": lambda df: df.count(),
 def process_cpu() -> tuple[float, float]:
     """CPU seconds so far of the Spark JVM under this process and of the Python processes under it
     (with what their finished children used)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    table = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        command = stat[stat.index("(") + 1:stat.rindex(")")]
-        own = (int(fields[11]) + int(fields[12])) / tick
-        children = (int(fields[13]) + int(fields[14])) / tick
-        table[int(name)] = (int(fields[1]), command, own, children)
+    table = process_table()
     jvm = python = 0.0
-    below = [os.getpid()]
-    while below:
-        parent = below.pop()
-        for pid, (ppid, command, own, children) in table.items():
-            if ppid == parent:
-                below.append(pid)
-                if command == "java":
-                    jvm += own
-                else:
-                    python += own + children
+    for pid in descendants(table, os.getpid()):
+        process = table[pid]
+        if process.command == "java":
+            jvm += process.own_s
+        else:
+            python += process.own_s + process.reaped_s
     return jvm, python
 
 

@@ -45,7 +45,8 @@ from pyspark.sql.datasource import GreaterThanOrEqual
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_common import (MIB, Target, argument_parser, date_and_command, environment,  # noqa: E402
                           event_record, log, print_environment, print_header, print_markdown_header,
-                          print_markdown_row, print_markdown_targets, print_targets, scratch_directory, timed)
+                          print_markdown_row, print_markdown_targets, print_targets, scratch_directory, timed,
+                          tree_cpu_seconds)
 
 TOPIC = "bench"
 PARTITIONS = 4
@@ -87,30 +88,6 @@ def write_log(log_dir: str, per_partition: int) -> tuple[int, int]:
             log_.flush()
             written += log_.size
     return written, T_START + cut_batch * 1000
-
-
-def tree_cpu_seconds(pid: int) -> float:
-    """utime + stime of ``pid`` and every process under it, with their reaped children's (``/proc``)."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    children: dict[int, list[int]] = {}
-    stats: dict[int, float] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        ppid = int(fields[1])
-        children.setdefault(ppid, []).append(int(entry))
-        stats[int(entry)] = sum(int(v) for v in fields[11:15]) / ticks
-    total, todo = 0.0, [pid]
-    while todo:
-        p = todo.pop()
-        total += stats.get(p, 0.0)
-        todo.extend(children.get(p, ()))
-    return total
 
 
 def spark_session(master: str, warehouse: str):
