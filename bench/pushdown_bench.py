@@ -43,6 +43,7 @@ from format.record_batch import build_batch
 from pyspark.sql.datasource import GreaterThanOrEqual
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from connector_bench import spark_session  # noqa: E402
 from bench_common import (MIB, Target, argument_parser, date_and_command, environment,  # noqa: E402
                           event_record, log, print_environment, print_header, print_markdown_header,
                           print_markdown_row, print_markdown_targets, print_targets, scratch_directory, timed,
@@ -88,24 +89,6 @@ def write_log(log_dir: str, per_partition: int) -> tuple[int, int]:
             log_.flush()
             written += log_.size
     return written, T_START + cut_batch * 1000
-
-
-def spark_session(master: str, warehouse: str):
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
-
-    session = (SparkSession.builder.master(master).appName("seglog-pushdown-bench")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.driver.memory", "2g")
-               .config("spark.sql.warehouse.dir", warehouse)
-               .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={warehouse}")
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    return session
 
 
 def measure(spark, log_dir: str, cut_ms: int, runs: int) -> list[Figure]:
@@ -168,7 +151,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         log("counting the bytes each way reads (in this process)")
         counted = {mode: bytes_read(log_dir, cut_ms, cls)
                    for mode, cls in (("pushdown", PushdownBatchReader), ("no pushdown", SeglogBatchReader))}
-        spark = spark_session(args.master, os.path.join(root, "warehouse"))
+        spark = spark_session(args.master, os.path.join(root, "warehouse"), app="seglog-pushdown-bench",
+                              driver_memory="2g", with_kafka_source=False)
         try:
             env = environment([("spark", f"{spark.version}, {args.master}"),
                                ("log", f"{args.records:,} records, {log_bytes / MIB:,.0f} MiB, {PARTITIONS} "
