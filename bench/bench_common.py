@@ -179,6 +179,57 @@ def event_record(rng: random.Random, timestamp_ms: int, ts_field: bool = False) 
 # --- measuring --------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class ProcessCpu:
+    """One process as ``/proc/<pid>/stat`` shows it: its parent, command, and CPU seconds (user + system), its
+    own and those of its children it has reaped."""
+
+    ppid: int
+    command: str
+    own_s: float
+    reaped_s: float
+
+
+def process_table() -> dict[int, ProcessCpu]:
+    """Every process on the machine, by pid (those that vanish while being read are left out)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    table = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()  # after the command, which may hold spaces
+        table[int(name)] = ProcessCpu(int(fields[1]), stat[stat.index("(") + 1:stat.rindex(")")],
+                                      (int(fields[11]) + int(fields[12])) / tick,
+                                      (int(fields[13]) + int(fields[14])) / tick)
+    return table
+
+
+def descendants(table: dict[int, ProcessCpu], root: int) -> list[int]:
+    """The pids under ``root`` in ``table``, at any depth."""
+    children: dict[int, list[int]] = {}
+    for pid, process in table.items():
+        children.setdefault(process.ppid, []).append(pid)
+    found, todo = [], list(children.get(root, ()))
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, ()))
+    return found
+
+
+def tree_cpu_seconds(root: int) -> float:
+    """CPU seconds used so far by process ``root`` and every process under it (Spark's JVM, its Python daemon
+    and workers), with what their finished children used."""
+    table = process_table()
+    return sum(table[pid].own_s + table[pid].reaped_s for pid in (root, *descendants(table, root))
+               if pid in table)
+
+
 def timed(action: Callable[[], T]) -> tuple[float, T]:
     """Wall-clock seconds ``action`` takes, after a garbage collection, and what it returns."""
     gc.collect()

@@ -24,6 +24,10 @@ and records (absolute rates drift on shared machines; ratios hold better):
   each record it hands out, which caps it near 850,000 records/s whatever
   the broker; this client takes that cap away, so the figure is the
   broker's;
+* consume at the wire, read again: the same client reading one topic
+  ``--runs`` times over, after one untimed read (the brokers taking turns),
+  where the figure above reads each run's new topic once, right after the
+  confluent-kafka consumer;
 * produce latency at a fixed rate: the same producer sends 5,000 records a
   second for 10 s; the latency of a record runs from ``produce()`` to its
   delivery report (which includes ``linger.ms``); p50, p99 and the maximum;
@@ -388,7 +392,8 @@ def walk_batches(records) -> tuple[int, int | None]:
 
 
 def _receive_frame(sock: socket.socket, buffer: bytearray) -> memoryview:
-    """One response frame (without its size prefix) read into ``buffer``, grown when it is too small."""
+    """One response frame (without its size prefix) read into ``buffer``, which holds the largest a fetch of
+    ``WIRE_MAX_BYTES`` may be answered with."""
     view = memoryview(buffer)
     got = 0
     while got < 4:
@@ -398,8 +403,7 @@ def _receive_frame(sock: socket.socket, buffer: bytearray) -> memoryview:
         got += n
     (size,) = _FRAME_SIZE.unpack_from(buffer)
     if size > len(buffer):
-        buffer.extend(bytes(size - len(buffer)))
-        view = memoryview(buffer)
+        raise RuntimeError(f"a fetch response of {size} bytes, above the {len(buffer)} asked for")
     got = 0
     while got < size:
         n = sock.recv_into(view[got:size], size - got)
@@ -420,7 +424,7 @@ def fetch_at_wire(bootstrap: str, topic: str, count: int) -> tuple[float, int]:
     does, and the bytes of record batches served."""
     host, port = bootstrap.rsplit(":", 1)
     offsets = {p: 0 for p in range(PARTITIONS)}
-    buffer = bytearray(WIRE_MAX_BYTES // 8)
+    buffer = bytearray(WIRE_MAX_BYTES + 1024 * 1024)  # the records and the response's framing
     got, served, correlation = 0, 0, 0
     deadline = time.monotonic() + CLIENT_TIMEOUT_S
     with socket.create_connection((host, int(port)), timeout=CLIENT_TIMEOUT_S) as sock:
@@ -599,6 +603,29 @@ def throughput_rows(brokers: dict[str, RunningBroker], work: Workload, runs: int
 
     return measured_rows(brokers, BROKERS, work, runs, work.name, "bench", produce,
                          (("consume", consume), ("consume at the wire", consume_wire)))
+
+
+def wire_rows(brokers: dict[str, RunningBroker], work: Workload, runs: int) -> list[Row]:
+    """The consumer at the wire on a topic read again and again: each broker gets the topic once (confluent-kafka,
+    as above), one untimed read, then ``runs`` timed reads, the brokers taking turns going first."""
+    topic = f"bench-wire-{work.value_size}"
+    for name in BROKERS:
+        create_topic(brokers[name].bootstrap, topic)
+        produce_all(brokers[name].bootstrap, topic, work)
+        fetch_at_wire(brokers[name].bootstrap, topic, work.count)
+    seconds: dict[str, list[float]] = {name: [] for name in BROKERS}
+    cores: dict[str, list[float]] = {name: [] for name in BROKERS}
+    for i in range(runs):
+        for name in rotated(BROKERS, i):
+            broker = brokers[name]
+            s, core = with_broker_cpu(broker, lambda: consume_at_wire(broker.bootstrap, topic, work))
+            log(f"    {name}: consume at the wire, read again {work.bytes / s / 1e6:,.1f} MB/s (broker CPU {core:.0%})")
+            seconds[name].append(s)
+            cores[name].append(core)
+    for name in BROKERS:
+        delete_topic(brokers[name].bootstrap, topic)
+    return [Row(f"consume at the wire, read again, {work.name}", {n: work.timing(seconds[n]) for n in BROKERS},
+                {n: tuple(cores[n]) for n in BROKERS})]
 
 
 # --- Kafka's Java client, through Kafka's perf-test tools ----------------------------------
@@ -877,7 +904,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--records-100b", type=int, help="records per run with 100-byte values (default 1,000,000)")
     p.add_argument("--records-1k", type=int, help="records per run with 1 KiB values (default 500,000)")
     p.add_argument("--latency-seconds", type=float, help="seconds at 5,000 records/s (default 10, 3 with --quick)")
-    p.add_argument("--skip", choices=("throughput", "java", "latency"), action="append", default=[],
+    p.add_argument("--skip", choices=("throughput", "wire", "java", "latency"), action="append", default=[],
                    help="leave a figure out (repeatable)")
     p.add_argument("--dir", default="/tmp", help="where seglog's and Kafka's log dirs go (default /tmp)")
     p.add_argument("--zero-copy", action="store_true",
@@ -920,6 +947,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             if "throughput" not in args.skip:
                 log(f"throughput: {name}, {count:,} records ({work.bytes / 1e6:,.0f} MB) per run")
                 rows += throughput_rows(brokers, work, args.runs)
+            if "wire" not in args.skip:
+                log(f"consume at the wire, read again: {name}, {count:,} records ({work.bytes / 1e6:,.0f} MB)")
+                rows += wire_rows(brokers, work, args.runs)
             if "java" not in args.skip:
                 log(f"throughput, Java client: {name}, {count:,} records ({work.bytes / 1e6:,.0f} MB) per run")
                 rows += java_client_rows(brokers, work, args.runs)

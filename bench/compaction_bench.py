@@ -41,7 +41,8 @@ from typing import Sequence
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_common import (GIB, MB, MIB, Target, argument_parser, date_and_command,  # noqa: E402
                           environment, file_system, log, print_environment, print_markdown_header,
-                          print_markdown_row, print_markdown_targets, print_targets, short_of_disk)
+                          print_markdown_row, print_markdown_targets, print_targets, short_of_disk,
+                          tree_cpu_seconds)
 
 from broker_core import Broker  # noqa: E402
 from broker_core.clock import MockTime  # noqa: E402
@@ -144,29 +145,6 @@ def run_broker(directory: str, now_ms: int) -> tuple[float, float]:
     return elapsed, cpu
 
 
-def _tree_cpu_s(root_pid: int) -> float:
-    """CPU seconds used so far by a process and its descendants (Spark's JVM, its Python daemon
-    and workers), from /proc."""
-    children: dict[int, list[int]] = {}
-    ticks: dict[int, int] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(name))
-        ticks[int(name)] = int(fields[11]) + int(fields[12])
-    total, todo = 0, [root_pid]
-    while todo:
-        pid = todo.pop()
-        total += ticks.get(pid, 0)
-        todo.extend(children.get(pid, ()))
-    return total / os.sysconf("SC_CLK_TCK")
-
-
 def start_spark(master: str):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -202,12 +180,12 @@ def run_spark(spark, directory: str, now_ms: int) -> tuple[float, float, float]:
         if found:
             task_cpu.append(float(found.group(1)))
 
-    cpu0 = _tree_cpu_s(jvm)
+    cpu0 = tree_cpu_seconds(jvm)
     start = time.perf_counter()
     reports = run_compaction(spark, directory, [TOPIC], now_ms=now_ms, out=out)
     elapsed = time.perf_counter() - start
     assert reports
-    return elapsed, _tree_cpu_s(jvm) - cpu0, sum(task_cpu)
+    return elapsed, tree_cpu_seconds(jvm) - cpu0, sum(task_cpu)
 
 
 def identical(a: str, b: str) -> tuple[bool, int]:

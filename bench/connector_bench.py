@@ -330,22 +330,25 @@ def decode_alone(log_dir: str, per_partition: int) -> Timing:
     return Timing(per_partition, tuple(seconds))
 
 
-def spark_session(master: str, warehouse: str):
+def spark_session(master: str, warehouse: str, *, app: str = "seglog-connector-bench", driver_memory: str = "4g",
+                  with_kafka_source: bool = True):
+    """The benchmarks' Spark session; ``with_kafka_source`` gives it Spark's Kafka source jars."""
     # Spark's Python workers must run this interpreter (the one with seglog installed).
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
-    session = (SparkSession.builder.master(master).appName("seglog-connector-bench")
+    builder = (SparkSession.builder.master(master).appName(app)
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.driver.memory", "4g")
-               .config("spark.jars", spark_jars())  # Spark's Kafka source
+               .config("spark.driver.memory", driver_memory)
                .config("spark.sql.warehouse.dir", warehouse)
-               .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={warehouse}")
-               .getOrCreate())
+               .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={warehouse}"))
+    if with_kafka_source:
+        builder = builder.config("spark.jars", spark_jars())
+    session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
 

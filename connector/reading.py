@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import bisect
 import logging
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Iterator
 
 import pyarrow as pa
 
 from format.layout import TopicPartition
 from format.log_dir import LogDirectory, SegmentInfo
+from format.segment_reader import SegmentReader
 
 from .planning import OffsetRange
 
@@ -38,15 +41,34 @@ def data_loss(message: str, fail_on_data_loss: bool) -> None:
     log.warning("%s; skipping ahead (failOnDataLoss is false)", message)
 
 
+@dataclass
+class ReadCounter:
+    """Bytes of segment files (``.log``) that reads counted by it have read."""
+
+    bytes_read: int = 0
+
+
+@contextmanager
+def _counted(reader: SegmentReader, counter: ReadCounter | None) -> Iterator[SegmentReader]:
+    with reader:
+        try:
+            yield reader
+        finally:
+            if counter is not None:
+                counter.bytes_read += reader.records.bytes_read
+
+
 def _still_listed(directory: LogDirectory, tp: TopicPartition, segment: SegmentInfo) -> bool:
     return any(s.remote is not None and s.remote.segment_id == segment.remote.segment_id
                for s in directory.segments(tp))
 
 
 def read_range(directory: LogDirectory, r: OffsetRange, *, include_headers: bool, fail_on_data_loss: bool,
-               chunk_bytes: int, read_committed: bool = False) -> Iterator[pa.RecordBatch]:
+               chunk_bytes: int, read_committed: bool = False, counter: ReadCounter | None = None
+               ) -> Iterator[pa.RecordBatch]:
     """Arrow record batches holding the records of ``r``, in offset order; ``read_committed`` leaves out
-    those of aborted transactions (the planner ends ``r`` at or below the last stable offset)."""
+    those of aborted transactions (the planner ends ``r`` at or below the last stable offset); ``counter``
+    counts the bytes of segment files read."""
     tp = TopicPartition(r.topic, r.partition)
     aborted = directory.aborted_transactions(tp, r.from_offset, r.until_offset) if read_committed else None
     position = r.from_offset
@@ -67,7 +89,7 @@ def read_range(directory: LogDirectory, r: OffsetRange, *, include_headers: bool
         next_base = bases[i + 1] if i + 1 < len(bases) else None
         until = r.until_offset if next_base is None else min(r.until_offset, next_base)
         try:
-            with directory.reader(tp, segment) as reader:
+            with _counted(directory.reader(tp, segment), counter) as reader:
                 for batch in reader.iter_arrow(r.topic, r.partition, position, until, include_headers,
                                                chunk_bytes, aborted):
                     yield batch

@@ -15,9 +15,9 @@ import pyarrow as pa
 
 from format.aborted_filter import with_marker_offsets
 from format.arrow import decode_to_arrow
+from format.batch_table import walk_batches
 from format.layout import INTERNAL_TOPICS, TopicPartition
 from format.log_dir import PartitionInfo
-from format.record_batch import iter_batches
 
 from .client_options import open_broker
 from .planning import OffsetRange
@@ -92,17 +92,18 @@ def fetch_range(bootstrap: str, r: OffsetRange, *, include_headers: bool, fail_o
                 position = start.offset
                 continue
             where = f"{bootstrap}/{r.topic}-{r.partition}"
-            batches = list(iter_batches(result.records, path=where))
-            if not batches:
+            records = bytes(result.records)
+            batches = walk_batches(records, path=where)
+            if not len(batches):
                 return  # nothing more below the high watermark
             aborted = None
             if result.aborted_transactions:
                 aborted = with_marker_offsets(((t.producer_id, t.first_offset) for t in result.aborted_transactions),
-                                              batches)
-            table = decode_to_arrow(result.records, topic=r.topic, partition=r.partition, from_offset=position,
+                                              batches.batches())
+            table = decode_to_arrow(records, topic=r.topic, partition=r.partition, from_offset=position,
                                     until_offset=r.until_offset, include_headers=include_headers,
-                                    path=where, batches=batches,
+                                    path=where, table=batches,
                                     aborted_transactions=aborted)
             if table.num_rows:
                 yield table
-            position = max(position, batches[-1].header.next_offset)
+            position = max(position, int(batches.last_offsets[-1]) + 1)

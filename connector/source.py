@@ -9,6 +9,8 @@ connector's planning and reading functions.
 from __future__ import annotations
 
 import logging
+import os
+import sys
 from typing import Iterator
 
 import pyarrow as pa
@@ -18,7 +20,8 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
 
 from broker_core.clock import SYSTEM_CLOCK, Clock
 from format.layout import TopicPartition
-from format.log_dir import PartitionInfo
+from format.log_dir import PartitionInfo, SegmentInfo
+from format.record_batch import TimestampType
 from format.remote_tier import REMOTE_TIER_FILE
 from format.tiered_log import TieredLogDirectory
 
@@ -26,7 +29,8 @@ from .client_options import open_broker
 from .options import SeglogOptionError, SourceOptions, open_log_directory, parse_options
 from .planning import (OffsetRange, TriggerPacer, bound_to_readable, check_named_partitions, check_ranges,
                        from_offsets_json, resolve, select_partitions, split_ranges, to_offsets_json)
-from .reading import data_loss, read_range
+from .pushdown import ReadBounds, keep_rows, narrow_ranges, push_filters
+from .reading import ReadCounter, data_loss, read_range
 from .remote import RemoteLog, fetch_range
 
 log = logging.getLogger(__name__)
@@ -100,6 +104,31 @@ class _Planner:
                 return found.offset
         return None
 
+    def stamped_at_append(self, tp: TopicPartition, offset: int) -> bool:
+        """Whether the batch holding ``offset`` and the partition's last batch are stamped at append
+        (``LogAppendTime``): the topic was so set when ``offset`` was written and still is, and the broker
+        stamps with its clock as it appends, so no record after ``offset`` is stamped before it (what
+        Kafka's time index rests on). Unknown (False) without the files."""
+        if self.directory is None or self.options.bootstrap:
+            return False
+        segments = self.directory.segments(tp)
+        holding = [s for s in segments if s.base_offset <= offset]
+        return (bool(holding) and self._batch_stamped_at_append(tp, holding[-1], offset)
+                and self._batch_stamped_at_append(tp, segments[-1], None))
+
+    def _batch_stamped_at_append(self, tp: TopicPartition, segment: SegmentInfo, offset: int | None) -> bool:
+        """Whether the batch of ``segment`` holding ``offset`` (its last batch for None) is LogAppendTime."""
+        with self.directory.reader(tp, segment) as reader:
+            if offset is None:
+                end = reader.next_offset()
+                if end is None:
+                    return False  # a segment just rolled: its batches are yet to come
+                offset = end - 1
+            found = reader.translate_offset(offset)
+            walk = reader.records.batch_headers(found.position) if found is not None else iter(())
+            _, header = next(walk, (None, None))
+            return header is not None and header.timestamp_type == TimestampType.LOG_APPEND_TIME
+
     def group_offsets(self) -> dict[TopicPartition, int]:
         from broker_core.group_offsets import read_committed_offsets
 
@@ -154,6 +183,16 @@ class _Planner:
         return [b for b in out if r.from_offset < b < r.until_offset]
 
 
+_PUSHDOWN_WORKER = "data_source_pushdown_filters.py"
+
+
+def _planned_with_pushdown() -> bool:
+    """Whether the reader is being made by Spark's planning worker that pushes filters (the caller of
+    ``DataSource.reader``)."""
+    caller = sys._getframe(2)
+    return os.path.basename(caller.f_code.co_filename) == _PUSHDOWN_WORKER
+
+
 def _log_directory(options: SourceOptions) -> TieredLogDirectory:
     try:
         return open_log_directory(options)
@@ -170,37 +209,72 @@ def _spec_option(raw: dict, prefix: str) -> str:
     return f"{prefix}Offsets"
 
 
-def _read(options: SourceOptions, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+def _read(options: SourceOptions, partition: InputPartition, bounds: ReadBounds = ReadBounds(),
+          counter: ReadCounter | None = None) -> Iterator[pa.RecordBatch]:
     if not isinstance(partition, RangePartition):
         # Spark plans one InputPartition(None) for a batch reader that has no ranges to read.
         return
     if not options.path:
-        yield from fetch_range(options.bootstrap, partition.offset_range, include_headers=options.include_headers,
-                               fail_on_data_loss=options.fail_on_data_loss, max_bytes=options.chunk_bytes,
-                               read_committed=options.read_committed, client_props=options.client_props)
+        batches = fetch_range(options.bootstrap, partition.offset_range, include_headers=options.include_headers,
+                              fail_on_data_loss=options.fail_on_data_loss, max_bytes=options.chunk_bytes,
+                              read_committed=options.read_committed, client_props=options.client_props)
+    else:
+        batches = read_range(open_log_directory(options), partition.offset_range,
+                             include_headers=options.include_headers, fail_on_data_loss=options.fail_on_data_loss,
+                             chunk_bytes=options.chunk_bytes, read_committed=options.read_committed, counter=counter)
+    if bounds.keys is None and bounds.min_timestamp is None and bounds.max_timestamp is None:
+        yield from batches
         return
-    directory = open_log_directory(options)
-    yield from read_range(directory, partition.offset_range, include_headers=options.include_headers,
-                          fail_on_data_loss=options.fail_on_data_loss, chunk_bytes=options.chunk_bytes,
-                          read_committed=options.read_committed)
+    for batch in batches:
+        # Rows are dropped only once decoded: no batch is left out unread for its keys or timestamps.
+        batch = keep_rows(bounds, batch)
+        if batch.num_rows:
+            yield batch
 
 
 class SeglogBatchReader(DataSourceReader):
+    """A batch query: the offset ranges from the starting and ending options, narrowed by ``bounds``, the
+    filters Spark pushes (``PushdownBatchReader``, ``connector.pushdown``).
+
+    ``counter`` counts the bytes of segment files that ``read`` read through this object. Spark 4.2 gives
+    a Python data source no task metric of its own (a Python scan reports only Spark's Python runner
+    metrics) and a reader cannot make an accumulator (it is made in a planning worker, not in the
+    driver), so the count is read where the reader reads: in the process that calls ``read``."""
+
     def __init__(self, options: SourceOptions):
         self.options = options
+        self.bounds = ReadBounds()
+        self.counter = ReadCounter()
         planner = _Planner(options)
-        infos = planner.infos()
-        start = planner.starting_offsets(infos)
-        end = planner.resolve(options.ending, infos, is_start=False)
-        check_ranges(start, end)
-        end = bound_to_readable(start, end, infos, read_committed=options.read_committed)
-        self._partitions = planner.tasks(start, end, infos)
+        self._infos = planner.infos()
+        self._start = planner.starting_offsets(self._infos)
+        end = planner.resolve(options.ending, self._infos, is_start=False)
+        check_ranges(self._start, end)
+        self._end = bound_to_readable(self._start, end, self._infos, read_committed=options.read_committed)
 
     def partitions(self):
-        return self._partitions
+        planner = _Planner(self.options)
+        start, end = self._start, self._end
+        if not self.bounds.is_unbounded:
+            start, end = narrow_ranges(self.bounds, start, end, first_reaching=planner.find_by_timestamp,
+                                       stamped_at_append=planner.stamped_at_append)
+        return planner.tasks(start, end, self._infos)
 
     def read(self, partition):
-        return _read(self.options, partition)
+        return _read(self.options, partition, self.bounds, self.counter)
+
+
+class PushdownBatchReader(SeglogBatchReader):
+    """The batch reader Spark pushes filters to.
+
+    Spark refuses to plan a reader that takes filters when ``spark.sql.python.filterPushdown.enabled``
+    is false (``DATA_SOURCE_PUSHDOWN_DISABLED``) and says so to no data source: the reader is made by one
+    of two planning workers, one for each setting. Taking filters only when made by the pushdown one keeps
+    ``format("seglog")`` working in every session, pushing filters down where the setting allows it."""
+
+    def pushFilters(self, filters):
+        self.bounds, remaining = push_filters(filters)
+        return remaining
 
 
 class SeglogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -327,7 +401,7 @@ class SeglogDataSource(DataSource):
             from .views import ViewReader
 
             return ViewReader(options)
-        return SeglogBatchReader(options)
+        return PushdownBatchReader(options) if _planned_with_pushdown() else SeglogBatchReader(options)
 
     def streamReader(self, schema):
         try:

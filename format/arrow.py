@@ -1,12 +1,14 @@
 """Decoding batches into Arrow with the schema of Spark's Kafka source.
 
-The only per-record Python work is walking the length prefixes to find where
-each record starts (records are length-prefixed and sequential, so this step
-is inherently serial). Every field is then decoded for all records at once
-with numpy, and keys, values and header parts are gathered out of the batch
-bytes by one Arrow ``take`` over a binary array whose offsets alternate
-between the gaps and the wanted slices, so no payload byte passes through
-Python.
+The batches' headers come as numpy columns (``batch_table``): which batches
+are decoded is decided with masks, and the CRC is the only call per batch.
+Records are length-prefixed and sequential, so finding where each starts is
+serial within a batch: the batches are walked side by side, one numpy step
+per record position (``locate``), and one by one in Python only where few are
+left. Every field is then decoded for all records at once with numpy, and
+keys, values and header parts are gathered out of the batch bytes by one
+Arrow ``take`` over a binary array whose offsets alternate between the gaps
+and the wanted slices, so no payload byte passes through Python.
 """
 
 from __future__ import annotations
@@ -17,10 +19,10 @@ from typing import Sequence
 import numpy as np
 import pyarrow as pa
 
-from .aborted_filter import batch_mask
-from .compression import CompressionType
+from .aborted_filter import aborted_batch_mask
+from .batch_table import BatchTable, walk_batches
 from .errors import CorruptRecordError
-from .record_batch import RECORDS_OFFSET, TimestampType, iter_batches
+from .record_batch import RECORDS_OFFSET
 from .txn_index import AbortedTxn
 from .varint import decode_varints_at
 
@@ -85,22 +87,39 @@ def _frame_starts(data: bytes, pos: int, count: int, out: list) -> int:
 
 
 def _record_advances() -> np.ndarray:
-    """How far a record's length varint moves the walk, by its first two bytes: the varint's size
-    plus the length it holds, walked as if positive; 0 where the varint runs past two bytes."""
-    b0 = np.arange(256, dtype=np.int64)[:, None]
-    b1 = np.arange(256, dtype=np.int64)[None, :]
-    one = np.broadcast_to(1 + (b0 >> 1), (256, 256))
-    two = 2 + ((((b0 & 0x7F) | (b1 << 7))) >> 1)
-    advance = np.where(b0 < 0x80, one, np.where(b1 < 0x80, two, 0))
-    return advance.astype(np.int32)
+    """How far a record's length varint moves the walk, by its first two bytes read as one
+    little-endian uint16: the varint's size plus the length it holds, walked as if positive;
+    ``_LONG_LENGTH`` (past any records section) where the varint runs past two bytes."""
+    pair = np.arange(1 << 16, dtype=np.int64)
+    b0, b1 = pair & 0xFF, pair >> 8
+    one = 1 + (b0 >> 1)
+    two = 2 + (((b0 & 0x7F) | (b1 << 7)) >> 1)
+    return np.where(b0 < 0x80, one, np.where(b1 < 0x80, two, _LONG_LENGTH))
 
 
+def _byte_pairs(A: np.ndarray) -> np.ndarray:
+    """Every two adjacent bytes of ``A`` as a little-endian uint16, position by position: a view,
+    so one gather reads both bytes of a length varint."""
+    return np.ndarray(shape=(max(len(A) - 1, 0),), dtype="<u2", buffer=A, strides=(1,))
+
+
+_LONG_LENGTH = 1 << 40
 # Records under 8 KiB have one- or two-byte length varints: one lookup per step of the walk.
-_ADVANCES = _record_advances()
+_ADVANCES_BY_PAIR = _record_advances()
 
 
 def locate_records(data: bytes, sections: list, path: str | None) -> RecordFrames:
-    """Find every record's start: batches are walked side by side with numpy while
+    """``locate`` over ``sections``: per batch, [records start, records end, record count, base offset,
+    base timestamp, LogAppendTime or -1, file position] (more items are ignored)."""
+    table = np.array([s[:7] for s in sections], dtype=np.int64).reshape(len(sections), 7)
+    return locate(data, *table.T, path=path)
+
+
+def locate(data: bytes, begin: np.ndarray, finish: np.ndarray, counts: np.ndarray, base_offset: np.ndarray,
+           base_timestamp: np.ndarray, log_append_time: np.ndarray, file_position: np.ndarray,
+           path: str | None) -> RecordFrames:
+    """Find every record's start, given per batch where its records section begins and ends in
+    ``data`` and how many records it holds: batches are walked side by side with numpy while
     there are enough of them, and one by one in Python for the rest.
 
     The batches are taken most records first, so those still being walked at a
@@ -109,9 +128,7 @@ def locate_records(data: bytes, sections: list, path: str | None) -> RecordFrame
     afterwards.
     """
     A = np.frombuffer(data, dtype=np.uint8)
-    count = len(sections)
-    table = np.array([s[:3] for s in sections], dtype=np.int64).reshape(count, 3)
-    begin, finish, counts = table[:, 0], table[:, 1], table[:, 2]
+    count = len(begin)
     out_base = np.zeros(count, dtype=np.int64)
     np.cumsum(counts[:-1], out=out_base[1:])
     starts = np.empty(int(counts.sum()), dtype=np.int64)
@@ -122,42 +139,60 @@ def locate_records(data: bytes, sections: list, path: str | None) -> RecordFrame
     slot = out_base[order]  # where each batch's next start goes in ``starts``
     step = 0
     width = int(np.count_nonzero(left > 0))
-    last_byte = limit - 1  # a record starting there is one byte long (corrupt): walked one by one
+    walked = np.empty(len(starts), dtype=np.int64)  # the starts of each step, side by side
+    widths = []  # how many batches each step walked
+    done = 0
+    pairs = _byte_pairs(A)
     while width >= _LOCKSTEP_MIN_WIDTH:
         at = pos[:width]
-        if (at >= last_byte[:width]).any():
-            break  # a batch overran its records section: walked one by one below, which names it
-        advance = _ADVANCES[A[at], A[at + 1]]
-        if not advance.all():
+        try:
+            advance = _ADVANCES_BY_PAIR[pairs[at]]
+        except IndexError:
+            break  # a batch ran to the end of the data: walked one by one below, which names it
+        walked[done:done + width] = at
+        at += advance
+        if (at > limit[:width]).any():
+            at -= advance
+            if advance.max() < _LONG_LENGTH:
+                break  # a batch overran its records section: walked one by one below, which names it
             try:
                 value, after = decode_varints_at(A, at, 5)
             except CorruptRecordError:
                 break
             advance = after - at + np.where(value < 0, -value - 1, value)
-        starts[slot[:width] + step] = at
-        at += advance
+            at += advance
+            if (at > limit[:width]).any():
+                at -= advance
+                break
+        widths.append(width)
+        done += width
         step += 1
         while width and left[width - 1] <= step:
             width -= 1
+    if widths:
+        steps = np.repeat(np.arange(len(widths)), widths)
+        firsts = np.zeros(len(widths), dtype=np.int64)
+        np.cumsum(widths[:-1], out=firsts[1:])
+        batch = np.arange(len(steps)) - np.repeat(firsts, widths)
+        starts[slot[batch] + steps] = walked[:len(steps)]
     for s in np.flatnonzero(left > step).tolist():
         found_starts: list[int] = []
         try:
             pos[s] = _frame_starts(data, int(pos[s]), int(left[s]) - step, found_starts)
         except IndexError:
-            pos[s] = -1
+            pos[s] = -1  # a record ran past the end of the data: the count check below names its batch
+            continue
         starts[slot[s] + step:slot[s] + left[s]] = found_starts
     pos[order] = pos.copy()  # back in the batches' order
     bad = np.flatnonzero(pos != finish)
     if bad.size:
-        s = sections[int(bad[0])]
+        b = int(bad[0])
         raise CorruptRecordError(
-            f"record count mismatch: the batch declares {s[2]} records but its record lengths "
-            f"do not add up to its {s[1] - s[0]}-byte records section", path=path, position=s[6])
-
-    def per_record(i: int) -> np.ndarray:
-        return np.repeat(np.fromiter((s[i] for s in sections), dtype=np.int64, count=count), counts)
-
-    return RecordFrames(starts, per_record(3), per_record(4), per_record(5), per_record(6))
+            f"record count mismatch: the batch declares {int(counts[b])} records but its record lengths "
+            f"do not add up to its {int(finish[b] - begin[b])}-byte records section", path=path,
+            position=int(file_position[b]))
+    return RecordFrames(starts, np.repeat(base_offset, counts), np.repeat(base_timestamp, counts),
+                        np.repeat(log_append_time, counts), np.repeat(file_position, counts))
 
 
 def _binary_from_slices(arena: pa.Buffer, starts: np.ndarray, lengths: np.ndarray,
@@ -172,7 +207,7 @@ def _binary_from_slices(arena: pa.Buffer, starts: np.ndarray, lengths: np.ndarra
     offsets[-1] = len(arena)
     spread = pa.Array.from_buffers(pa.large_binary() if wide else pa.binary(), 2 * n + 1,
                                    [None, pa.py_buffer(offsets), arena])
-    taken = spread.take(pa.array(np.arange(1, 2 * n, 2, dtype=np.int64)))
+    taken = spread.take(pa.array(np.arange(1, 2 * n, 2, dtype=np.int32)))
     if wide:
         taken = taken.cast(pa.binary())
     validity = None
@@ -246,7 +281,7 @@ def _headers(A: np.ndarray, arena: pa.Buffer, pos: np.ndarray, counts: np.ndarra
 def decode_to_arrow(buf, *, topic: str, partition: int, from_offset: int | None = None,
                     until_offset: int | None = None, include_headers: bool = False,
                     path: str | None = None, base_position: int = 0, validate: bool = True,
-                    stop_at_partial: bool = True, batches: list | None = None,
+                    stop_at_partial: bool = True, table: BatchTable | None = None,
                     aborted_transactions: Sequence[AbortedTxn] | None = None) -> pa.RecordBatch:
     """Decode the complete batches of ``buf`` into one Arrow record batch.
 
@@ -255,55 +290,47 @@ def decode_to_arrow(buf, *, topic: str, partition: int, from_offset: int | None 
     ``aborted_transactions`` (``aborted_filter``). A torn batch at the end of
     ``buf`` is where decoding stops. With ``validate``, every batch's CRC is
     checked and a mismatch raises CorruptRecordError naming ``path`` and the
-    batch's position (``base_position`` + its offset in ``buf``). ``batches``:
-    the batches of ``buf`` (``RecordBatch`` views into it) when the caller has
-    walked them already.
+    batch's position (``base_position`` + its offset in ``buf``). ``table``:
+    the batches of ``buf`` when the caller has walked them already.
     """
     data = buf if isinstance(buf, bytes) else bytes(buf)
-    sections = []
-    parts = []  # each batch's records section, in order
-    compressed = False
-    if batches is None:
-        batches = iter_batches(data, path=path, base_position=base_position, stop_at_partial=stop_at_partial)
-    wanted = []
-    for batch in batches:
-        h = batch.header
-        if until_offset is not None and h.base_offset >= until_offset:
-            break
-        if validate:
-            batch.ensure_valid()
-        if h.is_control or h.records_count == 0 or (from_offset is not None and h.last_offset < from_offset):
-            continue
-        wanted.append(batch)
-    if aborted_transactions and wanted:
-        aborted = batch_mask(wanted, aborted_transactions)
-        if aborted.any():
-            wanted = [b for b, out in zip(wanted, aborted.tolist()) if not out]
-    for batch in wanted:
-        h = batch.header
-        lat = h.max_timestamp if h.timestamp_type == TimestampType.LOG_APPEND_TIME else -1
-        file_pos = batch.position
-        if h.compression_type == CompressionType.NONE:
-            start = file_pos - base_position + RECORDS_OFFSET
-            end = file_pos - base_position + h.size_in_bytes
-            parts.append(memoryview(data)[start:end])
-        else:
-            records = batch.records_bytes()
-            start, end = 0, len(records)
-            parts.append(records)
-            compressed = True
-        sections.append([start, end, h.records_count, h.base_offset, h.base_timestamp, lat, file_pos])
-    if compressed:
+    if table is None:
+        table = walk_batches(data, path=path, base_position=base_position, stop_at_partial=stop_at_partial,
+                             until_offset=until_offset)
+    if until_offset is not None:
+        past = np.flatnonzero(table.base_offsets >= until_offset)
+        if past.size:
+            table = table[:int(past[0])]  # what follows the first batch at or past it is not read
+    if validate:
+        table.ensure_valid()
+    counts = table.headers["records_count"].astype(np.int64)
+    wanted = ~table.is_control & (counts != 0)
+    if from_offset is not None:
+        wanted &= table.last_offsets >= from_offset
+    if aborted_transactions and wanted.any():
+        candidates = np.flatnonzero(wanted)
+        aborted = aborted_batch_mask(table.headers["producer_id"][candidates].astype(np.int64),
+                                     table.base_offsets[candidates], table.is_transactional[candidates],
+                                     aborted_transactions)
+        wanted[candidates[aborted]] = False
+    if not wanted.all():
+        table, counts = table[wanted], counts[wanted]
+    h = table.headers
+    log_append_time = np.where(table.is_log_append_time, h["max_timestamp"], -1).astype(np.int64)
+    begin = table.positions + RECORDS_OFFSET
+    finish = table.ends
+    arena_bytes = data
+    compressed = table.is_compressed
+    if compressed.any():
         # Decompressed sections live elsewhere: lay every records section end to end.
+        view = memoryview(data)
+        parts = [table.batch(i).records_bytes() if packed else view[b:f]
+                 for i, (packed, b, f) in enumerate(zip(compressed.tolist(), begin.tolist(), finish.tolist()))]
+        finish = np.cumsum([len(part) for part in parts], dtype=np.int64)
+        begin = finish - [len(part) for part in parts]
         arena_bytes = b"".join(parts)
-        cursor = 0
-        for s in sections:
-            size = s[1] - s[0]
-            s[0], s[1] = cursor, cursor + size
-            cursor += size
-    else:
-        arena_bytes = data
-    frames = locate_records(arena_bytes, sections, path)
+    frames = locate(arena_bytes, begin, finish, counts, table.base_offsets, h["base_timestamp"].astype(np.int64),
+                    log_append_time, table.file_positions, path)
     return _build(arena_bytes, frames, topic, partition, from_offset, until_offset, include_headers, path)
 
 
@@ -332,20 +359,33 @@ def _build(arena_bytes: bytes, frames: RecordFrames, topic: str, partition: int,
                          frames.log_append_time[keep], frames.last_position[keep])
     key_len, p = decode_varints_at(A, p, 5)
     key_start = p
-    p = p + np.maximum(key_len, 0)
-    _check_within(p, body_end, "key", frames, path)
-    value_len, p = decode_varints_at(A, p, 5)
+    key_size = np.maximum(key_len, 0)
+    p = p + key_size
+    key_end = p
+    try:
+        value_len, p = decode_varints_at(A, p, 5)
+    except CorruptRecordError:
+        _check_within(key_end, body_end, "key", frames, path)  # the key ran past its record first
+        raise
     value_start = p
-    p = p + np.maximum(value_len, 0)
-    _check_within(p, body_end, "value", frames, path)
+    value_size = np.maximum(value_len, 0)
+    p = p + value_size
+    if (p > body_end).any():  # the value ends past its record, or the key already did
+        _check_within(key_end, body_end, "key", frames, path)
+        _check_within(p, body_end, "value", frames, path)
     n = len(offsets)
     lat = frames.log_append_time
-    timestamps = np.where(lat >= 0, lat, frames.base_timestamp + ts_delta) * 1000
-    timestamp_type = (lat >= 0).astype(np.int32)
+    log_append = lat >= 0
+    if log_append.any():
+        timestamps = np.where(log_append, lat, frames.base_timestamp + ts_delta)
+    else:
+        timestamps = frames.base_timestamp + ts_delta
+    timestamps *= 1000
+    timestamp_type = log_append.astype(np.int32)
     topic_bytes = topic.encode("utf-8")
     columns = [
-        _binary_from_slices(arena, key_start, np.maximum(key_len, 0), key_len >= 0, pa.binary()),
-        _binary_from_slices(arena, value_start, np.maximum(value_len, 0), value_len >= 0, pa.binary()),
+        _binary_from_slices(arena, key_start, key_size, key_len >= 0, pa.binary()),
+        _binary_from_slices(arena, value_start, value_size, value_len >= 0, pa.binary()),
         pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(np.arange(n + 1, dtype=np.int32)
                                                                 * len(topic_bytes)),
                                                pa.py_buffer(topic_bytes * n)]),

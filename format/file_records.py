@@ -103,6 +103,7 @@ class _FsspecReader:
         self.path = path
         self._size = size
         self.file = fs.open(path, "rb", block_size=BATCH_READ_BLOCK, cache_type="readahead")
+        self.bytes_read = 0
 
     def size(self) -> int:
         if self._size is None:
@@ -111,7 +112,9 @@ class _FsspecReader:
 
     def read_at(self, position: int, size: int) -> bytes:
         self.file.seek(position)
-        return self.file.read(size)
+        data = self.file.read(size)
+        self.bytes_read += len(data)
+        return data
 
     def close(self) -> None:
         self.file.close()
@@ -145,6 +148,11 @@ class FileRecords:
     @property
     def size_in_bytes(self) -> int:
         return self._size
+
+    @property
+    def bytes_read(self) -> int:
+        """Bytes of the file read so far through a read-only fsspec view (what a reader of the log dir read)."""
+        return getattr(self._reader, "bytes_read", 0)
 
     def refresh_size(self) -> int:
         """Re-read the size (readers following a file that is still being written)."""

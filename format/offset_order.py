@@ -18,6 +18,8 @@ batch that breaks these rules. It is pure: the walks that use it read the bytes.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .errors import CorruptRecordError
 
 
@@ -63,6 +65,29 @@ class OffsetOrder:
             if last_offset == self.anchor:
                 self.anchor = None
         self.last_offset = last_offset
+
+    def accept_run(self, base_offsets: np.ndarray, last_offsets: np.ndarray) -> int:
+        """How many batches from the first, in walk order, ``check`` accepts, all tested at once;
+        the state moves past them. The caller checks the next one with ``check`` (it raises)."""
+        n = len(base_offsets)
+        if not n:
+            return 0
+        ok = (last_offsets >= base_offsets) & (base_offsets >= self.floor)
+        ok[1:] &= base_offsets[1:] > last_offsets[:-1]
+        if self.last_offset is not None:
+            ok[0] &= base_offsets[0] > self.last_offset
+        reach = None
+        if self.anchor is not None:
+            reaching = np.flatnonzero(last_offsets >= self.anchor)
+            if reaching.size:
+                reach = int(reaching[0])
+                ok[reach] &= last_offsets[reach] == self.anchor
+        accepted = int(np.argmin(ok)) if not ok.all() else n
+        if accepted:
+            self.last_offset = int(last_offsets[accepted - 1])
+            if reach is not None and reach < accepted:
+                self.anchor = None
+        return accepted
 
     def check_next_base(self, position: int, base_offset: int) -> None:
         """The batch after the walk (only its first bytes read) must start above what the walk ended at."""

@@ -19,15 +19,25 @@ import pyarrow as pa
 
 from . import layout
 from .arrow import decode_to_arrow
+from .batch_table import BatchTable, walk_batches
 from .file_records import FileRecords, LogOffsetPosition, TimestampAndOffset
 from .fs import join
 from .index import OffsetIndex, TimeIndex
 from .offset_order import OffsetOrder, OffsetOrderError
-from .record_batch import LOG_OVERHEAD, RecordBatch, iter_batches
+from .record_batch import LOG_OVERHEAD, RecordBatch
 from .segment import check_tail, start_of_walk
 from .txn_index import AbortedTxn
 
 DEFAULT_CHUNK_BYTES = 4 * 1024 * 1024
+
+
+class _OrderBroken(Exception):
+    """Batch ``index`` of a chunk broke the offset order (``error``)."""
+
+    def __init__(self, index: int, error: OffsetOrderError):
+        super().__init__(index, error)
+        self.index = index
+        self.error = error
 
 
 class SegmentReader:
@@ -101,8 +111,15 @@ class SegmentReader:
     def read_chunks(self, from_offset: int, until_offset: int | None = None,
                     chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> Iterator[tuple[int, bytes, list[RecordBatch]]]:
         """(file position, bytes, batches) of complete batches from the one holding ``from_offset``:
-        the batches are views into the bytes, walked once here so that the decoder need not walk
-        them again; the bytes may run past the last batch (into one cut short by the chunk).
+        ``read_tables`` with each batch as a ``RecordBatch`` view into the bytes."""
+        for position, data, table in self.read_tables(from_offset, until_offset, chunk_bytes):
+            yield position, data, table.batches()
+
+    def read_tables(self, from_offset: int, until_offset: int | None = None,
+                    chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> Iterator[tuple[int, bytes, BatchTable]]:
+        """(file position, bytes, batches) of complete batches from the one holding ``from_offset``:
+        the batches (a ``BatchTable`` over the bytes) are walked once here so that the decoder need
+        not walk them again; the bytes may run past the last batch (into one cut short by the chunk).
         A chunk is given out only once the batch after it is seen to follow it, so a batch whose
         offsets contradict the next one's is never decoded (either may be the damaged one)."""
         position, order = self._start_of_walk(from_offset)
@@ -114,23 +131,18 @@ class SegmentReader:
         size = self.size
         while pos < size:
             data = self.records.read(pos, min(chunk_bytes, size - pos))
-            batches = []
-            reached_until = False
+            table = walk_batches(data, path=self.log_path, base_position=pos, until_offset=until_offset)
+            reached_until = bool(len(table)) and until_offset is not None and (
+                int(table.headers["base_offset"][-1]) >= until_offset)
             try:
-                for batch in iter_batches(data, path=self.log_path, base_position=pos):
-                    h = batch.header
-                    if batch.position != first:
-                        order.check(batch.position, h.base_offset, h.last_offset)
-                    if until_offset is not None and h.base_offset >= until_offset:
-                        reached_until = True
-                        break
-                    batches.append(batch)
-            except OffsetOrderError:
-                if len(batches) > 1:
-                    kept = batches[:-1]
-                    yield pos, data, kept
-                raise
-            end = batches[-1].position - pos + batches[-1].size_in_bytes if batches else 0
+                self._check_order(order, table, pos == first)
+            except _OrderBroken as broken:
+                if broken.index > 1:
+                    yield pos, data, table[:broken.index - 1]
+                raise broken.error from None
+            if reached_until:
+                table = table[:-1]
+            end = int(table.ends[-1]) if len(table) else 0
             if end == 0 and not reached_until:
                 # The next batch is larger than a chunk, or it is a torn tail.
                 if len(data) < LOG_OVERHEAD:
@@ -141,34 +153,49 @@ class SegmentReader:
                         until_offset is not None and base_offset >= until_offset):
                     return
                 data = self.records.read(pos, needed)
-                batches = list(iter_batches(data, path=self.log_path, base_position=pos))
-                h = batches[0].header
-                if batches[0].position != first:
-                    order.check(pos, h.base_offset, h.last_offset)
+                table = walk_batches(data, path=self.log_path, base_position=pos)
+                if pos != first:
+                    h = table.headers[0]
+                    order.check(pos, int(h["base_offset"]), int(h["base_offset"]) + int(h["last_offset_delta"]))
                 end = needed
             if end and not reached_until and pos + end + LOG_OVERHEAD <= size:
                 following = data[end:end + 8] if len(data) >= end + 8 else self.records.read(pos + end, 8)
                 try:
                     order.check_next_base(pos + end, int.from_bytes(following, "big", signed=True))
                 except OffsetOrderError:
-                    if len(batches) > 1:
-                        yield pos, data, batches[:-1]
+                    if len(table) > 1:
+                        yield pos, data, table[:-1]
                     raise
             if end:
-                yield pos, data, batches
+                yield pos, data, table
             if reached_until:
                 return
             pos += end
+
+    @staticmethod
+    def _check_order(order: OffsetOrder, table: BatchTable, starts_the_walk: bool) -> None:
+        """Every batch of ``table`` through ``order`` (the walk's first batch, found by the offset
+        search, is not checked again); raises ``_OrderBroken`` naming the batch that breaks it."""
+        skip = 1 if starts_the_walk else 0
+        base, last = table.base_offsets, table.last_offsets
+        i = skip + order.accept_run(base[skip:], last[skip:])
+        positions = table.file_positions
+        while i < len(table):
+            try:
+                order.check(int(positions[i]), int(base[i]), int(last[i]))
+            except OffsetOrderError as exc:
+                raise _OrderBroken(i, exc) from None
+            i += 1
 
     def iter_arrow(self, topic: str, partition: int, from_offset: int, until_offset: int | None = None,
                    include_headers: bool = False, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
                    aborted_transactions: Sequence[AbortedTxn] | None = None) -> Iterator[pa.RecordBatch]:
         """Arrow record batches of the records with ``from_offset <= offset < until_offset``, without
         those of ``aborted_transactions`` (read_committed)."""
-        for position, data, batches in self.read_chunks(from_offset, until_offset, chunk_bytes):
+        for position, data, table in self.read_tables(from_offset, until_offset, chunk_bytes):
             batch = decode_to_arrow(data, topic=topic, partition=partition, from_offset=from_offset,
                                     until_offset=until_offset, include_headers=include_headers,
-                                    path=self.log_path, base_position=position, batches=batches,
+                                    path=self.log_path, base_position=position, table=table,
                                     aborted_transactions=aborted_transactions)
             if batch.num_rows:
                 yield batch

@@ -124,12 +124,15 @@ def decode_varints_at(data: np.ndarray, positions: np.ndarray, max_bytes: int = 
         return (raw >> 1) ^ -(raw & 1), positions + 1
     if max_bytes >= 2 and positions.max() < n - 1:
         # Lengths, deltas and counts under 8 KiB take one or two bytes: decoded on every
-        # position at once, without gathering the open ones by index.
+        # position at once, without gathering the open ones by index. A second byte counts
+        # only after a first with its continuation bit set (multiplied by ``more``).
         second = data[positions + 1]
-        if not (more & (second >= 0x80)).any():
-            raw = first.astype(np.int64)
-            raw = np.where(more, (raw & 0x7F) | (second.astype(np.int64) << 7), raw)
-            return (raw >> 1) ^ -(raw & 1), positions + 1 + more
+        if not (first & second & 0x80).any():
+            raw = (first & 0x7F).astype(np.int64)
+            raw |= second.astype(np.int64) * (more * 0x80)
+            ends = positions + more
+            ends += 1
+            return (raw >> 1) ^ -(raw & 1), ends
     return _decode_varints_in_rounds(data, positions, first, max_bytes)
 
 

@@ -489,11 +489,10 @@ class Processor(threading.Thread):
     def _transfer(self, conn: _Connection, send: _FileSend) -> None:
         """Send what the socket takes of a file slice; drop it from ``conn.send`` once all of it went."""
         records = send.records
-        records.ensure_whole()
         count = records.size - send.sent
         sent = conn.transport.transfer_from(records.fd, records.position + send.sent, count)
-        if sent == 0:  # the file ends before the slice: truncated between the check and the send
-            records.ensure_whole()
+        if sent == 0:  # sendfile met the end of the file before the slice's: truncated after the plan
+            records.ensure_whole()  # raises, saying how short the file is now
             raise FileSliceTruncatedError(f"the file ended under a planned send of {records.size} bytes",
                                           path=records.path, position=records.position)
         send.sent += sent

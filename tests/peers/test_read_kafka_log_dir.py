@@ -60,10 +60,11 @@ def kafka_dir(tmp_path_factory) -> str:
         for codec in CODECS:
             # Batches of eight, in order, however busy the machine: a batch is sent once full (a short
             # linger.ms sends smaller ones, which the client leaves uncompressed when that is shorter), and
-            # one request at a time keeps a retried batch ahead of the next (the topic is brand new).
+            # the idempotent producer keeps a retried batch ahead of the next (the topic is brand new, and
+            # without idempotence librdkafka may write a retried first batch after the second).
             producer = Producer({"bootstrap.servers": kafka.bootstrap, "compression.type": codec,
                                  "linger.ms": 1000, "batch.num.messages": 8,
-                                 "max.in.flight.requests.per.connection": 1})
+                                 "enable.idempotence": True, "max.in.flight.requests.per.connection": 1})
             for n in range(PER_PARTITION):
                 for p in range(PARTITIONS):
                     key, value, headers, ts = produced_record(codec, p, n)

@@ -100,23 +100,29 @@ def test_kafka_python_gets_the_same_bytes_with_and_without_zero_copy(tmp_path):
     assert_zero_copy_answers_as_the_copying_path(tmp_path, consume)
 
 
-def test_confluent_kafka_gets_the_same_bytes_with_and_without_zero_copy(tmp_path):
+def confluent_consume(bootstrap: str, records: int, **settings) -> int:
+    """Records a confluent-kafka consumer assigned every partition from the beginning reads, up to ``records``."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "zero-copy", "enable.auto.commit": False,
+                         **settings})
+    consumer.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+    try:
+        count = 0
+        for _ in range(200):
+            for message in consumer.consume(1000, timeout=0.5):
+                assert message.error() is None, message.error()
+                count += 1
+            if count >= records:
+                break
+        return count
+    finally:
+        consumer.close()
+
+
+def test_confluent_kafka_gets_the_same_bytes_with_and_without_zero_copy(tmp_path):
     def consume(bootstrap: str) -> int:
-        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "zero-copy", "enable.auto.commit": False})
-        consumer.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
-        try:
-            count = 0
-            for _ in range(200):
-                for message in consumer.consume(1000, timeout=0.5):
-                    assert message.error() is None, message.error()
-                    count += 1
-                if count >= RECORDS:
-                    break
-            return count
-        finally:
-            consumer.close()
+        return confluent_consume(bootstrap, RECORDS)
 
     assert_zero_copy_answers_as_the_copying_path(tmp_path, consume)
 
@@ -172,7 +178,7 @@ def test_kcat_gets_the_same_bytes_with_and_without_zero_copy(tmp_path):
 
 
 def test_a_read_committed_consumer_gets_the_same_bytes_and_aborted_transactions_with_and_without_zero_copy(tmp_path):
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+    from confluent_kafka import Producer
 
     committed = 2 * BATCHES * PER_BATCH
 
@@ -193,19 +199,6 @@ def test_a_read_committed_consumer_gets_the_same_bytes_and_aborted_transactions_
                 producer.abort_transaction(30)
 
     def consume(bootstrap: str) -> int:
-        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "zero-copy", "enable.auto.commit": False,
-                             "isolation.level": "read_committed"})
-        consumer.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
-        try:
-            count = 0
-            for _ in range(200):
-                for message in consumer.consume(1000, timeout=0.5):
-                    assert message.error() is None, message.error()
-                    count += 1
-                if count >= committed:
-                    break
-            return count
-        finally:
-            consumer.close()
+        return confluent_consume(bootstrap, committed, **{"isolation.level": "read_committed"})
 
     assert_zero_copy_answers_as_the_copying_path(tmp_path, consume, fill, committed)

@@ -1,0 +1,207 @@
+"""Benchmark of filter pushdown in the Spark connector: a query selecting the last 5% of a topic by
+``timestamp``, with ``spark.sql.python.filterPushdown.enabled`` true and false.
+
+One topic of 4 partitions (``--records`` records, 20,000,000 by default; 100-byte JSON-like values, 10-byte
+keys, batches of 135 records as in the connector benchmark; CreateTime stamps rising by one second a batch),
+read through a temporary view ``USING seglog``:
+
+    SELECT count(*), sum(length(value)) FROM bench WHERE timestamp >= TIMESTAMP '<cut>'
+
+where ``<cut>`` is the stamp of the first batch of the last 5% of each partition. With pushdown each task
+starts at the first offset whose largest timestamp so far reaches the cut (the time index); without it,
+every record is read, decoded and handed to Spark, which drops 95% of them. The view is made afresh before
+each run, untimed (Spark 4.2 keeps the read a relation planned with pushed filters for its later queries);
+the timing is the query's: its planning (a Python worker resolving the offsets and, with pushdown, taking
+the filters) and its tasks.
+
+Figures per mode: wall-clock seconds (best of ``--runs`` after a warm-up; median beside it) and the CPU
+seconds of the whole process tree (this driver, Spark's JVM, its Python workers: utime + stime from
+``/proc``, children's included), which a busy machine disturbs far less than wall time. Also the bytes of
+segment files each way reads, counted by the reader itself (``SeglogBatchReader.counter``) in this
+process, without Spark.
+
+Run ``python bench/pushdown_bench.py``; ``--quick`` for a smoke run, ``--markdown`` for rows to paste into
+BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from typing import Sequence
+
+from broker_core import Broker
+from connector.options import parse_options
+from connector.source import PushdownBatchReader, SeglogBatchReader
+from format.layout import TopicPartition
+from format.record import SimpleRecord
+from format.record_batch import build_batch
+from pyspark.sql.datasource import GreaterThanOrEqual
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from connector_bench import spark_session  # noqa: E402
+from bench_common import (MIB, Target, argument_parser, date_and_command, environment,  # noqa: E402
+                          event_record, log, print_environment, print_header, print_markdown_header,
+                          print_markdown_row, print_markdown_targets, print_targets, scratch_directory, timed,
+                          tree_cpu_seconds)
+
+TOPIC = "bench"
+PARTITIONS = 4
+BATCH_RECORDS = 135
+POOL_RECORDS = 34_560
+T_START = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+TAIL = 0.05
+PUSHDOWN = "spark.sql.python.filterPushdown.enabled"
+TARGET_SPEEDUP = 10.0
+
+
+@dataclass(frozen=True)
+class Figure:
+    mode: str
+    wall: tuple[float, ...]
+    cpu: tuple[float, ...]
+    rows: int
+
+
+def write_log(log_dir: str, per_partition: int) -> tuple[int, int]:
+    """Fill ``TOPIC``; returns (bytes written, the cut: the stamp of the first batch of the last 5%)."""
+    rng = random.Random(42)
+    pool = [event_record(rng, 0) for _ in range(POOL_RECORDS)]
+    batches = -(-per_partition // BATCH_RECORDS)
+    cut_batch = int(batches * (1 - TAIL))
+    written = 0
+    with Broker(log_dir, background=False) as broker:
+        broker.create_topic(TOPIC, PARTITIONS, {})
+        for p in range(PARTITIONS):
+            log_ = broker.log_manager.get_log(TopicPartition(TOPIC, p))
+            for b in range(batches):
+                first = b * BATCH_RECORDS
+                stamp = T_START + b * 1000
+                start = first + p * 7919  # each partition its own run through the pool
+                records = [SimpleRecord(pool[(start + i) % POOL_RECORDS].value,
+                                        pool[(start + i) % POOL_RECORDS].key, stamp + i)
+                           for i in range(min(BATCH_RECORDS, per_partition - first))]
+                log_.append(build_batch(records))
+            log_.flush()
+            written += log_.size
+    return written, T_START + cut_batch * 1000
+
+
+def measure(spark, log_dir: str, cut_ms: int, runs: int) -> list[Figure]:
+    """Both modes, warmed up, then taking turns run after run (so that neither gets the warmer JVM)."""
+    cut = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(cut_ms / 1000))
+    query = f"SELECT count(*) AS n, sum(length(value)) AS bytes FROM bench WHERE timestamp >= TIMESTAMP '{cut}'"
+
+    def view(pushdown: bool) -> None:
+        spark.conf.set(PUSHDOWN, str(pushdown).lower())
+        spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW bench USING seglog OPTIONS (path '{log_dir}', "
+                  f"subscribe '{TOPIC}')")
+
+    def run() -> int:
+        return spark.sql(query).collect()[0].n
+
+    modes = (True, False)
+    for pushdown in modes:  # warm-up: Python workers started, the JVM's code compiled, files in the page cache
+        view(pushdown)
+        run()
+    wall = {m: [] for m in modes}
+    cpu = {m: [] for m in modes}
+    rows = {}
+    for _ in range(runs):
+        for pushdown in modes:
+            log(f"  {PUSHDOWN}={str(pushdown).lower()}")
+            view(pushdown)  # untimed: the view, and its schema worker, are not the query
+            before = tree_cpu_seconds(os.getpid())
+            seconds, rows[pushdown] = timed(run)
+            cpu[pushdown].append(tree_cpu_seconds(os.getpid()) - before)
+            wall[pushdown].append(seconds)
+    return [Figure("pushdown" if m else "no pushdown", tuple(wall[m]), tuple(cpu[m]), rows[m]) for m in modes]
+
+
+def bytes_read(log_dir: str, cut_ms: int, reader_class: type) -> tuple[int, int]:
+    """(rows, bytes of segment files) the reader reads in this process for the query's filter."""
+    import datetime as dt
+
+    reader = reader_class(parse_options({"path": log_dir, "subscribe": TOPIC}))
+    cut = GreaterThanOrEqual(("timestamp",), dt.datetime.fromtimestamp(cut_ms / 1000, dt.timezone.utc))
+    if reader_class is PushdownBatchReader:
+        reader.pushFilters([cut])
+    rows = sum(batch.num_rows for p in reader.partitions() for batch in reader.read(p))
+    return rows, reader.counter.bytes_read
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argument_parser(__doc__, "200,000 records and 2 runs", pin=False)
+    p.add_argument("--records", type=int, default=20_000_000)
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--master", default="local[2]")
+    p.add_argument("--dir", default=None, help="where the scratch log dir goes (default: the temporary folder)")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.records, args.runs = 200_000, 2
+    with scratch_directory("seglog-pushdown-bench-", args.dir) as root:
+        log_dir = os.path.join(root, "logs")
+        log(f"writing {args.records:,} records over {PARTITIONS} partitions")
+        s, (log_bytes, cut_ms) = timed(lambda: write_log(log_dir, args.records // PARTITIONS))
+        log(f"  {log_bytes / MIB:,.0f} MiB in {s:.1f} s")
+        log("counting the bytes each way reads (in this process)")
+        counted = {mode: bytes_read(log_dir, cut_ms, cls)
+                   for mode, cls in (("pushdown", PushdownBatchReader), ("no pushdown", SeglogBatchReader))}
+        spark = spark_session(args.master, os.path.join(root, "warehouse"), app="seglog-pushdown-bench",
+                              driver_memory="2g", with_kafka_source=False)
+        try:
+            env = environment([("spark", f"{spark.version}, {args.master}"),
+                               ("log", f"{args.records:,} records, {log_bytes / MIB:,.0f} MiB, {PARTITIONS} "
+                                       f"partitions")])
+            log("measuring")
+            figures = measure(spark, log_dir, cut_ms, args.runs)
+        finally:
+            spark.stop()
+    report(env, figures, counted, args)
+    return 0
+
+
+def report(env, figures: list[Figure], counted: dict[str, tuple[int, int]], args) -> None:
+    pushed, full = figures
+    if pushed.rows != full.rows:
+        raise AssertionError(f"pushdown returned {pushed.rows} rows, without it {full.rows}")
+    speedup = min(full.wall) / min(pushed.wall)
+    cpu_speedup = min(full.cpu) / min(pushed.cpu)
+    found = [Target(f"last {TAIL:.0%} by timestamp, pushdown >= {TARGET_SPEEDUP:.0f}x faster (wall)",
+                    f"{speedup:.1f}x", speedup >= TARGET_SPEEDUP),
+             Target("the same, CPU seconds of the process tree", f"{cpu_speedup:.1f}x",
+                    cpu_speedup >= TARGET_SPEEDUP)]
+    print_environment(env)
+    print()
+    print_header(f"{'mode':<12} {'rows':>10} {'wall s best':>12} {'median':>8} {'CPU s best':>11} {'median':>8} "
+                 f"{'segment bytes read':>19}")
+    for f in figures:
+        print(f"{f.mode:<12} {f.rows:>10,} {min(f.wall):>12.2f} {statistics.median(f.wall):>8.2f} "
+              f"{min(f.cpu):>11.2f} {statistics.median(f.cpu):>8.2f} {counted[f.mode][1] / MIB:>15,.1f} MiB")
+    print_targets(found)
+    if args.markdown:
+        day, command = date_and_command(env)
+        print_markdown_header(("query", "pushdown (best; median)", "no pushdown (best; median)", "ratio", "command",
+                               "date"))
+        print_markdown_row((f"last {TAIL:.0%} by `timestamp`, {pushed.rows:,} rows: wall s",
+                            f"{min(pushed.wall):.2f} ({statistics.median(pushed.wall):.2f})",
+                            f"{min(full.wall):.2f} ({statistics.median(full.wall):.2f})", f"{speedup:.1f}x",
+                            f"`{command}`", day))
+        print_markdown_row(("the same: CPU s of driver, JVM and Python workers",
+                            f"{min(pushed.cpu):.2f} ({statistics.median(pushed.cpu):.2f})",
+                            f"{min(full.cpu):.2f} ({statistics.median(full.cpu):.2f})", f"{cpu_speedup:.1f}x",
+                            f"`{command}`", day))
+        print_markdown_row(("segment bytes read (the reader's counter)",
+                            f"{counted['pushdown'][1] / MIB:,.1f} MiB",
+                            f"{counted['no pushdown'][1] / MIB:,.1f} MiB",
+                            f"{counted['no pushdown'][1] / max(1, counted['pushdown'][1]):.1f}x",
+                            f"`{command}`", day))
+        print_markdown_targets(found)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
