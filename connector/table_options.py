@@ -24,6 +24,7 @@ from broker_core.cli.table_sync_arguments import DATE_COLUMN
 
 from .option_error import SeglogOptionError
 from .options import _duration_ms
+from .table_storage import hadoop_conf, is_s3
 from .value_schema import ValueFormat, parse_value_format
 
 MODES = ("append", "upsert")
@@ -142,6 +143,17 @@ class SyncOptions:
     group_id: str
     source_options: Mapping[str, str] = field(default_factory=dict)
     upkeep: Upkeep | None = None
+    # The object store's settings (seglog's names) where the table, its checkpoint or dead letters are in one.
+    storage_options: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def locations(self) -> tuple[str, str, str]:
+        return self.table, self.checkpoint, self.dead_letter_table
+
+    @property
+    def hadoop_conf(self) -> dict[str, str]:
+        """What Spark's Hadoop configuration needs to reach the sync's locations (none on a local disk)."""
+        return hadoop_conf(self.storage_options) if any(map(is_s3, self.locations)) else {}
 
     @property
     def partition_columns(self) -> list[str]:
@@ -155,6 +167,7 @@ def parse_sync_options(*, table: str, topic: str | None = None, topic_pattern: s
                        checkpoint: str | None = None, dead_letter_table: str | None = None,
                        max_offsets_per_trigger: int | None = None, optimize_interval: str | None = None,
                        vacuum_retain_hours: float | None = None,
+                       storage_options: Mapping[str, str] | None = None,
                        source_options: Mapping[str, str] | None = None) -> SyncOptions:
     """Check a sync's settings; ``cleanup_policies`` (topic -> ``cleanup.policy``) decides the default mode."""
     url = table_url(table)
@@ -185,6 +198,10 @@ def parse_sync_options(*, table: str, topic: str | None = None, topic_pattern: s
               **({"path": log_dir} if log_dir is not None else {"kafka.bootstrap.servers": bootstrap})}
     if max_offsets_per_trigger is not None:
         source["maxOffsetsPerTrigger"] = str(max_offsets_per_trigger)
+    storage = dict(storage_options or {})
+    hadoop_conf(storage)  # the settings checked, whichever locations use them
+    if log_dir is not None and "://" in log_dir and not log_dir.startswith("file://"):
+        source.update({f"storage.{name}": value for name, value in storage.items()})
     source.update(source_options or {})
     group = GROUP_PREFIX + url
     source["groupId"] = group
@@ -193,4 +210,5 @@ def parse_sync_options(*, table: str, topic: str | None = None, topic_pattern: s
                        value_format=parse_value_format(value_format), trigger=parse_trigger(trigger),
                        partition_by=partition, checkpoint=checkpoint or _inside(url, "checkpoint"),
                        dead_letter_table=dead_letter_table or _inside(url, "dead_letters"), group_id=group,
-                       source_options=source, upkeep=parse_upkeep(optimize_interval, vacuum_retain_hours))
+                       source_options=source, upkeep=parse_upkeep(optimize_interval, vacuum_retain_hours),
+                       storage_options=storage)

@@ -44,6 +44,7 @@ import fsspec
 from .client_options import security_props
 from .sink_transaction import pause_at
 from .table_options import DATE_COLUMN, SyncOptions, parse_sync_options
+from .table_storage import fsspec_options
 from .value_schema import (CORRUPT_RECORD, KAFKA_COLUMNS, column_name, describe_json_error, merge_schemas,
                            value_schema_of_table)
 
@@ -84,10 +85,13 @@ def sync(spark, table: str, *, topic: str | None = None, topic_pattern: str | No
          value_format: str = "raw", trigger: str = "available-now", partition_by: str | None = DATE_COLUMN,
          checkpoint: str | None = None, dead_letter_table: str | None = None,
          max_offsets_per_trigger: int | None = None, optimize_interval: str | None = None,
-         vacuum_retain_hours: float | None = None, source_options: Mapping[str, str] | None = None):
+         vacuum_retain_hours: float | None = None, storage_options: Mapping[str, str] | None = None,
+         source_options: Mapping[str, str] | None = None):
     """Start the streaming query that keeps the Delta table ``table`` fed from ``topic`` (or the topics
     matching ``topic_pattern``); returns the ``StreamingQuery``. ``mode`` defaults to ``upsert`` for a
-    compacted topic, else ``append``. See ``table_options`` for the other settings."""
+    compacted topic, else ``append``. ``storage_options`` (``key``, ``secret``, ``endpoint_url``, ...) reach
+    a table in a bucket (set on the session's Hadoop configuration; Hadoop's S3A on ``spark.jars``) and a
+    log dir in one. See ``table_options`` for the other settings."""
     policies = {} if mode is not None else cleanup_policies(
         topic=topic, topic_pattern=topic_pattern, log_dir=log_dir, bootstrap=bootstrap,
         client_props=security_props(source_options or {}))
@@ -97,12 +101,15 @@ def sync(spark, table: str, *, topic: str | None = None, topic_pattern: str | No
                                  checkpoint=checkpoint, dead_letter_table=dead_letter_table,
                                  max_offsets_per_trigger=max_offsets_per_trigger,
                                  optimize_interval=optimize_interval, vacuum_retain_hours=vacuum_retain_hours,
-                                 source_options=source_options)
+                                 storage_options=storage_options, source_options=source_options)
     return start(spark, options)
 
 
 def start(spark, options: SyncOptions):
     """The streaming query of a checked sync."""
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    for name, value in options.hadoop_conf.items():
+        hadoop.set(name, value)
     records = spark.readStream.format("seglog").options(**options.source_options).load()
     return (records.writeStream.foreachBatch(BatchWriter(options))
             .option("checkpointLocation", options.checkpoint)
@@ -110,9 +117,10 @@ def start(spark, options: SyncOptions):
             .start())
 
 
-def query_id(checkpoint: str) -> str:
+def query_id(checkpoint: str, storage_options: Mapping[str, str] | None = None) -> str:
     """The streaming query's id, as its checkpoint keeps it across restarts (``<checkpoint>/metadata``)."""
-    with fsspec.open(checkpoint.rstrip("/") + "/metadata", "r") as f:
+    metadata = checkpoint.rstrip("/") + "/metadata"
+    with fsspec.open(metadata, "r", **fsspec_options(checkpoint, storage_options or {})) as f:
         return json.loads(f.readline())["id"]
 
 
@@ -146,7 +154,7 @@ class BatchWriter:
 
     def __call__(self, batch, batch_id: int) -> None:
         if self._app_id is None:
-            self._app_id = query_id(self.options.checkpoint)
+            self._app_id = query_id(self.options.checkpoint, self.options.storage_options)
         spark = batch.sparkSession
         batch = batch.persist()
         try:

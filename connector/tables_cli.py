@@ -27,12 +27,12 @@ from broker_core.key_values import parse_key_values
 
 from .option_error import SeglogOptionError
 from .table_options import group_id_for, parse_sync_options, table_of_group
-from .tables_job import sync_settings
+from .table_storage import delta_rs_options, is_s3
+from .tables_job import DELTA_CONF as DELTA_SESSION_CONF, sync_settings
 from .value_schema import type_name
 
 TABLES_JOB_MODULE = "connector.tables_job"
-DELTA_CONF = ("spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension",
-              "spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog")
+DELTA_CONF = tuple(f"{name}={value}" for name, value in DELTA_SESSION_CONF.items())
 
 
 def _absolute(location: str | None) -> str | None:
@@ -46,12 +46,13 @@ def sync_command(args: argparse.Namespace) -> tuple[list[str], str]:
     spec = importlib.util.find_spec(TABLES_JOB_MODULE)
     job = spec.origin
     root = os.path.dirname(os.path.dirname(os.path.abspath(job)))
-    try:
-        jars = spark_jars()
-    except JarsMissingError as exc:
-        raise CommandError(f"Delta Lake's jars are missing: {exc}") from None
     for name in ("table", "log_dir", "checkpoint", "dead_letter_table"):
         setattr(args, name, _absolute(getattr(args, name)))
+    in_bucket = any(is_s3(getattr(args, name)) for name in ("table", "checkpoint", "dead_letter_table"))
+    try:
+        jars = spark_jars(s3=in_bucket)
+    except JarsMissingError as exc:
+        raise CommandError(f"Delta Lake's or Hadoop S3A's jars are missing: {exc}") from None
     command = spark_submit_prefix(root, master=args.master, conf=[*DELTA_CONF, *(args.conf or ())])
     return command + ["--jars", jars, job, *sync_argv(args)], root
 
@@ -95,6 +96,14 @@ def _type_text(data_type) -> str:
     return type_name(json.loads(data_type.to_json()))
 
 
+def _table_storage(args: argparse.Namespace) -> dict[str, str]:
+    """``--storage`` as delta-rs takes it."""
+    try:
+        return delta_rs_options(parse_key_values(args.storage, "--storage"))
+    except SeglogOptionError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def table_summary(table: str, storage_options: dict[str, str] | None = None) -> TableSummary | None:
     """The table's version, last commit, row count (from the files' statistics) and schema; None where no
     Delta table is (yet)."""
@@ -136,7 +145,7 @@ def _lag(description) -> int | None:
 
 
 def list_tables(args: argparse.Namespace) -> int:
-    storage = parse_key_values(args.storage, "--storage")
+    storage = _table_storage(args)
     rows: list[tuple] = [("TABLE", "TOPIC", "LAG", "VERSION", "LAST-COMMIT", "ROWS")]
     for table in _fed_tables(args):
         group = _group(args, table)
@@ -155,7 +164,7 @@ def describe_table(args: argparse.Namespace) -> int:
     from broker_core.errors import GroupIdNotFoundError
 
     table = _absolute(args.table)
-    storage = parse_key_values(args.storage, "--storage")
+    storage = _table_storage(args)
     summary = table_summary(table, storage)
     try:
         group = _group(args, table)
@@ -183,7 +192,7 @@ def optimize_table(args: argparse.Namespace) -> int:
     from deltalake import DeltaTable
 
     table = _absolute(args.table)
-    storage = parse_key_values(args.storage, "--storage")
+    storage = _table_storage(args)
     if not DeltaTable.is_deltatable(table, storage):
         raise CommandError(f"{table} is not a Delta table")
     delta = DeltaTable(table, storage_options=storage)

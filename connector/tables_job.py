@@ -43,6 +43,7 @@ def sync_settings(args: argparse.Namespace) -> dict:
                 partition_by=args.partition_by, checkpoint=args.checkpoint,
                 dead_letter_table=args.dead_letter_table, max_offsets_per_trigger=args.max_offsets_per_trigger,
                 optimize_interval=args.optimize_interval, vacuum_retain_hours=args.vacuum_retain,
+                storage_options=parse_key_values(args.storage, "--storage"),
                 source_options=parse_key_values(args.source_option, "--source-option"))
 
 

@@ -10,7 +10,7 @@ DATE_COLUMN = "date"
 def add_sync_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of a sync: ``seglog tables sync``'s and the Spark job's."""
     parser.add_argument("--table", required=True,
-                        help="the Delta table: a path, or a URL Spark reaches (s3a:// with hadoop-aws on spark.jars)")
+                        help="the Delta table: a path, or an s3:// (s3a://) URL with --storage")
     topics = parser.add_mutually_exclusive_group(required=True)
     topics.add_argument("--topic", help="the topic to sync")
     topics.add_argument("--topic-pattern", metavar="REGEX", help="sync every topic whose name matches")
@@ -36,6 +36,9 @@ def add_sync_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--vacuum-retain", type=float, metavar="HOURS",
                         help="with --optimize-interval: VACUUM after each OPTIMIZE, keeping files removed less "
                              "than HOURS ago (Delta refuses less than 168 unless told otherwise)")
+    parser.add_argument("--storage", action="append", metavar="KEY=VALUE",
+                        help="an object store setting for a table (and log dir) in a bucket: key, secret, token, "
+                             "endpoint_url (repeatable)")
     parser.add_argument("--source-option", action="append", metavar="KEY=VALUE",
                         help="an option of the seglog source, e.g. kafka.security.protocol=SSL (repeatable)")
 
@@ -49,6 +52,8 @@ def sync_argv(args: argparse.Namespace) -> list[str]:
         value = getattr(args, flag)
         if value is not None:
             argv += ["--" + flag.replace("_", "-"), str(value)]
+    for item in args.storage or ():
+        argv += ["--storage", item]
     for item in args.source_option or ():
         argv += ["--source-option", item]
     return argv

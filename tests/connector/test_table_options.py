@@ -98,3 +98,36 @@ def test_a_bad_upkeep_schedule_is_refused_naming_the_option(settings, message):
     with pytest.raises(SeglogOptionError) as refused:
         parse(**settings)
     assert message in str(refused.value)
+
+
+def test_a_table_in_a_bucket_gets_hadoop_s3a_settings_from_seglog_s_storage_names():
+    options = parse_sync_options(table="s3://lake/orders", topic="orders", log_dir="/data/logs",
+                                 storage_options={"key": "k", "secret": "s", "endpoint_url": "http://127.0.0.1:8333"})
+    assert options.hadoop_conf == {
+        "fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem", "fs.s3a.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+        "fs.s3a.access.key": "k", "fs.s3a.secret.key": "s", "fs.s3a.endpoint": "http://127.0.0.1:8333",
+        "fs.s3a.path.style.access": "true", "fs.s3a.connection.ssl.enabled": "false",
+        "fs.s3a.endpoint.region": "us-east-1"}
+    assert options.checkpoint == "s3://lake/orders/_seglog/checkpoint"
+    assert not any(name.startswith("storage.") for name in options.source_options)
+
+
+def test_a_log_dir_in_a_bucket_gets_the_storage_settings_as_source_options():
+    options = parse_sync_options(table="/data/t", topic="orders", log_dir="s3://logs/dir",
+                                 storage_options={"key": "k", "endpoint_url": "http://127.0.0.1:8333"})
+    assert options.hadoop_conf == {}
+    assert options.source_options["storage.key"] == "k"
+    assert options.source_options["storage.endpoint_url"] == "http://127.0.0.1:8333"
+
+
+def test_delta_rs_gets_the_same_storage_settings_by_its_own_names():
+    from connector.table_storage import delta_rs_options
+
+    assert delta_rs_options({"key": "k", "secret": "s", "endpoint_url": "http://h:1"}) == {
+        "AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s", "AWS_ENDPOINT_URL": "http://h:1",
+        "AWS_ALLOW_HTTP": "true", "AWS_REGION": "us-east-1"}
+
+
+def test_a_storage_setting_that_is_not_an_object_store_s_fails_naming_it():
+    with pytest.raises(SeglogOptionError, match="--storage anon: not an object store setting of a table"):
+        parse_sync_options(table="s3://lake/t", topic="orders", log_dir="/data/logs", storage_options={"anon": "1"})

@@ -91,6 +91,7 @@ def wait_for_new_batch(table: str, sync, timeout_s: float = 300) -> None:
         time.sleep(0.1)
 
 
+@pytest.mark.long
 def test_a_sync_killed_at_random_points_again_and_again_leaves_the_table_exactly_as_the_topic_implies(tmp_path):
     """An upsert sync of JSON values, tombstones and bad records, SIGKILLed at random moments (seeded) while
     more records arrive, then run to its end: the latest value per key, each bad record once."""
@@ -105,7 +106,7 @@ def test_a_sync_killed_at_random_points_again_and_again_leaves_the_table_exactly
         if kills == KILLS:
             break
         batch = []
-        for _ in range(30):
+        for _ in range(18):
             n = len(records) + len(batch)
             key = f"a{rng.randrange(12)}".encode()
             roll = rng.random()
@@ -124,8 +125,10 @@ def test_a_sync_killed_at_random_points_again_and_again_leaves_the_table_exactly
         finally:
             kill_session(sync)
     assert kills == KILLS, f"only {kills} of the runs were still going when killed"
-    # What is left is ~50 micro-batches of six records: minutes on a busy machine.
-    done = seglog(*argv, timeout=1500)
+    # The run to the end takes what is left in one micro-batch: the limit is a source option, not part of
+    # the checkpoint, so a restart may change it (as with Spark's Kafka source).
+    limit = argv.index("--max-offsets-per-trigger")
+    done = seglog(*argv[:limit], *argv[limit + 2:], timeout=1200)
     assert done.returncode == 0, done.stderr[-5000:]
     good = [(p, o, k, v) for p, o, k, v in records if o not in bad]
     expected = sorted((key, offset, json.loads(value)["balance"])
