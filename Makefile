@@ -21,10 +21,10 @@ $(STAMP): pyproject.toml Makefile
 	    > "$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/seglog-pyspark-python.pth"
 	touch $(STAMP)
 
-# Apache Kafka (broker, tools, Java client) and Spark's Kafka source and Delta Lake,
+# Apache Kafka (broker, tools, Java client), Spark's Kafka source, Delta Lake and Hadoop's S3A,
 # pinned in jvm/*/pom.xml, fetched with Maven into .jvm/ (see jvm/fetch.py).
-$(JVM_STAMP): jvm/kafka/pom.xml jvm/spark/pom.xml jvm/fetch.py $(STAMP)
-	$(PY) jvm/fetch.py kafka spark \
+$(JVM_STAMP): jvm/kafka/pom.xml jvm/spark/pom.xml jvm/s3/pom.xml jvm/fetch.py $(STAMP)
+	$(PY) jvm/fetch.py kafka spark s3 \
 	    --pyspark-jars "$$($(PY) -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')"
 	touch $(JVM_STAMP)
 

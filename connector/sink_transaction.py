@@ -42,7 +42,8 @@ _TRANSACTIONAL_ID_OPTIONS = ("transactional.id", "kafka.transactional.id")
 # A test hook: "<point>:<marker file>" makes the commit create the marker and wait at that point
 # (before-write: the tasks' rows are staged, nothing is written and no broker is open;
 # before-commit: the micro-batch's records are in the log, its transaction still open;
-# after-commit: the transaction is committed, Spark not told yet), so a driver can be killed there.
+# after-commit: the transaction is committed, Spark not told yet; the Delta table sync's
+# tables-dead-letters-committed and tables-table-committed), so a driver can be killed there.
 PAUSE_ENV = "SEGLOG_SINK_PAUSE"
 _PAUSE_S = 600.0
 

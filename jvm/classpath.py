@@ -20,7 +20,7 @@ def jvm_dir() -> Path:
 
 
 def jars(name: str) -> list[str]:
-    """The jar files of the classpath ``name`` (``kafka`` or ``spark``), sorted; an error if not fetched."""
+    """The jar files of the classpath ``name`` (``kafka``, ``spark`` or ``s3``), sorted; an error if not fetched."""
     folder = jvm_dir() / name
     found = sorted(str(p) for p in folder.glob("*.jar"))
     if not found:
@@ -34,6 +34,7 @@ def classpath(name: str) -> str:
     return str(jvm_dir() / name / "*")
 
 
-def spark_jars() -> str:
-    """The ``spark.jars`` value for Spark's Kafka source and Delta Lake (comma-separated files)."""
-    return ",".join(jars("spark"))
+def spark_jars(s3: bool = False) -> str:
+    """The ``spark.jars`` value for Spark's Kafka source and Delta Lake (comma-separated files); with
+    ``s3``, Hadoop's S3A file system too (``s3a://`` and ``s3://`` locations)."""
+    return ",".join(jars("spark") + (jars("s3") if s3 else []))

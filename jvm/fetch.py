@@ -21,6 +21,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".jvm"
+# The classpaths handed to Spark (spark.jars): pyspark's own jars are left out of them.
+SPARK_CLASSPATHS = ("spark", "s3")
 _VERSION = re.compile(r"-\d[\w.+-]*\.jar$")
 
 
@@ -55,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         if not provided:
             parser.error(f"--pyspark-jars {args.pyspark_jars}: no jars there")
     for name in args.names:
-        target = fetch(name, provided if name == "spark" else set())
+        target = fetch(name, provided if name in SPARK_CLASSPATHS else set())
         print(f"{target}: {len(list(target.glob('*.jar')))} jars")
     return 0
 

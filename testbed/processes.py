@@ -7,6 +7,7 @@ import random
 import socket
 import subprocess
 import time
+import urllib.error
 import urllib.request
 
 
@@ -73,6 +74,9 @@ def wait_until_answered(proc: subprocess.Popen, name: str, url: str, accept, log
             with urllib.request.urlopen(url, timeout=2) as response:
                 if accept(response):
                     return
+        except urllib.error.HTTPError as refused:  # an answer too: a 403 from a server that wants credentials
+            if accept(refused):
+                return
         except OSError:
             pass
         if time.monotonic() > deadline:

@@ -3,6 +3,7 @@ object store that tests and benchmarks of ``s3://`` storage and the remote tier 
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -11,8 +12,11 @@ import sys
 
 from .processes import free_port_pair, pinned_to, stop_process, wait_until_answered
 
-#: The S3 credentials the gateway is given no identities for (SeaweedFS then accepts any), as s3fs takes them.
+#: The S3 credentials of the gateway's one identity, as s3fs takes them. With an identity configured, the
+#: gateway checks every request's signature, the AWS SDK's streaming signatures (Hadoop S3A's uploads) too.
 KEY, SECRET = "seglog", "seglog-secret"
+IDENTITIES = {"identities": [{"name": "seglog", "credentials": [{"accessKey": KEY, "secretKey": SECRET}],
+                              "actions": ["Admin", "Read", "List", "Tagging", "Write"]}]}
 
 
 def weed_binary() -> str:
@@ -45,14 +49,18 @@ class SeaweedFS:
     def start(self, timeout_s: float = 60) -> "SeaweedFS":
         os.makedirs(self.data_dir, exist_ok=True)
         p = self.ports
+        identities = os.path.join(self.data_dir, "s3-identities.json")
+        with open(identities, "w") as f:
+            json.dump(IDENTITIES, f)
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
                 [weed_binary(), "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-dir={self.data_dir}",
                  f"-master.port={p['master']}", f"-volume.port={p['volume']}", f"-filer.port={p['filer']}",
-                 "-s3", f"-s3.port={p['s3']}", "-s3.port.iceberg=0", "-s3.port.lance=0", "-volume.max=10"],
+                 "-s3", f"-s3.port={p['s3']}", "-s3.port.iceberg=0", "-s3.port.lance=0", "-volume.max=10",
+                 f"-s3.config={identities}"],
                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=pinned_to(self.cpu))
         try:
-            wait_until_answered(self.proc, "SeaweedFS", self.endpoint + "/", lambda response: response.status == 200,
+            wait_until_answered(self.proc, "SeaweedFS", self.endpoint + "/", lambda response: response.status in (200, 403),
                                 self.log_path, timeout_s=timeout_s, interval_s=0.3)
         except BaseException:
             self.stop()

@@ -8,8 +8,9 @@ tests that run with no other test beside them.
   ``JVM_FIXTURES`` session fixture (Spark on two workers, Apache Kafka on one); ``serial``. Every other test is a unit of its own, handed
   to whichever worker is free. The workers write the units to a file the controller's scheduler reads
   (``--dist loadgroup`` here replaces xdist's own, which looks for groups in node ids).
-- ``serial`` tests come first, then the ``JVM_FIXTURES`` units (the largest), then ``slow`` tests
-  (servers, Spark, clients), then the quick ones, which fill the workers up at the end.
+- ``serial`` tests come first, then ``long`` ones (many minutes each, alone on their worker while the
+  others share the rest), then the ``JVM_FIXTURES`` units (the largest), then ``slow`` tests (servers,
+  Spark, clients), then the quick ones, which fill the workers up at the end.
 - A ``serial`` test (it measures time, or loads the machine) runs alone. Every other test runs holding
   a shared lock, a ``serial`` one holding it exclusively; a turnstile in front of the shared lock makes
   the others wait behind a ``serial`` test that asks for it rather than overtake it. The locks wrap the
@@ -30,6 +31,7 @@ from typing import Iterator
 import pytest
 
 SERIAL = "serial"
+LONG = "long"
 SLOW = "slow"
 # Session fixtures that start a JVM (Spark's driver, an Apache Kafka broker), and on how many workers at
 # most: costly to start, and heavy beside each other on a small machine. The modules whose tests use one
@@ -128,9 +130,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         unit = units.get(item.nodeid)
         if unit in serial_units:
             return 0
+        if item.get_closest_marker(LONG):
+            return 1
         if unit is not None and unit.startswith("fixture "):
-            return 1  # the largest units: they start first
-        return 2 if item.get_closest_marker(SLOW) or unit in slow_units else 3
+            return 2  # the largest units: they start first
+        return 3 if item.get_closest_marker(SLOW) or unit in slow_units else 4
 
     items.sort(key=rank)  # stable: each rank keeps the collection's order
 

@@ -144,16 +144,18 @@ def test_format_imports_neither_broker_core_nor_connector():
     assert wrong == []
 
 
-# ``seglog sql`` starts the connector's Spark shell from inside its command: the one edge from
-# ``broker_core`` to ``connector``, never at module level, so the broker runs without it.
-SEGLOG_SQL_EDGE = ("broker_core.cli.seglog_command", "connector.sql_shell")
+# ``seglog sql`` starts the connector's Spark shell and ``seglog tables`` its Delta table job from
+# inside their commands: the only edges from ``broker_core`` to ``connector``, never at module
+# level, so the broker runs without it.
+PLUGGED_IN_EDGES = {("broker_core.cli.seglog_command", "connector.sql_shell"),
+                    ("broker_core.cli.tables_command", "connector.tables_cli")}
 
 
 def _plugged_in(edge: Import) -> bool:
-    return (edge.source, edge.target) == SEGLOG_SQL_EDGE and not edge.module_level
+    return (edge.source, edge.target) in PLUGGED_IN_EDGES and not edge.module_level
 
 
-def test_broker_core_imports_connector_only_where_seglog_sql_starts_the_shell():
+def test_broker_core_imports_connector_only_where_seglog_sql_and_seglog_tables_start_spark():
     wrong = [e for e in _graph() if e.source.partition(".")[0] == "broker_core"
              and e.target.partition(".")[0] == "connector" and not _plugged_in(e)]
     assert wrong == []

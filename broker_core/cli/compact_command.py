@@ -168,13 +168,9 @@ def _project_root(job_file: str) -> str:
     return os.path.dirname(os.path.dirname(os.path.abspath(job_file)))
 
 
-def spark_submit_command(path: str, topics: list[str], *, master: str | None = None,
-                         storage: Sequence[str] = (), broker_config: Sequence[str] = (),
-                         conf: Sequence[str] = (), bootstrap: str | None = None,
-                         command_config: str | None = None) -> tuple[list[str], str]:
-    """The spark-submit command running the compaction job, and the directory to run it from."""
-    job = compaction_job_file()
-    root = _project_root(job)
+def spark_submit_prefix(root: str, *, master: str | None = None, conf: Sequence[str] = ()) -> list[str]:
+    """spark-submit with seglog's settings (``root``/spark_conf, this interpreter for the Python workers),
+    ``--master`` and the ``--conf`` settings given; the job and its arguments go after."""
     submit = shutil.which("spark-submit") or os.path.join(os.path.dirname(sys.executable), "spark-submit")
     command = [submit, "--properties-file", os.path.join(root, "spark_conf", "spark-defaults.conf"),
                "--conf", f"spark.pyspark.python={sys.executable}",
@@ -183,6 +179,17 @@ def spark_submit_command(path: str, topics: list[str], *, master: str | None = N
         command += ["--master", master]
     for item in conf:
         command += ["--conf", item]
+    return command
+
+
+def spark_submit_command(path: str, topics: list[str], *, master: str | None = None,
+                         storage: Sequence[str] = (), broker_config: Sequence[str] = (),
+                         conf: Sequence[str] = (), bootstrap: str | None = None,
+                         command_config: str | None = None) -> tuple[list[str], str]:
+    """The spark-submit command running the compaction job, and the directory to run it from."""
+    job = compaction_job_file()
+    root = _project_root(job)
+    command = spark_submit_prefix(root, master=master, conf=conf)
     command += [job, "--path", path, "--topics", ",".join(topics)]
     for item in storage:
         command += ["--storage", item]

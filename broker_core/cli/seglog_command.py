@@ -13,6 +13,8 @@
     seglog broker --log-dir D --listeners PLAINTEXT://127.0.0.1:9092 [--node-id N] [--config k=v]
     seglog sql [--metastore DIR] [spark-sql arguments]   (the spark-sql shell, set up for seglog)
     seglog users add|delete|list --log-dir D|--bootstrap H:P [--user U --password P --mechanism SCRAM-SHA-512]
+    seglog tables sync --table URL --topic T --log-dir D|--bootstrap H:P [--value-format json] ...
+    seglog tables list|describe [--table URL] --log-dir D|--bootstrap H:P    (topics as Delta tables)
 
 topics, produce, consume, groups and transactions take --bootstrap HOST:PORT instead of
 --log-dir to work through a running broker (whose log dir is locked); groups
@@ -557,6 +559,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .users_command import add_parser as add_users_parser
     add_users_parser(commands)
+
+    from .tables_command import add_parser as add_tables_parser
+    add_tables_parser(commands, with_log_dir)
     return parser
 
 

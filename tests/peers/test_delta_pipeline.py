@@ -31,7 +31,7 @@ def run_pipeline(log_dir: Path, table: Path, *extra: str, env: dict | None = Non
 
 def expected_rows(per_partition: int) -> list[tuple]:
     """What produce_numbered wrote: (partition, offset, key, value, timestamp ms) of each record."""
-    return [(p, n, f"k{n}", f"orders-{p}-{n}" + "." * 20, T0 + n * 1000)
+    return [(p, n, f"k{n}".encode(), f"orders-{p}-{n}".encode() + b"." * 20, T0 + n * 1000)
             for p in range(PARTITIONS) for n in range(per_partition)]
 
 
@@ -86,7 +86,7 @@ def after_replay(spark, pipeline, after_restart):
     """The last micro-batch marked not done in the checkpoint, as if the query had died between
     Delta's commit and the checkpoint's; five more records per partition; the example run again."""
     log_dir, table = pipeline
-    commits = table / "_checkpoint" / "commits"
+    commits = table / "_seglog" / "checkpoint" / "commits"
     last = max(int(name) for name in os.listdir(commits) if name.isdigit())
     os.remove(commits / str(last))
     os.remove(commits / f".{last}.crc")  # Hadoop's checksum of the commit file goes with it
@@ -100,9 +100,8 @@ def after_replay(spark, pipeline, after_restart):
 def test_a_micro_batch_replayed_after_a_lost_checkpoint_commit_is_not_appended_twice(after_replay):
     replayed, versions_before, history, from_spark, from_rs = after_replay
     assert from_spark == from_rs == expected_rows(60)
-    epochs = [int(h["operationParameters"]["epochId"]) for h in history if h["operation"] == "STREAMING UPDATE"]
-    assert epochs.count(replayed) == 1  # Delta's sink knew the batch by its query id and batch id
-    assert max(h["version"] for h in history) == versions_before + 1  # only the new records made a commit
+    # Delta knew the replayed batch by the query's id and the batch id: only the new records made a commit.
+    assert max(h["version"] for h in history) == versions_before + 1
 
 
 def test_the_delta_pipeline_without_its_jars_says_to_run_make_jvm(tmp_path):
