@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 
 import pytest
@@ -54,7 +55,9 @@ def test_source_metrics_compute_a_python_streams_and_keep_those_a_source_reports
 
 
 @pytest.mark.slow
-def test_offsets_behind_latest_of_each_batch_are_the_lag_the_views_show_once_it_is_committed(spark, tmp_path):
+def test_offsets_behind_latest_of_each_batch_are_the_lag_the_views_show_once_it_is_committed(spark, tmp_path,
+                                                                                             caplog):
+    caplog.set_level(logging.INFO, logger="connector.progress")
     d = str(tmp_path / "logs")
     produce_numbered(d, "events", 2, 20, batch=5)
     produce_numbered(d, "events", 1, 20, start=20, batch=5)  # partition 0 holds 40 records, partition 1 holds 20
@@ -97,6 +100,7 @@ def test_offsets_behind_latest_of_each_batch_are_the_lag_the_views_show_once_it_
 
     # After the last batch the group is caught up, as the listener's figures for it say.
     assert list(last.sources) == [progress[-1]] and figures(progress[-1]) == ("0", "0", "0.0")
+    assert f"query {query.id} batch 0 source 0: offsets behind latest min 12, max 24, avg 18.0" in caplog.messages
     final = spark.read.format("seglog").option("path", d).option("view", "groups").load().collect()
     assert sorted((row.partition, row.lag, row.lag_bytes, row.lag_ms) for row in final) == [
         (0, 0, 0, None), (1, 0, 0, None)]
