@@ -104,4 +104,8 @@ def test_offsets_behind_latest_of_each_batch_are_the_lag_the_views_show_once_it_
     final = spark.read.format("seglog").option("path", d).option("view", "groups").load().collect()
     assert sorted((row.partition, row.lag, row.lag_bytes, row.lag_ms) for row in final) == [
         (0, 0, 0, None), (1, 0, 0, None)]
+    by_partition = (spark.read.format("seglog").option("path", d).option("view", "offsets").option("groupId", "etl")
+                    .load().orderBy("partition").collect())
+    assert [(row.committed_offset, row.lag, row.lag_bytes, row.lag_ms) for row in by_partition] == [
+        (40, 0, 0, None), (20, 0, 0, None)]
     assert json.loads(query.lastProgress["sources"][0]["endOffset"]) == {"events": {"0": 40, "1": 20}}
