@@ -13,20 +13,29 @@ Internal topics (``__consumer_offsets``, ``__transaction_state``) are left out
 unless a topic option (``subscribe``, ``subscribePattern``, ``assign``) names
 them: they are the broker's bookkeeping, and ``groups`` already shows what
 ``__consumer_offsets`` means. Those options narrow every view to the partitions
-they select, and ``groupId`` narrows ``groups`` to one group.
+they select, and ``groupId`` narrows ``groups`` to one group and fills the lag
+columns of ``offsets`` with that group's.
+
+A group's lag is shown three ways: in offsets (``lag``, as
+``kafka-consumer-groups``), in bytes (``lag_bytes``: the log's bytes from the
+batch holding the committed offset to the end, what the group has yet to
+fetch, found through the offset index without reading the batches between)
+and in time (``lag_ms``: the age of the oldest unconsumed record, now minus
+the timestamp of the record at the committed offset; null when caught up).
 """
 
 from __future__ import annotations
 
 import bisect
-from dataclasses import astuple, dataclass
+from dataclasses import astuple, dataclass, replace
 from typing import Callable, Iterator, Sequence
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
+from broker_core.clock import SYSTEM_CLOCK, Clock
 from format.layout import INTERNAL_TOPICS, TopicPartition
-from format.log_dir import LogDirectory, SegmentInfo
+from format.log_dir import LogDirectory, PartitionInfo, SegmentInfo
 from format.record_batch import TimestampType
 from format.segment_reader import SegmentReader
 
@@ -48,6 +57,11 @@ _COLUMNS: dict[str, tuple[tuple[str, str, pa.DataType], ...]] = {
         ("segments", "int", pa.int32()),
         ("first_timestamp", "timestamp", _TIMESTAMP),
         ("last_timestamp", "timestamp", _TIMESTAMP),
+        # The group named by the option groupId; null without it.
+        ("committed_offset", "long", pa.int64()),
+        ("lag", "long", pa.int64()),
+        ("lag_bytes", "long", pa.int64()),
+        ("lag_ms", "long", pa.int64()),
     ),
     "groups": (
         ("group", "string", pa.string()),
@@ -56,6 +70,8 @@ _COLUMNS: dict[str, tuple[tuple[str, str, pa.DataType], ...]] = {
         ("committed_offset", "long", pa.int64()),
         ("log_end_offset", "long", pa.int64()),
         ("lag", "long", pa.int64()),
+        ("lag_bytes", "long", pa.int64()),
+        ("lag_ms", "long", pa.int64()),
         ("commit_time", "timestamp", _TIMESTAMP),
     ),
     "segments": (
@@ -107,6 +123,11 @@ class OffsetsRow:
     segments: int
     first_timestamp: int | None
     last_timestamp: int | None
+    # The lag of the group named by the option groupId (GroupLag); None without it, or where it committed nothing.
+    committed_offset: int | None = None
+    lag: int | None = None
+    lag_bytes: int | None = None
+    lag_ms: int | None = None
 
 
 @dataclass(frozen=True)
@@ -117,6 +138,8 @@ class GroupRow:
     committed_offset: int
     log_end_offset: int | None  # None: the partition is not in the log directory (deleted topic)
     lag: int | None
+    lag_bytes: int | None
+    lag_ms: int | None
     commit_time: int | None
 
 
@@ -237,19 +260,78 @@ def segments_rows(directory: LogDirectory, keep: PartitionFilter = _not_internal
     return rows
 
 
-def _log_start_timestamp(directory: LogDirectory, tp: TopicPartition, segments: Sequence[SegmentInfo],
-                         log_start_offset: int) -> int | None:
-    """The timestamp of the first record at or after the log start offset."""
+def _timestamp_from(directory: LogDirectory, tp: TopicPartition, segments: Sequence[SegmentInfo],
+                    offset: int) -> int | None:
+    """The timestamp of the first record at or after ``offset``."""
     bases = [s.base_offset for s in segments]
-    for segment in segments[max(0, bisect.bisect_right(bases, log_start_offset) - 1):]:
+    for segment in segments[max(0, bisect.bisect_right(bases, offset) - 1):]:
         try:
             with directory.reader(tp, segment) as reader:
-                found = _first_timestamp(reader, max(log_start_offset, segment.base_offset))
+                found = _first_timestamp(reader, max(offset, segment.base_offset))
         except FileNotFoundError:
             continue
         if found is not None:
             return found
     return None
+
+
+def _batch_position(directory: LogDirectory, tp: TopicPartition, segments: Sequence[SegmentInfo],
+                    offset: int) -> tuple[int, int] | None:
+    """Where the batch holding ``offset`` (or the first after it) starts: the index of its segment in
+    ``segments`` and its byte position there, through the offset index and a short scan; None past the
+    last batch."""
+    bases = [s.base_offset for s in segments]
+    for i in range(max(0, bisect.bisect_right(bases, offset) - 1), len(segments)):
+        try:
+            with directory.reader(tp, segments[i]) as reader:
+                found = reader.translate_offset(offset)
+        except FileNotFoundError:
+            continue
+        if found is not None:
+            return i, found.position
+    return None
+
+
+def _bytes_between(directory: LogDirectory, tp: TopicPartition, segments: Sequence[SegmentInfo],
+                   from_offset: int, until_offset: int) -> int:
+    """The bytes of the log from the batch holding ``from_offset`` to the one holding ``until_offset``
+    (the end of the log when none does): what a consumer at ``from_offset`` fetches to reach it.
+
+    Only the two ends are looked up; the segments between count by their listed sizes."""
+    if from_offset >= until_offset or not segments:
+        return 0
+    start = _batch_position(directory, tp, segments, from_offset)
+    if start is None:
+        return 0
+    end = _batch_position(directory, tp, segments, until_offset) or (len(segments) - 1, segments[-1].size)
+    (first, position), (last, until_position) = start, end
+    return sum(s.size for s in segments[first:last]) - position + until_position
+
+
+@dataclass(frozen=True)
+class GroupLag:
+    """How far a committed offset is behind a partition's end (its high watermark)."""
+
+    lag: int  # offsets, unclamped as kafka-consumer-groups shows it (negative for a truncated log)
+    lag_bytes: int  # bytes from the batch holding the committed offset (or the log start) to the end
+    lag_ms: int | None  # age of the record at the committed offset (or the log start); None when caught up
+
+
+def group_lag(directory: LogDirectory, tp: TopicPartition, info: PartitionInfo, committed_offset: int,
+              now_ms: int) -> GroupLag:
+    """The lag of ``committed_offset`` in partition ``tp`` (described by ``info``) at ``now_ms``.
+
+    A committed offset below the log start (retention deleted what the group had not read) lags by the
+    bytes and age of what the log still holds."""
+    end = info.committed_end_offset
+    lag = end - committed_offset
+    start = min(max(committed_offset, info.log_start_offset), end)
+    if start >= end:
+        return GroupLag(lag, 0, None)
+    oldest = _timestamp_from(directory, tp, info.segments, start)
+    # A record stamped ahead of this clock (a producer's clock ahead, CreateTime) is no older than now.
+    age = None if oldest is None else max(0, now_ms - oldest)
+    return GroupLag(lag, _bytes_between(directory, tp, info.segments, start, end), age)
 
 
 def _log_last_timestamp(directory: LogDirectory, tp: TopicPartition,
@@ -265,20 +347,32 @@ def _log_last_timestamp(directory: LogDirectory, tp: TopicPartition,
     return _max(each())
 
 
-def offsets_rows(directory: LogDirectory, keep: PartitionFilter = _not_internal) -> list[OffsetsRow]:
-    """One row per partition, in topic and partition order."""
+def offsets_rows(directory: LogDirectory, keep: PartitionFilter = _not_internal, group_id: str | None = None,
+                 clock: Clock = SYSTEM_CLOCK) -> list[OffsetsRow]:
+    """One row per partition, in topic and partition order; with ``group_id``, with that group's lag."""
+    from broker_core.group_offsets import read_committed_offsets
+
+    committed = {}
+    if group_id is not None:
+        committed = read_committed_offsets(directory.fs, directory.root, group_id,
+                                           directory.storage_options).get(group_id, {})
+    now_ms = clock.milliseconds()
     rows = []
     for tp, info in directory.describe_all(_partitions(directory, keep), last_stable=True).items():
-        first = _log_start_timestamp(directory, tp, info.segments, info.log_start_offset)
+        first = _timestamp_from(directory, tp, info.segments, info.log_start_offset)
         last = _log_last_timestamp(directory, tp, info.segments)
-        rows.append(OffsetsRow(tp.topic, tp.partition, info.log_start_offset, info.log_end_offset,
-                               info.committed_end_offset, info.latest_offset, info.size, len(info.segments), first,
-                               last))
+        row = OffsetsRow(tp.topic, tp.partition, info.log_start_offset, info.log_end_offset,
+                         info.committed_end_offset, info.latest_offset, info.size, len(info.segments), first, last)
+        if tp in committed:
+            c = committed[tp].offset
+            behind = group_lag(directory, tp, info, c, now_ms)
+            row = replace(row, committed_offset=c, lag=behind.lag, lag_bytes=behind.lag_bytes, lag_ms=behind.lag_ms)
+        rows.append(row)
     return rows
 
 
 def groups_rows(directory: LogDirectory, group_id: str | None = None,
-                keep: PartitionFilter = _not_internal) -> list[GroupRow]:
+                keep: PartitionFilter = _not_internal, clock: Clock = SYSTEM_CLOCK) -> list[GroupRow]:
     """One row per committed offset, in group, topic and partition order; ``group_id`` narrows to one group."""
     from broker_core.group_offsets import read_committed_offsets
 
@@ -286,28 +380,33 @@ def groups_rows(directory: LogDirectory, group_id: str | None = None,
     wanted = {tp for offsets in committed.values() for tp in offsets if keep(tp)}
     present = set(directory.partitions(include_internal=True))
     infos = directory.describe_all(sorted(wanted & present, key=lambda tp: (tp.topic, tp.partition)))
+    now_ms = clock.milliseconds()
     rows = []
     for group in sorted(committed):
         for tp in sorted(committed[group], key=lambda tp: (tp.topic, tp.partition)):
             if tp not in wanted:
                 continue
             c = committed[group][tp]
+            commit_time = _timestamp(c.commit_timestamp)
+            if tp not in infos:
+                rows.append(GroupRow(group, tp.topic, tp.partition, c.offset, None, None, None, None, commit_time))
+                continue
             # As kafka-consumer-groups.sh: the end is what a consumer can read (the high watermark, the log end
             # on a single broker), and the lag is that end minus committed, unclamped (a negative lag shows a
             # truncated log).
-            end = infos[tp].committed_end_offset if tp in infos else None
-            rows.append(GroupRow(group, tp.topic, tp.partition, c.offset, end,
-                                 None if end is None else end - c.offset, _timestamp(c.commit_timestamp)))
+            behind = group_lag(directory, tp, infos[tp], c.offset, now_ms)
+            rows.append(GroupRow(group, tp.topic, tp.partition, c.offset, infos[tp].committed_end_offset,
+                                 behind.lag, behind.lag_bytes, behind.lag_ms, commit_time))
     return rows
 
 
-def view_rows(name: str, directory: LogDirectory, options: SourceOptions) -> list:
-    """The rows of view ``name`` for the source ``options``."""
+def view_rows(name: str, directory: LogDirectory, options: SourceOptions, clock: Clock = SYSTEM_CLOCK) -> list:
+    """The rows of view ``name`` for the source ``options``, lags as of ``clock``."""
     keep = partition_filter(options)
     if name == "offsets":
-        return offsets_rows(directory, keep)
+        return offsets_rows(directory, keep, options.group_id, clock)
     if name == "groups":
-        return groups_rows(directory, options.group_id, keep)
+        return groups_rows(directory, options.group_id, keep, clock)
     if name == "segments":
         return segments_rows(directory, keep)
     raise SeglogOptionError(f"option view must be one of {', '.join(_COLUMNS)}, not {name!r}")

@@ -20,8 +20,9 @@
 CREATE TEMPORARY VIEW offsets USING seglog OPTIONS (path '${logdir}', view 'offsets');
 SELECT * FROM offsets ORDER BY topic, partition;
 
--- Per consumer group and partition: committed offset, log end offset, lag and
--- when the offset was committed.
+-- Per consumer group and partition: committed offset, log end offset, lag (in
+-- offsets, in bytes yet to fetch, and lag_ms: the age of the oldest unconsumed
+-- record) and when the offset was committed.
 CREATE TEMPORARY VIEW groups USING seglog OPTIONS (path '${logdir}', view 'groups');
 SELECT * FROM groups ORDER BY `group`, topic, partition;
 

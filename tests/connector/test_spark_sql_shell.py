@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ import pytest
 from broker_core import Broker
 from broker_core.clock import MockTime
 from format.layout import TopicPartition
-from tests.connector.conftest import T0, produce_numbered
+from tests.connector.conftest import T0, bytes_from, produce_numbered
 from tests.shell_kit import VENV_BIN, run_to_end, user_environment
 
 pytestmark = pytest.mark.slow
@@ -77,23 +78,29 @@ def test_offsets_view_prints_each_partitions_offsets(shell_run):
     log_dir, _, tables, _ = shell_run
     header, rows = tables[0]
     assert header == ("topic", "partition", "log_start_offset", "log_end_offset", "high_watermark",
-                      "last_stable_offset", "size_bytes", "segments", "first_timestamp", "last_timestamp")
+                      "last_stable_offset", "size_bytes", "segments", "first_timestamp", "last_timestamp",
+                      "committed_offset", "lag", "lag_bytes", "lag_ms")
     assert [row[:4] for row in rows] == [("clicks", "0", "0", "7"), ("orders", "0", "0", "25"),
                                          ("orders", "1", "0", "25")]
     # One broker, no transaction: the high watermark and the LSO are the log end.
     assert [row[4:6] for row in rows] == [("7", "7"), ("25", "25"), ("25", "25")]
     assert [int(row[6]) for row in rows] == [log_bytes(log_dir, d) for d in ("clicks-0", "orders-0", "orders-1")]
     # Timestamps print in UTC (spark-defaults.conf sets the session time zone).
-    assert rows[0][8:] == ("2026-01-01 00:00:00", "2026-01-01 00:00:06")
-    assert rows[1][8:] == ("2026-01-01 00:00:00", "2026-01-01 00:00:24")
+    assert rows[0][8:10] == ("2026-01-01 00:00:00", "2026-01-01 00:00:06")
+    assert rows[1][8:10] == ("2026-01-01 00:00:00", "2026-01-01 00:00:24")
+    assert {row[10:] for row in rows} == {("NULL",) * 4}  # no groupId option: no group's lag
 
 
 def test_groups_view_prints_lag(shell_run):
-    _, _, tables, _ = shell_run
+    log_dir, _, tables, _ = shell_run
     header, rows = tables[1]
-    assert header == ("group", "topic", "partition", "committed_offset", "log_end_offset", "lag", "commit_time")
-    assert rows == [("etl", "orders", "0", "10", "25", "15", "2026-01-01 00:01:00"),
-                    ("etl", "orders", "1", "25", "25", "0", "2026-01-01 00:01:00")]
+    assert header == ("group", "topic", "partition", "committed_offset", "log_end_offset", "lag", "lag_bytes",
+                      "lag_ms", "commit_time")
+    assert [row[:7] + row[8:] for row in rows] == [
+        ("etl", "orders", "0", "10", "25", "15", str(bytes_from(log_dir, "orders-0", 10)), "2026-01-01 00:01:00"),
+        ("etl", "orders", "1", "25", "25", "0", "0", "2026-01-01 00:01:00")]
+    # The age of the record at offset 10 when the shell ran; none waits on a caught-up partition.
+    assert T0 + 10_000 + int(rows[0][7]) <= int(time.time() * 1000) and rows[1][7] == "NULL"
 
 
 def test_segments_view_prints_every_segment(shell_run):

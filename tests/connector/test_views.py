@@ -6,6 +6,7 @@ import datetime as dt
 import os
 import subprocess
 import sys
+import time
 from dataclasses import astuple
 
 import pytest
@@ -23,9 +24,10 @@ from format.log_dir import LogDirectory
 from format.record import SimpleRecord
 from tests.broker_core.offsets_kit import commit_in_transaction, end_transaction
 from tests.broker_core.server.server_kit import committed_offsets, start_broker
-from tests.connector.conftest import T0, hold_high_watermarks, produce_numbered
+from tests.connector.conftest import T0, bytes_from, hold_high_watermarks, produce_numbered
 
 COMMIT_TIME = T0 + 60_000
+NOW = T0 + 3_600_000  # the clock the lag columns are measured with
 
 
 @pytest.fixture(scope="module")
@@ -177,13 +179,58 @@ def test_segments_rows_are_in_topic_partition_and_offset_order(log_dir):
 # --- groups ----------------------------------------------------------------------------------------
 
 
-def test_groups_rows_give_committed_offset_log_end_and_lag(log_dir):
-    assert groups_rows(LogDirectory(log_dir)) == [
-        GroupRow("audit", "clicks", 0, 3, 7, 4, COMMIT_TIME),
-        GroupRow("audit", "gone", 0, 4, None, None, COMMIT_TIME),  # no such partition in the directory
-        GroupRow("etl", "orders", 0, 10, 25, 15, COMMIT_TIME),
-        GroupRow("etl", "orders", 1, 25, 25, 0, COMMIT_TIME),
+def test_groups_rows_give_committed_offset_log_end_and_lag_in_offsets_bytes_and_time(log_dir):
+    assert len(log_files(log_dir, "orders-0")) > 1  # the bytes behind span segments
+    assert groups_rows(LogDirectory(log_dir), clock=MockTime(current_time_ms=NOW)) == [
+        GroupRow("audit", "clicks", 0, 3, 7, 4, bytes_from(log_dir, "clicks-0", 3), NOW - (T0 + 3_000), COMMIT_TIME),
+        # no such partition in the directory
+        GroupRow("audit", "gone", 0, 4, None, None, None, None, COMMIT_TIME),
+        GroupRow("etl", "orders", 0, 10, 25, 15, bytes_from(log_dir, "orders-0", 10), NOW - (T0 + 10_000),
+                 COMMIT_TIME),
+        GroupRow("etl", "orders", 1, 25, 25, 0, 0, None, COMMIT_TIME),  # caught up: no record is waiting
     ]
+
+
+def test_byte_lag_counts_from_the_batch_holding_the_committed_offset(tmp_path):
+    d = str(tmp_path / "logs")
+    produce_numbered(d, "orders", 1, 30, batch=10, config={"segment.bytes": 1024})
+    with Broker(d, background=False, clock=MockTime(current_time_ms=COMMIT_TIME)) as broker:
+        broker.commit_offsets("etl", {TopicPartition("orders", 0): 15})
+    [row] = groups_rows(LogDirectory(d), clock=MockTime(current_time_ms=NOW))
+    # Offsets 10 to 19 are one batch: a consumer at 15 fetches all of it again.
+    assert row.lag_bytes == bytes_from(d, "orders-0", 10) > bytes_from(d, "orders-0", 20)
+    assert (row.lag, row.lag_ms) == (15, NOW - (T0 + 15_000))
+
+
+def test_time_lag_is_the_age_of_the_record_at_the_committed_offset_by_the_clock(log_dir):
+    ages = []
+    for now in (NOW, NOW + 90_000):
+        rows = groups_rows(LogDirectory(log_dir), "etl", clock=MockTime(current_time_ms=now))
+        ages.append([row.lag_ms for row in rows])
+    assert ages == [[NOW - (T0 + 10_000), None], [NOW + 90_000 - (T0 + 10_000), None]]
+
+
+def test_a_group_behind_the_log_start_lags_by_what_the_log_still_holds(tmp_path):
+    d = str(tmp_path / "logs")
+    produce_numbered(d, "orders", 1, 25, batch=10)
+    with Broker(d, background=False, clock=MockTime(current_time_ms=COMMIT_TIME)) as broker:
+        broker.commit_offsets("etl", {TopicPartition("orders", 0): 2})
+    with open(os.path.join(d, layout.LOG_START_OFFSET_CHECKPOINT_FILE), "w") as f:
+        f.write("0\n1\norders 0 20\n")  # as after DeleteRecords up to offset 20
+    [row] = groups_rows(LogDirectory(d), clock=MockTime(current_time_ms=NOW))
+    assert (row.lag, row.lag_bytes, row.lag_ms) == (23, bytes_from(d, "orders-0", 20), NOW - (T0 + 20_000))
+
+
+def test_offsets_rows_with_a_group_give_its_lag_per_partition(log_dir):
+    options = parse_options({"path": log_dir, "view": "offsets", "groupId": "etl"})
+    rows = view_rows("offsets", LogDirectory(log_dir), options, clock=MockTime(current_time_ms=NOW))
+    assert [(r.topic, r.partition, r.committed_offset, r.lag, r.lag_bytes, r.lag_ms) for r in rows] == [
+        ("clicks", 0, None, None, None, None),  # the group has no offset there
+        ("orders", 0, 10, 15, bytes_from(log_dir, "orders-0", 10), NOW - (T0 + 10_000)),
+        ("orders", 1, 25, 0, 0, None),
+    ]
+    groups = groups_rows(LogDirectory(log_dir), "etl", clock=MockTime(current_time_ms=NOW))
+    assert [(r.lag, r.lag_bytes, r.lag_ms) for r in rows[1:]] == [(g.lag, g.lag_bytes, g.lag_ms) for g in groups]
 
 
 def test_groups_rows_narrow_to_one_group(log_dir):
@@ -193,8 +240,8 @@ def test_groups_rows_narrow_to_one_group(log_dir):
 
 def test_group_id_and_topic_options_narrow_the_groups_view(log_dir):
     options = parse_options({"path": log_dir, "view": "groups", "groupId": "audit", "subscribe": "clicks"})
-    assert view_rows("groups", LogDirectory(log_dir), options) == [
-        GroupRow("audit", "clicks", 0, 3, 7, 4, COMMIT_TIME)]
+    assert view_rows("groups", LogDirectory(log_dir), options, clock=MockTime(current_time_ms=NOW)) == [
+        GroupRow("audit", "clicks", 0, 3, 7, 4, bytes_from(log_dir, "clicks-0", 3), NOW - (T0 + 3_000), COMMIT_TIME)]
 
 
 def test_groups_rows_follow_a_later_commit(tmp_path):
@@ -204,7 +251,8 @@ def test_groups_rows_follow_a_later_commit(tmp_path):
         broker.commit_offsets("etl", {TopicPartition("orders", 0): 5})
     with Broker(d, background=False, clock=MockTime(current_time_ms=COMMIT_TIME + 1_000)) as broker:
         broker.commit_offsets("etl", {TopicPartition("orders", 0): 18})
-    assert groups_rows(LogDirectory(d)) == [GroupRow("etl", "orders", 0, 18, 20, 2, COMMIT_TIME + 1_000)]
+    assert groups_rows(LogDirectory(d), clock=MockTime(current_time_ms=NOW)) == [
+        GroupRow("etl", "orders", 0, 18, 20, 2, bytes_from(d, "orders-0", 18), NOW - (T0 + 18_000), COMMIT_TIME + 1_000)]
 
 
 # --- through Spark ---------------------------------------------------------------------------------
@@ -223,11 +271,13 @@ def test_offsets_view_through_spark(spark, log_dir):
     assert df.schema.simpleString() == ("struct<topic:string,partition:int,log_start_offset:bigint,"
                                         "log_end_offset:bigint,high_watermark:bigint,last_stable_offset:bigint,"
                                         "size_bytes:bigint,segments:int,first_timestamp:timestamp,"
-                                        "last_timestamp:timestamp>")
+                                        "last_timestamp:timestamp,committed_offset:bigint,lag:bigint,"
+                                        "lag_bytes:bigint,lag_ms:bigint>")
     got = [tuple(r) for r in df.orderBy("topic", "partition").collect()]
     assert got == [as_spark(row) for row in offsets_rows(LogDirectory(log_dir))]
+    # Without the option groupId the lag columns are null.
     assert got[0] == ("clicks", 0, 0, 7, 7, 7, got[0][6], 1, dt.datetime(2026, 1, 1),
-                      dt.datetime(2026, 1, 1, 0, 0, 6))
+                      dt.datetime(2026, 1, 1, 0, 0, 6), None, None, None, None)
 
 
 @pytest.mark.slow
@@ -247,11 +297,18 @@ def test_groups_view_through_a_temporary_view_in_sql(spark, log_dir):
               f"OPTIONS (path '{log_dir}', view 'groups')")
     df = spark.sql("SELECT * FROM seglog_groups WHERE lag > 0 ORDER BY `group`, topic, partition")
     assert df.schema.simpleString() == ("struct<group:string,topic:string,partition:int,committed_offset:bigint,"
-                                        "log_end_offset:bigint,lag:bigint,commit_time:timestamp>")
-    assert [tuple(r) for r in df.collect()] == [
-        ("audit", "clicks", 0, 3, 7, 4, at(COMMIT_TIME)),
-        ("etl", "orders", 0, 10, 25, 15, at(COMMIT_TIME)),
+                                        "log_end_offset:bigint,lag:bigint,lag_bytes:bigint,lag_ms:bigint,"
+                                        "commit_time:timestamp>")
+    before = int(time.time() * 1000)
+    rows = df.collect()
+    after = int(time.time() * 1000)
+    assert [tuple(v for k, v in r.asDict().items() if k != "lag_ms") for r in rows] == [
+        ("audit", "clicks", 0, 3, 7, 4, bytes_from(log_dir, "clicks-0", 3), at(COMMIT_TIME)),
+        ("etl", "orders", 0, 10, 25, 15, bytes_from(log_dir, "orders-0", 10), at(COMMIT_TIME)),
     ]
+    # The age of the record at the committed offset, by the clock when the view was read.
+    assert [before - stamped <= r.lag_ms <= after - stamped for r, stamped in zip(rows, (T0 + 3_000, T0 + 10_000))] \
+        == [True, True]
 
 
 @pytest.mark.slow
@@ -324,4 +381,7 @@ def test_groups_rows_of_a_replicated_log_dir_measure_lag_from_the_high_watermark
     offsets_partitions = [tp for tp in LogDirectory(d).partitions(include_internal=True) if tp.topic != "orders"]
     hold_high_watermarks(d, {TopicPartition("orders", 0): 12,
                              **{tp: LogDirectory(d).describe(tp).log_end_offset for tp in offsets_partitions}})
-    assert groups_rows(LogDirectory(d)) == [GroupRow("etl", "orders", 0, 5, 12, 7, COMMIT_TIME)]
+    # Bytes up to the batch holding the high watermark: that batch (offsets 10 to 19), which it cuts, is not counted.
+    assert groups_rows(LogDirectory(d), clock=MockTime(current_time_ms=NOW)) == [
+        GroupRow("etl", "orders", 0, 5, 12, 7, bytes_from(d, "orders-0", 5) - bytes_from(d, "orders-0", 12),
+                 NOW - (T0 + 5_000), COMMIT_TIME)]
