@@ -1,0 +1,130 @@
+"""``ServerView``: what the console reads of a running broker, and nothing it could write with.
+
+It holds the ``Broker`` (topics, logs, fetches), the group coordinator when one runs (live groups from
+memory), the cluster id and the brokers of the cluster: this node's listeners on a single broker, the
+metadata cache's live brokers in cluster mode. Every answer comes from memory or an index.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+from format.layout import TopicPartition
+
+from ..errors import GroupIdNotFoundError, UnknownTopicOrPartitionError
+from ..group_offsets import GroupDescription
+from .live_groups import describe_live_group
+from .segments import SegmentDescription, describe_segments
+
+if TYPE_CHECKING:
+    from ..broker import Broker, TopicDescription
+    from ..coordinator.group import GroupCoordinator
+    from ..server.broker_server import BrokerServer
+
+#: The topic settings the console shows beside a topic's partitions (Kafka's names).
+RETENTION_CONFIG_NAMES = ("cleanup.policy", "retention.ms", "retention.bytes", "segment.bytes", "segment.ms",
+                          "delete.retention.ms", "min.cleanable.dirty.ratio", "local.retention.ms",
+                          "local.retention.bytes", "remote.storage.enable")
+
+
+@dataclass(frozen=True)
+class BrokerNode:
+    node_id: int
+    endpoints: tuple[str, ...]  # listener://host:port
+    rack: str | None = None
+
+
+@dataclass(frozen=True)
+class ClusterDescription:
+    cluster_id: str | None
+    controller_id: int | None
+    node_id: int  # the broker serving the console
+    brokers: tuple[BrokerNode, ...]
+
+
+class ServerView:
+    """A read interface over a broker: ``ServerView.of(server)`` for a running ``BrokerServer``, or
+    ``ServerView(broker, coordinator)`` around an embedded one (groups then come from the files)."""
+
+    def __init__(self, broker: Broker, group_coordinator: GroupCoordinator | None = None, *,
+                 cluster_id: str | None = None,
+                 cluster: Callable[[], tuple[int | None, tuple[BrokerNode, ...]]] | None = None) -> None:
+        self.broker = broker
+        self.group_coordinator = group_coordinator
+        self.cluster_id = cluster_id
+        self._cluster = cluster
+
+    @classmethod
+    def of(cls, server: BrokerServer) -> ServerView:
+        def cluster() -> tuple[int | None, tuple[BrokerNode, ...]]:
+            mode = server.cluster_mode
+            replica_manager = getattr(mode, "replica_manager", None)
+            if replica_manager is not None:
+                cache = replica_manager.metadata_cache
+                return cache.controller_id(), tuple(
+                    BrokerNode(b.id, tuple(e.connection_string for e in b.endpoints), b.rack)
+                    for _, b in sorted(cache.alive_brokers().items()))
+            # A single broker is its own controller.
+            node = server.config.node_id
+            return node, (BrokerNode(node, tuple(e.connection_string for e in server.bound_endpoints),
+                                     server.config.broker_rack),)
+
+        return cls(server.broker, server.group_coordinator, cluster_id=server.cluster_id, cluster=cluster)
+
+    # --- cluster ----------------------------------------------------------------------
+
+    def cluster(self) -> ClusterDescription:
+        node_id = self.broker.node_id
+        if self._cluster is None:
+            controller, brokers = node_id, (BrokerNode(node_id, ()),)
+        else:
+            controller, brokers = self._cluster()
+        return ClusterDescription(self.cluster_id, controller, node_id, brokers)
+
+    # --- topics -----------------------------------------------------------------------
+
+    def topic_names(self) -> list[str]:
+        return sorted(self.broker.list_topics())
+
+    def describe_topic(self, name: str) -> TopicDescription:
+        return self.broker.describe_topic(name)
+
+    def retention_config(self, name: str) -> dict[str, str]:
+        """The topic's effective retention and segment settings (its overrides over the broker's defaults)."""
+        props = self.broker.log_config(name).to_props()
+        return {key: props[key] for key in RETENTION_CONFIG_NAMES if key in props}
+
+    def segments(self, topic: str, partition: int) -> list[SegmentDescription]:
+        tp = TopicPartition(topic, partition)
+        log = self.broker.log_manager.get_log(tp)
+        if log is None:
+            raise UnknownTopicOrPartitionError(f"partition {tp} is not on this broker")
+        return describe_segments(log)
+
+    # --- consumer groups --------------------------------------------------------------
+
+    def group_ids(self) -> list[str]:
+        if self.group_coordinator is not None:
+            return self.group_coordinator.group_ids()
+        return self.broker.list_groups()
+
+    def describe_group(self, group_id: str) -> GroupDescription:
+        if self.group_coordinator is not None:
+            return describe_live_group(self.group_coordinator, self._log_end_offset, group_id)
+        return self.broker.describe_group(group_id)
+
+    def _log_end_offset(self, tp: TopicPartition) -> int | None:
+        log = self.broker.log_manager.get_log(tp)
+        return None if log is None else log.log_end_offset
+
+    def group_lag(self) -> dict[str, int]:
+        """Each live group's total lag over the partitions it has committed or been assigned."""
+        out = {}
+        for group_id in self.group_ids():
+            try:
+                rows = self.describe_group(group_id).partitions
+            except GroupIdNotFoundError:
+                continue  # deleted since listed
+            out[group_id] = sum(row.lag for row in rows if row.lag is not None)
+        return out
