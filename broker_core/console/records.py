@@ -9,6 +9,7 @@ import json
 from dataclasses import dataclass
 
 from format.record import Record
+from format.record_batch import iter_batches
 
 from ..broker import Broker
 from ..errors import InvalidRequestError
@@ -62,6 +63,14 @@ def _rendered(record: Record, fmt: str) -> RenderedRecord:
                           -1 if record.value is None else len(record.value))
 
 
+def _last_offset(batches: bytes) -> int:
+    """The last offset of the last batch (a control batch or a compacted gap included)."""
+    last = -1
+    for batch in iter_batches(batches):
+        last = batch.header.last_offset
+    return last
+
+
 def read_page(broker: Broker, topic: str, partition: int, *, offset: int | None = None,
               timestamp: int | None = None, limit: int = 20, fmt: str = "text") -> RecordPage:
     """Records of ``topic``-``partition`` from ``offset`` (the log start offset when neither is given) or
@@ -77,8 +86,17 @@ def read_page(broker: Broker, topic: str, partition: int, *, offset: int | None 
         start = offset
     else:
         start = broker.list_offsets(topic, partition, "earliest").offset
-    fetched = broker.fetch(topic, partition, start, PAGE_MAX_BYTES)
-    records = fetched.decoded(from_offset=start)[:limit]
+    records: list[Record] = []
+    position, budget = start, PAGE_MAX_BYTES
+    while True:  # a fetch stops at a segment's end: the page may go on in the next segment
+        fetched = broker.fetch(topic, partition, position, budget)
+        records.extend(fetched.decoded(from_offset=position)[:limit - len(records)])
+        budget -= len(fetched.records)
+        if not fetched.records or len(records) >= limit or budget <= 0:
+            break
+        position = _last_offset(fetched.records) + 1
+        if position >= fetched.high_watermark:
+            break
     next_offset = records[-1].offset + 1 if records else start
     return RecordPage(topic, partition, fmt, start, next_offset, fetched.log_start_offset, fetched.high_watermark,
                       tuple(_rendered(r, fmt) for r in records))

@@ -135,7 +135,7 @@ async function topicPage() {
     el("h2", {}, "Retention and segments"),
     table([["Setting"], ["Value"], ["Source"]], Object.entries(t.config).map(([k, v]) => el("tr", {"data-config": k},
       el("td", {}, k), el("td", {"data-field": "value"}, v),
-      el("td", {class: "muted"}, k in t.overrides ? "topic" : "default")))), "config"));
+      el("td", {class: "muted"}, k in t.overrides ? "topic" : "default"))), "config"));
 }
 
 function coverage(index, withTime) {
@@ -190,7 +190,7 @@ async function groupPage() {
     table([["Member id"], ["Client id"], ["Host"], ["Assigned partitions"]], g.members.map((m) => el("tr", {"data-member": m.member_id},
       el("td", {"data-field": "member_id"}, m.member_id), el("td", {"data-field": "client_id"}, m.client_id),
       el("td", {}, m.client_host),
-      el("td", {"data-field": "assignment"}, m.assignment.map((a) => `${a.topic}-${a.partition}`).join(", "))))), "members"),
+      el("td", {"data-field": "assignment"}, m.assignment.map((a) => `${a.topic}-${a.partition}`).join(", ")))), "members"),
     el("h2", {}, "Offsets and lag"),
     table([["Topic"], ["Partition", "num"], ["Committed offset", "num"], ["Log end offset", "num"], ["Lag", "num"],
            ["Member"]],
@@ -233,7 +233,7 @@ async function recordsPage() {
         el("td", {"data-field": "key"}, r.key === null ? el("span", {class: "muted"}, "null") : el("pre", {}, r.key)),
         el("td", {"data-field": "headers"}, ...r.headers.map(([k, v]) => el("pre", {}, `${k}: ${v === null ? "null" : v}`))),
         el("td", {"data-field": "value"}, r.value === null ? el("span", {class: "muted"}, "null (tombstone)")
-                                                             : el("pre", {}, r.value))))), "records"));
+                                                             : el("pre", {}, r.value)))), "records"));
 }
 
 function onSubmitRecords(event) {

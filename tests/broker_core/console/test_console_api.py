@@ -165,6 +165,15 @@ def test_the_record_browser_shows_binary_values_as_hex(workload):
     assert record["key"] == "65"
 
 
+def test_a_record_page_goes_on_across_segments_up_to_the_limit(workload):
+    _, segments = get(workload.base_url, "/api/segments", topic=ORDERS, partition=0)
+    assert len(segments["segments"]) > 2
+    status, body = get(workload.base_url, "/api/records", topic=ORDERS, partition=0, offset=1, limit=ORDERS_P0)
+    assert status == 200
+    assert [r["offset"] for r in body["records"]] == list(range(1, ORDERS_P0))
+    assert body["next_offset"] == ORDERS_P0
+
+
 def test_a_record_page_never_holds_more_than_the_limit_asked(workload):
     status, body = get(workload.base_url, "/api/records", topic=ORDERS, partition=1, limit=4)
     assert status == 200
