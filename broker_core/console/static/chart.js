@@ -17,12 +17,15 @@ function niceMax(value) {
   return 10 * magnitude;
 }
 
-function clock(ms) {
+// HH:MM (UTC), with seconds when the chart spans less than ten minutes.
+function clock(ms, seconds) {
   const d = new Date(ms);
-  return String(d.getUTCHours()).padStart(2, "0") + ":" + String(d.getUTCMinutes()).padStart(2, "0");
+  const parts = [d.getUTCHours(), d.getUTCMinutes()].concat(seconds ? [d.getUTCSeconds()] : []);
+  return parts.map((n) => String(n).padStart(2, "0")).join(":");
 }
 
-// series: {name: [[timestamp_ms, value], ...]}; draws into the <svg> `svg`, replacing what it held.
+// series: {name: [[timestamp_ms, value], ...]}; draws into the <svg> `svg`, replacing what it held. The x axis
+// runs to toMs from fromMs, or from the first sample when the samples start later (a console started lately).
 function drawLineChart(svg, series, fromMs, toMs) {
   const width = 900, height = 260, left = 56, right = 16, top = 12, bottom = 28;
   svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
@@ -33,6 +36,8 @@ function drawLineChart(svg, series, fromMs, toMs) {
   let max = 0;
   for (const name of names) for (const [, v] of series[name]) max = Math.max(max, v);
   max = niceMax(max);
+  const first = Math.min(...names.map((name) => series[name].length ? series[name][0][0] : toMs));
+  if (first > fromMs && first < toMs) fromMs = first;
   const span = Math.max(1, toMs - fromMs);
   const x = (t) => left + (width - left - right) * (t - fromMs) / span;
   const y = (v) => top + (height - top - bottom) * (1 - v / max);
@@ -46,7 +51,7 @@ function drawLineChart(svg, series, fromMs, toMs) {
   for (let i = 0; i <= 6; i++) {
     const t = fromMs + span * i / 6;
     const label = svgEl("text", {x: x(t), y: height - 8, "text-anchor": i === 0 ? "start" : i === 6 ? "end" : "middle"});
-    label.textContent = clock(t);
+    label.textContent = clock(t, span < 600000);
     svg.appendChild(label);
   }
   svg.appendChild(svgEl("line", {class: "axis", x1: left, x2: left, y1: top, y2: height - bottom}));
