@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Callable
 
 from format.layout import TopicPartition
 
-from ..errors import GroupIdNotFoundError, UnknownTopicOrPartitionError
+from ..errors import KafkaError, UnknownTopicOrPartitionError
 from ..group_offsets import GroupDescription
 from .live_groups import describe_live_group
 from .segments import SegmentDescription, describe_segments
@@ -124,7 +124,7 @@ class ServerView:
         for group_id in self.group_ids():
             try:
                 rows = self.describe_group(group_id).partitions
-            except GroupIdNotFoundError:
-                continue  # deleted since listed
+            except KafkaError:
+                continue  # deleted since listed, or its coordinator partition is loading
             out[group_id] = sum(row.lag for row in rows if row.lag is not None)
         return out

@@ -193,6 +193,12 @@ def test_an_unknown_topic_partition_or_group_is_answered_404_naming_it(workload)
     assert status == 400 and "partition='x'" in body["message"]
 
 
+def test_an_offset_outside_the_log_is_answered_416_naming_it(workload):
+    status, body = get(workload.base_url, "/api/records", topic=ORDERS, partition=1, offset=ORDERS_P1 + 5)
+    assert (status, body["error"]) == (416, "OFFSET_OUT_OF_RANGE"), body
+    assert str(ORDERS_P1 + 5) in body["message"]
+
+
 def test_the_console_is_read_only_every_method_but_get_and_head_is_refused(workload):
     status, body = get(workload.base_url, "/api/topics", method="POST")
     assert status == 405 and body["error"] == "METHOD_NOT_ALLOWED"
