@@ -63,7 +63,7 @@ def _topic(view: ServerView, params: Params) -> str:
 def _partition(view: ServerView, params: Params) -> tuple[str, int]:
     topic = _topic(view, params)
     partition = _int(params, "partition")
-    count = view.broker.partitions_for(topic)
+    count = view.partition_count(topic)
     if partition is None or not 0 <= partition < count:
         raise ApiError(404, f"topic {topic!r} has no partition {params.get('partition')!r} (it has {count})",
                        UnknownTopicOrPartitionError.kafka_error_name)

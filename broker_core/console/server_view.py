@@ -2,7 +2,9 @@
 
 It holds the ``Broker`` (topics, logs, fetches), the group coordinator when one runs (live groups from
 memory), the cluster id and the brokers of the cluster: this node's listeners on a single broker, the
-metadata cache's live brokers in cluster mode. Every answer comes from memory or an index.
+metadata cache's live brokers in cluster mode. In cluster mode the topics and their partitions' leaders,
+replicas and in-sync replicas are the metadata cache's too, the offsets and sizes those of the replicas this
+broker holds (unknown for the others). Every answer comes from memory or an index.
 """
 
 from __future__ import annotations
@@ -17,10 +19,13 @@ from ..group_offsets import GroupDescription
 from .live_groups import describe_live_group
 from .segments import SegmentDescription, describe_segments
 
+from ..broker import PartitionDescription, TopicDescription
+
 if TYPE_CHECKING:
-    from ..broker import Broker, TopicDescription
+    from ..broker import Broker
     from ..coordinator.group import GroupCoordinator
     from ..server.broker_server import BrokerServer
+    from ..server.metadata_cache import MetadataCache
 
 #: The topic settings the console shows beside a topic's partitions (Kafka's names).
 RETENTION_CONFIG_NAMES = ("cleanup.policy", "retention.ms", "retention.bytes", "segment.bytes", "segment.ms",
@@ -49,19 +54,23 @@ class ServerView:
 
     def __init__(self, broker: Broker, group_coordinator: GroupCoordinator | None = None, *,
                  cluster_id: str | None = None,
-                 cluster: Callable[[], tuple[int | None, tuple[BrokerNode, ...]]] | None = None) -> None:
+                 cluster: Callable[[], tuple[int | None, tuple[BrokerNode, ...]]] | None = None,
+                 metadata_cache: Callable[[], MetadataCache | None] | None = None) -> None:
         self.broker = broker
         self.group_coordinator = group_coordinator
         self.cluster_id = cluster_id
         self._cluster = cluster
+        self._metadata_cache = metadata_cache or (lambda: None)
 
     @classmethod
     def of(cls, server: BrokerServer) -> ServerView:
+        def metadata_cache() -> MetadataCache | None:
+            replica_manager = getattr(server.cluster_mode, "replica_manager", None)
+            return None if replica_manager is None else replica_manager.metadata_cache
+
         def cluster() -> tuple[int | None, tuple[BrokerNode, ...]]:
-            mode = server.cluster_mode
-            replica_manager = getattr(mode, "replica_manager", None)
-            if replica_manager is not None:
-                cache = replica_manager.metadata_cache
+            cache = metadata_cache()
+            if cache is not None:
                 return cache.controller_id(), tuple(
                     BrokerNode(b.id, tuple(e.connection_string for e in b.endpoints), b.rack)
                     for _, b in sorted(cache.alive_brokers().items()))
@@ -70,7 +79,8 @@ class ServerView:
             return node, (BrokerNode(node, tuple(e.connection_string for e in server.bound_endpoints),
                                      server.config.broker_rack),)
 
-        return cls(server.broker, server.group_coordinator, cluster_id=server.cluster_id, cluster=cluster)
+        return cls(server.broker, server.group_coordinator, cluster_id=server.cluster_id, cluster=cluster,
+                   metadata_cache=metadata_cache)
 
     # --- cluster ----------------------------------------------------------------------
 
@@ -85,10 +95,37 @@ class ServerView:
     # --- topics -----------------------------------------------------------------------
 
     def topic_names(self) -> list[str]:
-        return sorted(self.broker.list_topics())
+        cache = self._metadata_cache()
+        return cache.topic_names() if cache is not None else sorted(self.broker.list_topics())
+
+    def partition_count(self, topic: str) -> int:
+        cache = self._metadata_cache()
+        if cache is None:
+            return self.broker.partitions_for(topic)
+        partitions = cache.topic(topic)
+        if partitions is None:
+            raise UnknownTopicOrPartitionError(f"topic {topic!r} does not exist")
+        return len(partitions)
 
     def describe_topic(self, name: str) -> TopicDescription:
-        return self.broker.describe_topic(name)
+        cache = self._metadata_cache()
+        if cache is None:
+            return self.broker.describe_topic(name)
+        partitions = cache.topic(name)
+        if partitions is None:
+            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        local = self.broker.topics.get(name)
+        described = []
+        for p, meta in sorted(partitions.items()):
+            log = self.broker.log_manager.get_log(TopicPartition(name, p))
+            if log is None:  # a replica on other brokers only: its offsets and size are theirs to tell
+                described.append(PartitionDescription(p, meta.leader, -1, -1, -1, None, None, meta.replicas, meta.isr))
+            else:
+                described.append(PartitionDescription(p, meta.leader, log.log_start_offset, log.log_end_offset,
+                                                      log.high_watermark, log.size, len(log.segments), meta.replicas,
+                                                      meta.isr))
+        return TopicDescription(name, local.topic_id if local else "", described,
+                                dict(local.config) if local else {})
 
     def retention_config(self, name: str) -> dict[str, str]:
         """The topic's effective retention and segment settings (its overrides over the broker's defaults)."""

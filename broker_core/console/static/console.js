@@ -38,6 +38,7 @@ function duration(ms) {
   return `${ms} ms`;
 }
 
+function known(offset) { return offset < 0 ? null : offset; }
 function numCell(value, field) { return el("td", {class: "num", "data-field": field}, num(value)); }
 function bytesCell(value, field) { return el("td", {class: "num", "data-field": field, title: `${value} bytes`}, bytes(value)); }
 
@@ -128,8 +129,9 @@ async function topicPage() {
         el("td", {class: "num", "data-field": "partition"},
            link("partition?" + q({topic: name, partition: p.partition}), String(p.partition))),
         numCell(p.leader, "leader"), el("td", {}, p.replicas.join(", ")), el("td", {}, p.isr.join(", ")),
-        numCell(p.log_start_offset, "log_start_offset"), numCell(p.log_end_offset, "log_end_offset"),
-        numCell(p.high_watermark, "high_watermark"), bytesCell(p.size_bytes, "size_bytes"),
+        // -1: a replica this broker does not hold (cluster mode); its offsets are the other brokers'.
+        numCell(known(p.log_start_offset), "log_start_offset"), numCell(known(p.log_end_offset), "log_end_offset"),
+        numCell(known(p.high_watermark), "high_watermark"), bytesCell(p.size_bytes, "size_bytes"),
         numCell(p.segments, "segments"),
         el("td", {}, link("records?" + q({topic: name, partition: p.partition}), "records")))), "partitions"),
     el("h2", {}, "Retention and segments"),
