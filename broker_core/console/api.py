@@ -128,6 +128,7 @@ def segments(view: ServerView, sampler: LagSampler, params: Params) -> dict:
 
 def records(view: ServerView, sampler: LagSampler, params: Params) -> dict:
     name, partition = _partition(view, params)
+    view.held_log(name, partition)
     page = read_page(view.broker, name, partition, offset=_int(params, "offset"),
                      timestamp=_int(params, "timestamp"), limit=_int(params, "limit", 20),
                      fmt=params.get("format") or "text")

@@ -23,6 +23,7 @@ from ..broker import PartitionDescription, TopicDescription
 
 if TYPE_CHECKING:
     from ..broker import Broker
+    from ..log.log import Log
     from ..coordinator.group import GroupCoordinator
     from ..server.broker_server import BrokerServer
     from ..server.metadata_cache import MetadataCache
@@ -117,8 +118,8 @@ class ServerView:
         local = self.broker.topics.get(name)
         described = []
         for p, meta in sorted(partitions.items()):
-            log = self.broker.log_manager.get_log(TopicPartition(name, p))
-            if log is None:  # a replica on other brokers only: its offsets and size are theirs to tell
+            log = self.replica_log(TopicPartition(name, p))
+            if log is None:  # replicated on other brokers only: its offsets and size are theirs to tell
                 described.append(PartitionDescription(p, meta.leader, -1, -1, -1, None, None, meta.replicas, meta.isr))
             else:
                 described.append(PartitionDescription(p, meta.leader, log.log_start_offset, log.log_end_offset,
@@ -132,12 +133,26 @@ class ServerView:
         props = self.broker.log_config(name).to_props()
         return {key: props[key] for key in RETENTION_CONFIG_NAMES if key in props}
 
-    def segments(self, topic: str, partition: int) -> list[SegmentDescription]:
-        tp = TopicPartition(topic, partition)
+    def replica_log(self, tp: TopicPartition) -> Log | None:
+        """The partition's log when this broker holds a replica of it. (In a cluster a broker keeps an empty
+        log of every partition of a topic, of those it is no replica of too: those are not shown.)"""
         log = self.broker.log_manager.get_log(tp)
+        cache = self._metadata_cache()
+        if log is None or cache is None:
+            return log
+        meta = cache.partition(tp)
+        return log if meta is not None and self.broker.node_id in meta.replicas else None
+
+    def held_log(self, topic: str, partition: int) -> Log:
+        """``replica_log``, or UnknownTopicOrPartitionError saying this broker holds no replica of it."""
+        tp = TopicPartition(topic, partition)
+        log = self.replica_log(tp)
         if log is None:
             raise UnknownTopicOrPartitionError(f"partition {tp} is not on this broker")
-        return describe_segments(log)
+        return log
+
+    def segments(self, topic: str, partition: int) -> list[SegmentDescription]:
+        return describe_segments(self.held_log(topic, partition))
 
     # --- consumer groups --------------------------------------------------------------
 
