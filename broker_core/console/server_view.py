@@ -14,17 +14,16 @@ from typing import TYPE_CHECKING, Callable
 
 from format.layout import TopicPartition
 
+from ..broker import PartitionDescription, TopicDescription
 from ..errors import KafkaError, UnknownTopicOrPartitionError
 from ..group_offsets import GroupDescription
 from .live_groups import describe_live_group
 from .segments import SegmentDescription, describe_segments
 
-from ..broker import PartitionDescription, TopicDescription
-
 if TYPE_CHECKING:
     from ..broker import Broker
-    from ..log.log import Log
     from ..coordinator.group import GroupCoordinator
+    from ..log.log import Log
     from ..server.broker_server import BrokerServer
     from ..server.metadata_cache import MetadataCache
 

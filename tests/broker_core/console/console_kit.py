@@ -81,7 +81,7 @@ def get(base: str, path: str, method: str = "GET", **query) -> tuple[int, object
             status, body, kind = response.status, response.read(), response.headers.get("Content-Type", "")
     except urllib.error.HTTPError as exc:
         status, body, kind = exc.code, exc.read(), exc.headers.get("Content-Type", "")
-    return status, json.loads(body) if kind.startswith("application/json") else body
+    return status, json.loads(body) if kind.startswith("application/json") and method != "HEAD" else body
 
 
 @dataclass

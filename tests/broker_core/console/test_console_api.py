@@ -9,7 +9,7 @@ import time
 import pytest
 
 from broker_core.clock import MockTime
-from broker_core.console import LagSampler
+from broker_core.console import LagSampler, ServerView, console_app
 from tests.broker_core.console.console_kit import (BASE_TIMESTAMP, COMMITTED, EVENTS, EVENTS_RECORDS, GROUP,
                                                     GROUP_LAG, LAG_INTERVAL_MS, ORDERS, ORDERS_P0, ORDERS_P1,
                                                     ORDERS_RETENTION_MS, get)
@@ -204,6 +204,8 @@ def test_the_console_is_read_only_every_method_but_get_and_head_is_refused(workl
     assert status == 405 and body["error"] == "METHOD_NOT_ALLOWED"
     status, _ = get(workload.base_url, "/api/topics", method="DELETE")
     assert status == 405
+    status, body = get(workload.base_url, "/api/topics", method="HEAD")
+    assert (status, body) == (200, b"")
     assert ORDERS in workload.server.broker.list_topics()
 
 
@@ -216,6 +218,32 @@ def test_every_page_and_asset_is_served_from_the_package(workload):
     assert status == 200 and b"drawLineChart" in body
     status, body = get(workload.base_url, "/static/../app.py")
     assert status == 404
+
+
+def _call(app, path: str, query: str = "") -> tuple[str, dict]:
+    """The WSGI app called directly with a minimal environ: its status and JSON body."""
+    answered = {}
+    body = b"".join(app({"REQUEST_METHOD": "GET", "PATH_INFO": path, "QUERY_STRING": query},
+                        lambda status, headers: answered.update(status=status)))
+    return answered["status"], json.loads(body)
+
+
+def test_lag_history_answers_the_samples_of_the_last_hour_by_the_injected_clock(workload):
+    clock = MockTime()
+    app = console_app(ServerView.of(workload.server), lag_interval_ms=600_000, clock=clock, start=False)
+    try:
+        for _ in range(8):  # 80 minutes, a sample every 10
+            app.sampler.sample()
+            clock.sleep(600_000)
+        status, body = _call(app, "/api/lag-history", f"group={GROUP}")
+    finally:
+        app.close()
+    assert status == "200 OK"
+    now = clock.milliseconds()
+    assert body["now_ms"] == now and body["interval_ms"] == 600_000
+    # The samples of 80 and 70 minutes ago are more than an hour old.
+    assert body["series"][GROUP] == [[now - minutes * 60_000, sum(GROUP_LAG.values())]
+                                     for minutes in (60, 50, 40, 30, 20, 10)]
 
 
 def test_the_lag_sampler_keeps_one_hour_of_samples_in_a_ring():
