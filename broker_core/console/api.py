@@ -9,6 +9,7 @@ from typing import Callable, Mapping
 
 from format.layout import TopicPartition
 
+from ..broker import TopicDescription
 from ..errors import (GroupIdNotFoundError, InvalidRequestError, KafkaError, OffsetOutOfRangeError,
                       UnknownTopicOrPartitionError)
 from ..group_offsets import GroupDescription
@@ -70,12 +71,22 @@ def _partition(view: ServerView, params: Params) -> tuple[str, int]:
     return topic, partition
 
 
+def _described_topics(view: ServerView) -> list[TopicDescription]:
+    out = []
+    for name in view.topic_names():
+        try:
+            out.append(view.describe_topic(name))
+        except UnknownTopicOrPartitionError:
+            continue  # deleted since listed
+    return out
+
+
 # --- handlers -------------------------------------------------------------------------
 
 
 def cluster(view: ServerView, sampler: LagSampler, params: Params) -> dict:
     described = view.cluster()
-    topics = [view.describe_topic(name) for name in view.topic_names()]
+    topics = _described_topics(view)
     partitions = [p for t in topics for p in t.partitions]
     return {
         "cluster_id": described.cluster_id,
@@ -91,12 +102,13 @@ def cluster(view: ServerView, sampler: LagSampler, params: Params) -> dict:
 
 
 def topics(view: ServerView, sampler: LagSampler, params: Params) -> dict:
+    """Each topic's partitions, size, segments and records — the offsets its partitions span, as consoles
+    count them (compaction and transaction markers make it more than the records readable) — and retention."""
     out = []
-    for name in view.topic_names():
-        described = view.describe_topic(name)
-        config = view.retention_config(name)
+    for described in _described_topics(view):
+        config = view.retention_config(described.name)
         out.append({
-            "name": name,
+            "name": described.name,
             "partitions": described.partition_count,
             "size_bytes": sum(p.size_bytes or 0 for p in described.partitions),
             "segments": sum(p.segments or 0 for p in described.partitions),
