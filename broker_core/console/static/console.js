@@ -77,7 +77,8 @@ function poll(draw) {
     }
   }
   once();
-  setInterval(once, POLL_MS);
+  // A page in a hidden tab asks nothing.
+  setInterval(() => { if (!document.hidden) once(); }, POLL_MS);
 }
 
 // --- pages ----------------------------------------------------------------------------
@@ -137,7 +138,7 @@ async function topicPage() {
     el("h2", {}, "Retention and segments"),
     table([["Setting"], ["Value"], ["Source"]], Object.entries(t.config).map(([k, v]) => el("tr", {"data-config": k},
       el("td", {}, k), el("td", {"data-field": "value"}, v),
-      el("td", {class: "muted"}, k in t.overrides ? "topic" : "default"))), "config"));
+      el("td", {class: "muted"}, k in t.overrides ? "topic" : "broker default"))), "config"));
 }
 
 function coverage(index, withTime) {
