@@ -36,6 +36,13 @@ KCAT_STAMP := .tools/kcat/.fetched
 $(KCAT_STAMP): testbed/kcat.py $(STAMP)
 	$(PY) testbed/kcat.py .tools/kcat
 
+# Chromium and chromedriver for the web console's browser tests: installed with apt-get (Debian's chromium
+# and chromium-driver) when /usr/bin/chromium is missing (see testbed/chromium.py); where they cannot be
+# installed, those tests skip and say so.
+CHROMIUM_STAMP := .tools/chromium/.installed
+$(CHROMIUM_STAMP): testbed/chromium.py $(STAMP)
+	$(PY) testbed/chromium.py $(CHROMIUM_STAMP)
+
 demo: $(STAMP)
 	$(PY) examples/demo.py
 
@@ -45,7 +52,7 @@ demo: $(STAMP)
 # runs one file in one process.
 TEST_WORKERS ?= 4
 
-test: $(STAMP) $(JVM_STAMP) $(KCAT_STAMP)
+test: $(STAMP) $(JVM_STAMP) $(KCAT_STAMP) $(CHROMIUM_STAMP)
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS)
 
 bench: $(STAMP)
