@@ -72,6 +72,17 @@ fetches less at a time), so a second one fixes it: the consumer at the wire
 (Fetch requests of 4 x 1 MiB, one in flight) reads the topic from the start,
 and the broker's CPU seconds per GB of record batches served.
 
+``--metrics-overhead`` measures what the broker's metrics cost on the request
+path, seglog alone: the broker's CPU seconds (``/proc/<pid>/stat``, so the
+load of a shared machine disturbs the figures far less than wall time would)
+producing the 100-byte workload with confluent-kafka (per GB), reading it back
+at the wire (per GB), and answering small requests one at a time — a
+one-record Produce (acks=1) and a one-partition Fetch of at most 1 KiB,
+alternating — in CPU microseconds per request, where a per-request cost
+shows most. Run it on two checkouts (``PYTHONPATH`` naming the other one) for
+before and after; ``--scrape`` adds ``metrics.listener`` and a scraper
+reading ``/metrics`` every second during the runs.
+
 Run ``python bench/broker_bench.py``; ``--quick`` for a smoke run,
 ``--markdown`` for rows to paste into BENCHMARKS.md.
 """
@@ -896,6 +907,101 @@ def print_zero_copy(env: Environment, figures: list[ZeroCopyFigure], runs: int, 
                                 f"`{command}`", date))
 
 
+SMALL_REQUEST_VALUE = b"v" * 100
+
+
+@dataclass(frozen=True)
+class OverheadFigures:
+    produce_cpu_per_gb: tuple[float, ...]
+    fetch_cpu_per_gb: tuple[float, ...]
+    small_request_cpu_us: tuple[float, ...]
+
+
+def small_requests(bootstrap: str, topic: str, count: int) -> None:
+    """``count`` requests one at a time: one-record Produce (acks=1) and one-partition Fetch (1 KiB), alternating."""
+    from format.record_batch import SimpleRecord, build_batch
+
+    batch = build_batch([SimpleRecord(None, SMALL_REQUEST_VALUE, timestamp=int(time.time() * 1000))])
+    produce_body = {"transactional_id": None, "acks": 1, "timeout_ms": 5000,
+                    "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}]}
+    fetch_body = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1024, "isolation_level": 0,
+                  "session_id": 0, "session_epoch": -1, "rack_id": "", "forgotten_topics_data": [],
+                  "topics": [{"topic": topic, "partitions": [
+                      {"partition": 0, "current_leader_epoch": -1, "fetch_offset": 0, "last_fetched_epoch": -1,
+                       "log_start_offset": -1, "partition_max_bytes": 1024}]}]}
+    with ProtocolClient(bootstrap, timeout_s=CLIENT_TIMEOUT_S) as client:
+        for i in range(count):
+            if i % 2:
+                client.send(ApiKey.FETCH, fetch_body)
+            else:
+                client.send(ApiKey.PRODUCE, produce_body)
+
+
+@contextlib.contextmanager
+def scraping(url: str | None, interval_s: float = 1.0) -> Iterator[list[int]]:
+    """A thread reading ``url`` every ``interval_s`` until the block ends (nothing when ``url`` is None); yields the
+    scrapes' sizes in bytes."""
+    import threading
+    import urllib.request
+
+    sizes: list[int] = []
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(interval_s):
+            with urllib.request.urlopen(url, timeout=10) as response:
+                sizes.append(len(response.read()))
+
+    thread = threading.Thread(target=loop, daemon=True) if url is not None else None
+    if thread is not None:
+        thread.start()
+    try:
+        yield sizes
+    finally:
+        stop.set()
+        if thread is not None:
+            thread.join()
+
+
+def metrics_overhead_figures(root: str, cpu: int | None, work: Workload, runs: int, small: int,
+                             scrape: bool) -> OverheadFigures:
+    metrics_port = free_port()
+
+    def command(name: str, port: int, log_dir: str) -> list[str]:
+        extra = ["--config", f"metrics.listener=http://127.0.0.1:{metrics_port}"] if scrape else []
+        return [*broker_command(SEGLOG, port, log_dir), *extra]
+
+    broker = start_broker("seglog metrics overhead", root, cpu, command)
+    produced, fetched, per_request = [], [], []
+    try:
+        with scraping(f"http://127.0.0.1:{metrics_port}/metrics" if scrape else None) as scrapes:
+            for i in range(runs + 1):
+                topic = f"overhead-{i}"
+                create_topic(broker.bootstrap, topic)
+                before = cpu_seconds(broker.process.pid)
+                produce_all(broker.bootstrap, topic, work)
+                produce_used = cpu_seconds(broker.process.pid) - before
+                before = cpu_seconds(broker.process.pid)
+                served = fetch_at_wire(broker.bootstrap, topic, work.count)[1]
+                fetch_used = cpu_seconds(broker.process.pid) - before
+                before = cpu_seconds(broker.process.pid)
+                small_requests(broker.bootstrap, topic, small)
+                small_used = cpu_seconds(broker.process.pid) - before
+                delete_topic(broker.bootstrap, topic)
+                log(f"  {'warm-up' if i == 0 else f'run {i} of {runs}'}: produce "
+                    f"{produce_used / (work.bytes / 1e9):.2f} CPU s/GB, fetch {fetch_used / (served / 1e9):.2f} "
+                    f"CPU s/GB, small requests {small_used / small * 1e6:.0f} CPU µs each")
+                if i:
+                    produced.append(produce_used / (work.bytes / 1e9))
+                    fetched.append(fetch_used / (served / 1e9))
+                    per_request.append(small_used / small * 1e6)
+        if scrape:
+            log(f"  {len(scrapes)} scrapes of /metrics, {statistics.median(scrapes or [0]):,.0f} bytes each")
+    finally:
+        stop_broker(broker)
+    return OverheadFigures(tuple(produced), tuple(fetched), tuple(per_request))
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argument_parser(__doc__, "a smoke run: fewer records, 1 run, 3 s of latency")
     p.add_argument("--broker-cpu", type=int, default=1, help="the core every broker is pinned to (default 1)")
@@ -909,7 +1015,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--dir", default="/tmp", help="where seglog's and Kafka's log dirs go (default /tmp)")
     p.add_argument("--zero-copy", action="store_true",
                    help="seglog alone: its CPU per GB consumed with fetch.zero.copy.enable off and on")
+    p.add_argument("--metrics-overhead", action="store_true",
+                   help="seglog alone: its CPU per GB produced and fetched and per small request (see above)")
+    p.add_argument("--small-requests", type=int, help="small requests per run with --metrics-overhead "
+                                                      "(default 20,000; 2,000 with --quick)")
+    p.add_argument("--scrape", action="store_true",
+                   help="with --metrics-overhead: metrics.listener set, /metrics scraped every second")
     args = p.parse_args(argv)
+    args.small_requests = args.small_requests or (2_000 if args.quick else 20_000)
     args.runs = args.runs or (1 if args.quick else 5)
     args.records_100b = args.records_100b or (100_000 if args.quick else 1_000_000)
     args.records_1k = args.records_1k or (20_000 if args.quick else 500_000)
@@ -926,6 +1039,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                          f"{sorted(os.sched_getaffinity(0))}; use --no-pin")
     broker_cpu = args.broker_cpu if args.pin else None
     broker_pin = f"core {broker_cpu}, all of them" if args.pin else "no"
+    if args.metrics_overhead:
+        with scratch_directory("seglog-metrics-overhead-bench-", args.dir) as root:
+            env = environment([("pinned", f"client: {pinning(args.pin, args.cpu)}; broker: {broker_pin}"),
+                               ("files", file_system(root)), ("scrape", "every 1 s" if args.scrape else "no")])
+            work = Workload("100-byte values", 100, make_pool(100), args.records_100b)
+            figures = metrics_overhead_figures(root, broker_cpu, work, args.runs, args.small_requests, args.scrape)
+        print_environment(env)
+        print_header(f"{'broker CPU (median of ' + str(args.runs) + ' runs)':<40} {'value':>10}")
+        for label, values in (("produce, CPU s / GB", figures.produce_cpu_per_gb),
+                              ("fetch at the wire, CPU s / GB", figures.fetch_cpu_per_gb),
+                              ("small requests, CPU µs / request", figures.small_request_cpu_us)):
+            print(f"{label:<40} {statistics.median(values):>10.2f}   runs: "
+                  + ", ".join(f"{v:.2f}" for v in values))
+        return 0
     if args.zero_copy:
         with scratch_directory("seglog-zero-copy-bench-", args.dir) as root:
             env = broker_environment(pinning(args.pin, args.cpu), broker_pin, root)
