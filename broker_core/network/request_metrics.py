@@ -32,8 +32,9 @@ from __future__ import annotations
 import struct
 import threading
 import time
+from bisect import bisect_left
 from dataclasses import dataclass
-from typing import Iterator, Mapping
+from typing import Mapping
 
 from ..metrics.histogram import Histogram, HistogramSnapshot
 from ..protocol import ApiKey, SeglogApiKey
@@ -131,13 +132,14 @@ class RequestMetrics:
                 self._record(FETCH_FOLLOWER if times.from_follower else FETCH_CONSUMER, version, phases)
 
     def _record(self, name: str, version: int, phases: tuple[float, ...]) -> None:
-        stats = self._of(name)
+        stats = self._stats.get(name) or self._of(name)
         requests = stats.requests
         requests[version] = requests.get(version, 0) + 1
         for histogram, value in zip(stats.times, phases):
-            histogram.observe(value)
+            histogram.counts[bisect_left(histogram.bounds, value)] += 1  # Histogram.observe, without the call
+            histogram.total += value
 
-    def record_errors(self, api_key: int, error_codes: Iterator[int]) -> None:
+    def record_errors(self, api_key: int, error_codes: list[int]) -> None:
         """The error codes of one response to an ``api_key`` request."""
         name = REQUEST_NAMES.get(api_key) or str(api_key)
         with self._lock:
@@ -152,16 +154,25 @@ class RequestMetrics:
                     for name, stats in sorted(self._stats.items())]
 
 
-def error_codes(body: object) -> Iterator[int]:
+_CONTAINERS = (dict, list)
+
+
+def error_codes(body: dict) -> list[int]:
     """Every ``error_code`` of a response body (nested topics and partitions included), as Kafka's
-    ``errorCounts`` counts them."""
-    if isinstance(body, dict):
-        for key, value in body.items():
-            if key == "error_code":
-                yield value
-            elif isinstance(value, (dict, list)):
-                yield from error_codes(value)
-    elif isinstance(body, list):
-        for item in body:
-            if isinstance(item, (dict, list)):
-                yield from error_codes(item)
+    ``errorCounts`` counts them. A loop over a stack rather than recursion: this runs for every response."""
+    codes: list[int] = []
+    stack: list[dict | list] = [body]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node = pop()
+        if type(node) is dict:
+            for key, value in node.items():
+                if key == "error_code":
+                    codes.append(value)
+                elif type(value) in _CONTAINERS:
+                    push(value)
+        else:
+            for item in node:
+                if type(item) in _CONTAINERS:
+                    push(item)
+    return codes

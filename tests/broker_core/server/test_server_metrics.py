@@ -4,6 +4,7 @@ Kafka clients, parsed with ``prometheus_client``'s parser; and its health endpoi
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import time
 
@@ -50,9 +51,8 @@ def produce_known_workload(bootstrap: str) -> None:
         create_topic(client, TOPIC, 1, {"segment.bytes": "1024"})
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=0, compression_type=None)
     try:
-        for i in range(RECORDS):
-            producer.send(TOPIC, bytes([65 + i % 26]) * VALUE_SIZE, partition=0)
-        producer.flush(timeout=30)
+        for i in range(RECORDS):  # one batch each (acknowledged before the next): segments of a few batches
+            producer.send(TOPIC, bytes([65 + i % 26]) * VALUE_SIZE, partition=0).get(timeout=30)
     finally:
         producer.close()
 
@@ -161,6 +161,35 @@ def test_health_is_ok_and_the_broker_ready_once_its_coordinators_have_loaded(met
     wait_until_ready(base)
     assert get(base + "/readyz").body == "ready\n"
     assert metrics_broker.not_ready() == []
+
+
+def test_readyz_is_503_naming_the_group_coordinator_while_the_consumer_groups_cannot_be_loaded(tmp_path, caplog):
+    # A partition of __consumer_offsets lost while the broker is at max.partitions: it is not created again,
+    # so the groups are never loaded, clients keep getting COORDINATOR_LOAD_IN_PROGRESS, and /readyz says why.
+    logs = tmp_path / "logs"
+    settings = {"offsets.topic.num.partitions": 3, "metrics.listener": "http://127.0.0.1:0"}
+    first = start_broker(logs, **settings)
+    try:
+        produce_known_workload(first.bootstrap_servers)
+        consume_and_commit(first.bootstrap_servers).close()
+    finally:
+        first.shutdown(timeout_ms=10_000)
+    shutil.rmtree(logs / "__consumer_offsets-0")
+    second = start_broker(logs, **settings, **{"max.partitions": 2})
+    try:
+        base = second.metrics_listener.url
+        deadline = time.monotonic() + 30
+        while not any("loading the consumer groups failed" in r.getMessage() for r in caplog.records):
+            assert time.monotonic() < deadline, "the broker never reported the failed load"
+            time.sleep(0.05)
+        reply = get(base + "/readyz")
+        # The transaction coordinator loads after the groups: it waits with them.
+        assert (reply.status, reply.body) == (503, "not ready: group coordinator: loading __consumer_offsets\n"
+                                                   "not ready: transaction coordinator: loading __transaction_state\n")
+        assert get(base + "/healthz").status == 200
+        assert scrape(base).value("kafka_server_replicamanager_partitioncount") == 3  # the others are served
+    finally:
+        second.shutdown(timeout_ms=10_000)
 
 
 def test_a_broker_not_started_says_what_is_not_ready(tmp_path):
