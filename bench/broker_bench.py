@@ -986,7 +986,7 @@ def request_metrics_cost_us(iterations: int = 200_000) -> float | None:
         times = RequestTimes()
         times.dequeue_ns = now_ns()
         stats.record_append("t", 10, 1200)
-        metrics.record_errors(ApiKey.PRODUCE, error_codes(body))
+        times.error_codes = error_codes(body)
         times.response_complete_ns = now_ns()
         times.local_complete(times.response_complete_ns)
         times.local_complete(now_ns())

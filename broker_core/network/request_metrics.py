@@ -6,7 +6,7 @@ locally, when its response was handed back, when the processor took the
 response, and — at ``record`` — when the response was written. From these
 come Kafka's six request times, recorded as histograms in milliseconds when
 the response is written (or, for acks=0 produces and refused requests, when
-the processor takes it):
+the processor takes it), with the error codes the handler noted in them:
 
 * ``RequestQueueTimeMs`` — waiting in the request queue for a handler;
 * ``LocalTimeMs`` — the handler at work;
@@ -59,7 +59,7 @@ class RequestTimes:
     """When a request passed each stage, in ``time.monotonic_ns``; 0 for a stage not reached (yet)."""
 
     __slots__ = ("start_ns", "dequeue_ns", "local_complete_ns", "response_complete_ns", "response_dequeue_ns",
-                 "from_follower")
+                 "from_follower", "error_codes")
 
     def __init__(self) -> None:
         self.start_ns = now_ns()
@@ -68,6 +68,7 @@ class RequestTimes:
         self.response_complete_ns = 0
         self.response_dequeue_ns = 0
         self.from_follower = False  # a Fetch from a replica (FetchFollower) rather than a consumer
+        self.error_codes: list[int] | None = None  # of the response, counted with the times
 
     def local_complete(self, at_ns: int) -> None:
         """The handler is done with the request (the first of: its response was sent, the handler returned)."""
@@ -99,7 +100,7 @@ class RequestStatsSnapshot:
 
 
 class RequestMetrics:
-    """The request counts and times of one broker; processors ``record``, handlers ``record_errors``."""
+    """The request counts, errors and times of one broker: the processors ``record`` each answered request."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -126,26 +127,24 @@ class RequestMetrics:
         phases = ((dequeue - start) / _NS_PER_MS, (local_complete - dequeue) / _NS_PER_MS,
                   (response_complete - local_complete) / _NS_PER_MS, (response_dequeue - response_complete) / _NS_PER_MS,
                   (end - response_dequeue) / _NS_PER_MS, (end - start) / _NS_PER_MS)
+        codes = times.error_codes
         with self._lock:
-            self._record(name, version, phases)
+            stats = self._record(name, version, phases)
+            if codes:
+                errors = stats.errors
+                for code in codes:
+                    errors[code] = errors.get(code, 0) + 1
             if api_key == ApiKey.FETCH:
                 self._record(FETCH_FOLLOWER if times.from_follower else FETCH_CONSUMER, version, phases)
 
-    def _record(self, name: str, version: int, phases: tuple[float, ...]) -> None:
+    def _record(self, name: str, version: int, phases: tuple[float, ...]) -> RequestStats:
         stats = self._stats.get(name) or self._of(name)
         requests = stats.requests
         requests[version] = requests.get(version, 0) + 1
         for histogram, value in zip(stats.times, phases):
             histogram.counts[bisect_left(histogram.bounds, value)] += 1  # Histogram.observe, without the call
             histogram.total += value
-
-    def record_errors(self, api_key: int, error_codes: list[int]) -> None:
-        """The error codes of one response to an ``api_key`` request."""
-        name = REQUEST_NAMES.get(api_key) or str(api_key)
-        with self._lock:
-            errors = self._of(name).errors
-            for code in error_codes:
-                errors[code] = errors.get(code, 0) + 1
+        return stats
 
     def snapshot(self) -> list[RequestStatsSnapshot]:
         with self._lock:

@@ -274,7 +274,7 @@ class BrokerMetricsCollector(Collector):
         stats = cleaner.last_stats
         yield GaugeMetricFamily("kafka_log_logcleaner_max_clean_time_secs",
                                 "Seconds the last clean took (max-clean-time-secs)",
-                                value=stats.elapsed_s() if stats is not None else 0.0)
+                                value=stats.elapsed_s if stats is not None else 0.0)
         yield GaugeMetricFamily("kafka_log_logcleaner_cleaner_recopy_percent",
                                 "Bytes written as a share of bytes read by the last clean, in percent "
                                 "(cleaner-recopy-percent)",

@@ -300,7 +300,7 @@ class KafkaApis:
     def _send(self, request: Request, parsed: KafkaRequest, body: dict) -> None:
         if isinstance(parsed, FilteredRequest):
             body = parsed.complete(body)  # the entries refused by the authorizer join the response
-        self.request_channel.metrics.record_errors(parsed.header.api_key, error_codes(body))
+        request.times.error_codes = error_codes(body)  # counted with the request's times once it is answered
         self.request_channel.send_response(SendResponse(request, encode_response_buffers(parsed.header, body)))
 
     def _close(self, request: Request, reason: str) -> None:

@@ -17,7 +17,7 @@ from broker_core.client.protocol_client import ProtocolClient
 from broker_core.server.broker_server import BrokerServer
 from tests.broker_core.cli_kit import run
 from tests.broker_core.metrics.metrics_kit import get, scrape
-from tests.broker_core.server.server_kit import BrokerProcess, create_topic, start_broker
+from tests.broker_core.server.server_kit import BrokerProcess, create_topic, fetch, start_broker
 
 TOPIC = "orders"
 RECORDS = 50
@@ -136,6 +136,29 @@ def test_metrics_after_a_known_workload_count_its_records_bytes_requests_and_the
     assert samples.value("kafka_server_delayedoperationpurgatory_purgatorysize", delayedOperation="Fetch") >= 0
 
 
+def test_a_long_polling_fetch_counts_its_wait_in_the_purgatory_as_remote_time(metrics_broker):
+    base = metrics_broker.metrics_listener.url
+    with ProtocolClient(metrics_broker.bootstrap_servers) as client:
+        create_topic(client, "quiet")
+        started = time.monotonic()
+        fetch(client, [("quiet", 0, 0, 1024)], max_wait_ms=300, min_bytes=1)  # nothing comes: it waits 300 ms
+        waited_ms = (time.monotonic() - started) * 1000
+    deadline = time.monotonic() + 10
+    while (samples := scrape(base)).total("kafka_network_requestmetrics_remotetimems_count",
+                                          request="FetchConsumer") < 1:
+        assert time.monotonic() < deadline, "the fetch was never recorded"
+        time.sleep(0.05)
+    assert samples.value("kafka_network_requestmetrics_remotetimems_count", request="FetchConsumer") == 1
+    remote = samples.value("kafka_network_requestmetrics_remotetimems_sum", request="FetchConsumer")
+    total = samples.value("kafka_network_requestmetrics_totaltimems_sum", request="FetchConsumer")
+    # The wait, less the little the handler took before parking the fetch; the total ends once the response is
+    # written, which the client may see a moment before the broker notes it.
+    assert 250 < remote <= total < waited_ms + 50
+    assert samples.value("kafka_network_requestmetrics_localtimems_sum", request="FetchConsumer") < 300
+    assert samples.value("kafka_network_requestmetrics_remotetimems_bucket", request="FetchConsumer", le="250.0") == 0
+    assert samples.value("kafka_network_requestmetrics_remotetimems_bucket", request="FetchConsumer", le="500.0") == 1
+
+
 def test_the_lag_follows_new_records_and_commits_as_seglog_groups_describe_does(metrics_broker, capsys):
     base = metrics_broker.metrics_listener.url
     bootstrap = metrics_broker.bootstrap_servers
@@ -153,6 +176,37 @@ def test_the_lag_follows_new_records_and_commits_as_seglog_groups_describe_does(
         describe_lag(capsys, bootstrap) == RECORDS + 7 - COMMITTED
     assert samples.value("kafka_coordinator_group_groupmetadatamanager_numgroupsempty") == 1
     assert samples.value("kafka_server_brokertopicmetrics_messagesin_total", topic=TOPIC) == RECORDS + 7
+
+
+def test_the_cleaner_figures_show_the_last_clean_of_a_compacted_topic(tmp_path):
+    server = start_broker(tmp_path / "logs", **{"metrics.listener": "http://127.0.0.1:0",
+                                                "log.cleaner.backoff.ms": 50})
+    try:
+        base = server.metrics_listener.url
+        samples = scrape(base)
+        assert samples.value("kafka_log_logcleaner_deadthreadcount") == 0
+        assert samples.value("kafka_log_logcleaner_max_clean_time_secs") == 0
+        assert samples.value("kafka_log_logcleanermanager_uncleanable_partitions_count",
+                             logDirectory=server.config.log_dirs[0]) == 0
+        with ProtocolClient(server.bootstrap_servers) as client:
+            create_topic(client, "profiles", 1, {"cleanup.policy": "compact", "segment.bytes": "1024",
+                                                 "min.cleanable.dirty.ratio": "0.01"})
+        producer = KafkaProducer(bootstrap_servers=server.bootstrap_servers, acks=1)
+        try:
+            for i in range(RECORDS):  # five keys, each written ten times: most records are superseded
+                producer.send("profiles", b"v" * VALUE_SIZE, key=b"user-%d" % (i % 5), partition=0).get(timeout=30)
+        finally:
+            producer.close()
+        deadline = time.monotonic() + 60
+        while (samples := scrape(base)).value("kafka_log_logcleaner_max_clean_time_secs") == 0:
+            assert time.monotonic() < deadline, "the cleaner never cleaned the topic"
+            time.sleep(0.1)
+        assert 0 < samples.value("kafka_log_logcleaner_cleaner_recopy_percent") < 100  # it dropped records
+        assert 0 < samples.value("kafka_log_logcleaner_max_buffer_utilization_percent") <= 100
+        assert samples.value("kafka_log_log_size", topic="profiles", partition="0") < \
+            samples.value("kafka_server_brokertopicmetrics_bytesin_total", topic="profiles")
+    finally:
+        server.shutdown(timeout_ms=10_000)
 
 
 def test_health_is_ok_and_the_broker_ready_once_its_coordinators_have_loaded(metrics_broker):
