@@ -96,7 +96,7 @@ class BrokerMetricsCollector(Collector):
     # --- kafka.network: RequestMetrics, RequestChannel, SocketServer, Processor --------------
 
     def _requests(self) -> Iterator[Metric]:
-        channel = self.server._request_channel
+        channel = self.server.request_channel
         if channel is None:
             return
         requests = CounterMetricFamily("kafka_network_requestmetrics_requests",
@@ -123,7 +123,7 @@ class BrokerMetricsCollector(Collector):
 
     def _network(self) -> Iterator[Metric]:
         server = self.server
-        channel, socket_server, pool = server._request_channel, server.socket_server, server._handler_pool
+        channel, socket_server, pool = server.request_channel, server.socket_server, server.handler_pool
         if channel is None or socket_server is None:
             return
         yield GaugeMetricFamily("kafka_network_requestchannel_requestqueuesize",
@@ -178,7 +178,7 @@ class BrokerMetricsCollector(Collector):
 
     def _purgatories(self) -> Iterator[Metric]:
         server = self.server
-        purgatories = [server._fetch_purgatory]
+        purgatories = [server.fetch_purgatory]
         if server.cluster_mode is not None:
             purgatories.append(server.cluster_mode.produce_purgatory)
         if server.group_coordinator is not None:
@@ -213,7 +213,7 @@ class BrokerMetricsCollector(Collector):
             partitions = leaders = len(broker.log_manager.all_logs())
             under_replicated = under_min_isr = 0
         else:
-            held = list(replica_manager._partitions.values())
+            held = replica_manager.partitions()
             partitions = len(held)
             led = [p for p in held if p.is_leader]
             leaders = len(led)

@@ -283,6 +283,20 @@ class BrokerServer:
     def __exit__(self, *exc) -> None:
         self.shutdown()
 
+    # --- what the metrics read ------------------------------------------------------
+
+    @property
+    def request_channel(self) -> RequestChannel | None:
+        return self._request_channel
+
+    @property
+    def handler_pool(self) -> KafkaRequestHandlerPool | None:
+        return self._handler_pool
+
+    @property
+    def fetch_purgatory(self) -> DelayedOperationPurgatory[DelayedFetch] | None:
+        return self._fetch_purgatory
+
     # --- where it listens ----------------------------------------------------------
 
     @property
