@@ -23,8 +23,9 @@ per API and version, and errors per API and error code (the codes of every
 The times are real elapsed time (``time.monotonic_ns``), not the broker's
 injected clock: a simulated clock would make every request take no time.
 
-The hot path pays a few clock reads per request and one uncontended lock at
-its end; nothing here allocates per observation.
+The hot path pays a few clock reads, a small object and a walk over the
+response's error codes per request, and one uncontended lock at its end:
+about 4.4 µs of CPU a request (BENCHMARKS.md, *Metrics*).
 """
 
 from __future__ import annotations
