@@ -1054,7 +1054,9 @@ def print_metrics_overhead(env: Environment, figures: dict[str, OverheadFigures]
                                                                          "fetch_cpu_per_gb"),
                          ("small requests, CPU µs / request", "small_request_cpu_us")):
         medians = {n: statistics.median(getattr(figures[n], field)) for n in names}
-        change = f" {medians[AFTER] / medians[BEFORE] - 1:>+8.1%}" if BEFORE in figures else ""
+        change = ""
+        if BEFORE in figures:  # a figure below the clock tick's resolution reads 0
+            change = f" {medians[AFTER] / medians[BEFORE] - 1:>+8.1%}" if medians[BEFORE] else f" {'-':>8}"
         print(f"{label:<36} " + " ".join(f"{medians[n]:>15.2f}" for n in names) + change)
     for n in names:
         print(f"  {n}, small requests per run: " + ", ".join(f"{v:.1f}" for v in figures[n].small_request_cpu_us))
