@@ -72,6 +72,18 @@ fetches less at a time), so a second one fixes it: the consumer at the wire
 (Fetch requests of 4 x 1 MiB, one in flight) reads the topic from the start,
 and the broker's CPU seconds per GB of record batches served.
 
+``--metrics-overhead`` measures what the broker's metrics cost on the request
+path, seglog alone: the broker's CPU seconds (``/proc/<pid>/stat``, so the
+load of a shared machine disturbs the figures far less than wall time would)
+producing the 100-byte workload with confluent-kafka (per GB), reading it back
+at the wire (per GB), and answering small requests one at a time — a
+one-record Produce (acks=1) and a one-partition Fetch of at most 1 KiB,
+alternating — in CPU microseconds per request, where a per-request cost
+shows most. ``--before CHECKOUT`` runs a second broker from another checkout
+(``PYTHONPATH``) beside this one, each run measuring both in turn, so that
+a shared machine's load falls on both; ``--scrape`` gives this checkout's
+broker ``metrics.listener`` and reads ``/metrics`` every second meanwhile.
+
 Run ``python bench/broker_bench.py``; ``--quick`` for a smoke run,
 ``--markdown`` for rows to paste into BENCHMARKS.md.
 """
@@ -166,7 +178,8 @@ def broker_command(name: str, port: int, log_dir: str) -> list[str]:
 
 
 def start_broker(name: str, root: str, cpu: int | None,
-                 command: Callable[[str, int, str], list[str]] = broker_command) -> RunningBroker:
+                 command: Callable[[str, int, str], list[str]] = broker_command,
+                 env: Mapping[str, str] | None = None) -> RunningBroker:
     """Start ``name`` on a free loopback port (pinned to ``cpu`` if given); returns once it answers ApiVersions.
 
     ``command(name, port, log_dir)`` gives the command line (the group benchmark passes its own).
@@ -179,7 +192,7 @@ def start_broker(name: str, root: str, cpu: int | None,
     pin = (lambda: os.sched_setaffinity(0, {cpu})) if cpu is not None else None
     with open(log_path, "w") as out:
         process = subprocess.Popen(command(name, port, log_dir), stdout=out, stderr=subprocess.STDOUT,
-                                   preexec_fn=pin)
+                                   preexec_fn=pin, env=None if env is None else dict(env))
     broker = RunningBroker(name, process, port, log_path)
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline and process.poll() is None:
@@ -896,6 +909,162 @@ def print_zero_copy(env: Environment, figures: list[ZeroCopyFigure], runs: int, 
                                 f"`{command}`", date))
 
 
+SMALL_REQUEST_VALUE = b"v" * 100
+
+
+@dataclass
+class OverheadFigures:
+    """One broker's figures, a value per run."""
+
+    produce_cpu_per_gb: list[float]
+    fetch_cpu_per_gb: list[float]
+    small_request_cpu_us: list[float]
+
+
+def small_requests(bootstrap: str, topic: str, count: int) -> None:
+    """``count`` requests one at a time: one-record Produce (acks=1) and one-partition Fetch (1 KiB), alternating."""
+    from format.record_batch import SimpleRecord, build_batch
+
+    batch = build_batch([SimpleRecord(None, SMALL_REQUEST_VALUE, timestamp=int(time.time() * 1000))])
+    produce_body = {"transactional_id": None, "acks": 1, "timeout_ms": 5000,
+                    "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}]}
+    fetch_body = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1024, "isolation_level": 0,
+                  "session_id": 0, "session_epoch": -1, "rack_id": "", "forgotten_topics_data": [],
+                  "topics": [{"topic": topic, "partitions": [
+                      {"partition": 0, "current_leader_epoch": -1, "fetch_offset": 0, "last_fetched_epoch": -1,
+                       "log_start_offset": -1, "partition_max_bytes": 1024}]}]}
+    with ProtocolClient(bootstrap, timeout_s=CLIENT_TIMEOUT_S) as client:
+        for i in range(count):
+            if i % 2:
+                client.send(ApiKey.FETCH, fetch_body)
+            else:
+                client.send(ApiKey.PRODUCE, produce_body)
+
+
+@contextlib.contextmanager
+def scraping(url: str | None, interval_s: float = 1.0) -> Iterator[list[int]]:
+    """A thread reading ``url`` every ``interval_s`` until the block ends (nothing when ``url`` is None); yields the
+    scrapes' sizes in bytes."""
+    import threading
+    import urllib.request
+
+    sizes: list[int] = []
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(interval_s):
+            with urllib.request.urlopen(url, timeout=10) as response:
+                sizes.append(len(response.read()))
+
+    thread = threading.Thread(target=loop, daemon=True) if url is not None else None
+    if thread is not None:
+        thread.start()
+    try:
+        yield sizes
+    finally:
+        stop.set()
+        if thread is not None:
+            thread.join()
+
+
+def request_metrics_cost_us(iterations: int = 200_000) -> float | None:
+    """CPU microseconds the metrics add to one Produce request of one partition, in this process: its times
+    stamped and recorded, the error codes of its response counted, its records counted for the topic. None
+    when the broker_core on the path has no request metrics (an older checkout)."""
+    try:
+        from broker_core.network.request_metrics import RequestMetrics, RequestTimes, error_codes, now_ns
+        from broker_core.server.broker_topic_stats import BrokerTopicStats
+    except ImportError:
+        return None
+    metrics, stats = RequestMetrics(), BrokerTopicStats()
+    frame = struct.pack(">hhi", ApiKey.PRODUCE, 9, 1) + b"\0" * 64
+    body = {"responses": [{"name": "t", "partition_responses": [
+        {"index": 0, "error_code": 0, "base_offset": 0, "log_append_time_ms": -1, "log_start_offset": 0,
+         "record_errors": [], "error_message": None}]}], "throttle_time_ms": 0}
+    start = time.process_time()
+    for _ in range(iterations):
+        times = RequestTimes()
+        times.dequeue_ns = now_ns()
+        stats.record_append("t", 10, 1200)
+        times.error_codes = error_codes(body)
+        times.response_complete_ns = now_ns()
+        times.local_complete(times.response_complete_ns)
+        times.local_complete(now_ns())
+        times.response_dequeue_ns = now_ns()
+        metrics.record(frame, times)
+    return (time.process_time() - start) / iterations * 1e6
+
+
+AFTER = "this checkout"
+BEFORE = "before"
+
+
+def metrics_overhead_figures(root: str, cpu: int | None, work: Workload, runs: int, small: int, scrape: bool,
+                             before: str | None) -> dict[str, OverheadFigures]:
+    """This checkout's broker and, with ``before``, one running the checkout at that path (``PYTHONPATH``), side
+    by side: each run measures both, taking turns going first, so the load of a shared machine falls on both."""
+    metrics_port = free_port()
+
+    def command(name: str, port: int, log_dir: str) -> list[str]:
+        extra = ["--config", f"metrics.listener=http://127.0.0.1:{metrics_port}"] if scrape and name == AFTER else []
+        return [*broker_command(SEGLOG, port, log_dir), *extra]
+
+    brokers: dict[str, RunningBroker] = {}
+    figures: dict[str, OverheadFigures] = {}
+    try:
+        for name, path in ((AFTER, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), (BEFORE, before)):
+            if path is not None:
+                brokers[name] = start_broker(name, root, cpu, command, env={**os.environ, "PYTHONPATH": path})
+                figures[name] = OverheadFigures([], [], [])
+        with scraping(f"http://127.0.0.1:{metrics_port}/metrics" if scrape else None) as scrapes:
+            for i in range(runs + 1):
+                for name in rotated(list(brokers), i):
+                    broker = brokers[name]
+                    topic = f"overhead-{i}"
+                    create_topic(broker.bootstrap, topic)
+                    used = cpu_seconds(broker.process.pid)
+                    produce_all(broker.bootstrap, topic, work)
+                    produce_used, used = cpu_seconds(broker.process.pid) - used, cpu_seconds(broker.process.pid)
+                    served = fetch_at_wire(broker.bootstrap, topic, work.count)[1]
+                    fetch_used, used = cpu_seconds(broker.process.pid) - used, cpu_seconds(broker.process.pid)
+                    small_requests(broker.bootstrap, topic, small)
+                    small_used = cpu_seconds(broker.process.pid) - used
+                    delete_topic(broker.bootstrap, topic)
+                    log(f"  {'warm-up' if i == 0 else f'run {i} of {runs}'}, {name}: produce "
+                        f"{produce_used / (work.bytes / 1e9):.2f} CPU s/GB, fetch {fetch_used / (served / 1e9):.2f} "
+                        f"CPU s/GB, small requests {small_used / small * 1e6:.0f} CPU µs each")
+                    if i:
+                        figures[name].produce_cpu_per_gb.append(produce_used / (work.bytes / 1e9))
+                        figures[name].fetch_cpu_per_gb.append(fetch_used / (served / 1e9))
+                        figures[name].small_request_cpu_us.append(small_used / small * 1e6)
+        if scrape:
+            log(f"  {len(scrapes)} scrapes of /metrics, {statistics.median(scrapes or [0]):,.0f} bytes each")
+    finally:
+        for broker in brokers.values():
+            stop_broker(broker)
+    return figures
+
+
+def print_metrics_overhead(env: Environment, figures: dict[str, OverheadFigures], runs: int) -> None:
+    print_environment(env)
+    names = list(figures)
+    print_header(f"{'broker CPU, median of ' + str(runs) + ' runs':<36} " + " ".join(f"{n:>15}" for n in names)
+                 + (f" {'change':>8}" if BEFORE in figures else ""))
+    for label, field in (("produce, CPU s / GB", "produce_cpu_per_gb"), ("fetch at the wire, CPU s / GB",
+                                                                         "fetch_cpu_per_gb"),
+                         ("small requests, CPU µs / request", "small_request_cpu_us")):
+        medians = {n: statistics.median(getattr(figures[n], field)) for n in names}
+        change = ""
+        if BEFORE in figures:  # a figure below the clock tick's resolution reads 0
+            change = f" {medians[AFTER] / medians[BEFORE] - 1:>+8.1%}" if medians[BEFORE] else f" {'-':>8}"
+        print(f"{label:<36} " + " ".join(f"{medians[n]:>15.2f}" for n in names) + change)
+    for n in names:
+        print(f"  {n}, small requests per run: " + ", ".join(f"{v:.1f}" for v in figures[n].small_request_cpu_us))
+    cost = request_metrics_cost_us()
+    if cost is not None:
+        print(f"request metrics alone: {cost:.2f} CPU µs per one-partition Produce (in-process, 200,000 times)")
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argument_parser(__doc__, "a smoke run: fewer records, 1 run, 3 s of latency")
     p.add_argument("--broker-cpu", type=int, default=1, help="the core every broker is pinned to (default 1)")
@@ -909,7 +1078,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--dir", default="/tmp", help="where seglog's and Kafka's log dirs go (default /tmp)")
     p.add_argument("--zero-copy", action="store_true",
                    help="seglog alone: its CPU per GB consumed with fetch.zero.copy.enable off and on")
+    p.add_argument("--metrics-overhead", action="store_true",
+                   help="seglog alone: its CPU per GB produced and fetched and per small request (see above)")
+    p.add_argument("--small-requests", type=int, help="small requests per run with --metrics-overhead "
+                                                      "(default 20,000; 2,000 with --quick)")
+    p.add_argument("--before", metavar="CHECKOUT",
+                   help="with --metrics-overhead: also a broker running the checkout at CHECKOUT, side by side")
+    p.add_argument("--scrape", action="store_true",
+                   help="with --metrics-overhead: metrics.listener set, /metrics scraped every second")
     args = p.parse_args(argv)
+    args.small_requests = args.small_requests or (2_000 if args.quick else 20_000)
     args.runs = args.runs or (1 if args.quick else 5)
     args.records_100b = args.records_100b or (100_000 if args.quick else 1_000_000)
     args.records_1k = args.records_1k or (20_000 if args.quick else 500_000)
@@ -926,6 +1104,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                          f"{sorted(os.sched_getaffinity(0))}; use --no-pin")
     broker_cpu = args.broker_cpu if args.pin else None
     broker_pin = f"core {broker_cpu}, all of them" if args.pin else "no"
+    if args.metrics_overhead:
+        with scratch_directory("seglog-metrics-overhead-bench-", args.dir) as root:
+            env = environment([("pinned", f"client: {pinning(args.pin, args.cpu)}; brokers: {broker_pin}"),
+                               ("files", file_system(root)), ("before", args.before or "-"),
+                               ("scrape", "this checkout's, every 1 s" if args.scrape else "no")])
+            work = Workload("100-byte values", 100, make_pool(100), args.records_100b)
+            figures = metrics_overhead_figures(root, broker_cpu, work, args.runs, args.small_requests, args.scrape,
+                                               args.before)
+        print_metrics_overhead(env, figures, args.runs)
+        return 0
     if args.zero_copy:
         with scratch_directory("seglog-zero-copy-bench-", args.dir) as root:
             env = broker_environment(pinning(args.pin, args.cpu), broker_pin, root)

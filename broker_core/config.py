@@ -45,6 +45,10 @@ Settings Kafka deprecated before 4.0 (``message.format.version``,
 ``message.timestamp.difference.max.ms``, ``message.downconversion.enable``)
 and the replication-throttle settings are not known here.
 
+``metrics.listener`` (seglog's own; Kafka exports metrics through JMX) is the
+``http://host:port`` where the broker serves Prometheus's ``/metrics`` and
+the health endpoints ``/healthz`` and ``/readyz``; unset, there is no listener.
+
 Tiered storage (KIP-405) keeps Kafka's names: the broker's
 ``remote.log.storage.system.enable``, ``remote.log.manager.task.interval.ms``,
 ``remote.log.manager.task.retry.backoff.ms`` / ``.backoff.max.ms``,
@@ -68,6 +72,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping
 
 from .errors import InvalidConfigurationError
+from .metrics.listener_url import parse_metrics_listener
 
 __all__ = [
     "LONG_MAX",
@@ -272,6 +277,13 @@ def _gzip_level(name: str, value: Any) -> None:
     # -1 is zlib's "default level"; otherwise 1 (fastest) to 9 (smallest).
     if value > 9 or (value < 1 and value != -1):
         raise _invalid(name, value, "Value must be between 1 and 9 or equal to -1")
+
+
+def _metrics_listener(name: str, value: Any) -> None:
+    try:
+        parse_metrics_listener(value)
+    except ValueError as exc:
+        raise _invalid(name, value, str(exc)) from None
 
 
 def _non_empty_dirs(name: str, value: Any) -> None:
@@ -636,6 +648,7 @@ _BROKER_KEYS: tuple[_Key, ...] = (
     _Key("remote.log.index.file.cache.total.size.bytes", _Type.LONG, _at_least(1)),
     _Key("socket.request.max.bytes", _Type.INT, _at_least(1)),
     _Key("fetch.zero.copy.enable", _Type.BOOLEAN),
+    _Key("metrics.listener", _Type.STRING, _metrics_listener, nullable=True),
     _Key("socket.send.buffer.bytes", _Type.INT, _at_least(-1)),
     _Key("max.connections", _Type.INT, _at_least(0)),
     _Key("connections.max.idle.ms", _Type.LONG),
@@ -770,6 +783,8 @@ class BrokerConfig:
     socket_request_max_bytes: int = 100 * 1024 * 1024
     # seglog's own: a fetch on a plaintext listener sends CRC-checked records from the segment files (sendfile).
     fetch_zero_copy_enable: bool = True
+    # seglog's own: http://host:port of /metrics (Prometheus), /healthz and /readyz; none when unset.
+    metrics_listener: str | None = None
     # SO_SNDBUF of client connections. Kafka's default is 102400; seglog's is -1 (the OS's, which Linux
     # autotunes), so a loopback or LAN consumer is not held to 100 KiB in flight.
     socket_send_buffer_bytes: int = -1

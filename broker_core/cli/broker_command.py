@@ -2,6 +2,7 @@
 
     seglog broker --log-dir D [--log-dir D2] --listeners PLAINTEXT://127.0.0.1:9092
                   [--advertised-listeners PLAINTEXT://host:9092] [--node-id N] [--config key=value ...]
+                  [--metrics-listener http://127.0.0.1:9404]
 
 The broker runs in the foreground until SIGTERM or SIGINT, then shuts down
 gracefully: requests in flight are answered, logs are flushed and the
@@ -33,6 +34,8 @@ def broker_props(args: argparse.Namespace) -> dict[str, str]:
         props["advertised.listeners"] = args.advertised_listeners
     if args.node_id is not None:
         props["node.id"] = str(args.node_id)
+    if args.metrics_listener is not None:
+        props["metrics.listener"] = args.metrics_listener
     return props
 
 
@@ -55,7 +58,8 @@ def run_broker(args: argparse.Namespace) -> int:
     retain_freed_buffers()  # the process is the broker's alone: fetch buffers are reused, not mapped afresh
     server = BrokerServer(config).startup()
     endpoints = ", ".join(e.connection_string for e in server.bound_endpoints)
-    print(f"seglog broker {config.node_id} started (cluster {server.cluster_id}) on {endpoints}",
+    metrics = f"; metrics on {server.metrics_listener.url}/metrics" if server.metrics_listener is not None else ""
+    print(f"seglog broker {config.node_id} started (cluster {server.cluster_id}) on {endpoints}{metrics}",
           file=sys.stderr, flush=True)
     try:
         while not stop.wait(1.0):
@@ -74,6 +78,9 @@ def add_broker_parser(commands: argparse._SubParsersAction) -> None:
     broker.add_argument("--listeners", help=f"where to listen, NAME://host:port[,...] (default {DEFAULT_LISTENERS})")
     broker.add_argument("--advertised-listeners", help="what clients are told to connect to, if not --listeners")
     broker.add_argument("--node-id", type=int, help="this broker's node.id (default 0)")
+    broker.add_argument("--metrics-listener", metavar="http://HOST:PORT",
+                        help="serve Prometheus metrics (/metrics) and health (/healthz, /readyz) there "
+                             "(metrics.listener; port 0 picks one; default: none)")
     broker.add_argument("--config", action="append", metavar="KEY=VALUE",
                         help="a broker setting under Kafka's name, e.g. num.partitions=3 (repeatable)")
     broker.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])

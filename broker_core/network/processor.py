@@ -33,6 +33,11 @@ port, garbage) closes that connection only. Every request carries the
 connection's principal (its client certificate's subject, else
 ``User:ANONYMOUS``) and its listener's security protocol.
 
+For the metrics, a processor counts the time it spends waiting in its
+selector (``idle_ns``: Kafka's ``NetworkProcessorAvgIdlePercent`` comes from
+it), stamps when it takes each response and records the request's times
+with the channel's ``RequestMetrics`` once the response is written.
+
 On SASL listeners the connection's ``SaslServerAuthenticator`` answers
 every frame, in this thread, until authentication completes: ApiVersions,
 SaslHandshake and SaslAuthenticate; anything else closes the connection
@@ -66,6 +71,7 @@ from .connection_quotas import ConnectionQuotas
 from .network_receive import InvalidReceiveError, NetworkReceive
 from .request_channel import (CloseConnectionResponse, NoOpResponse, Request, RequestChannel, Response, SendResponse,
                               release)
+from .request_metrics import now_ns
 
 log = logging.getLogger(__name__)
 
@@ -145,6 +151,7 @@ class _Connection:
     muted: bool = False  # a request is with the handlers
     # The rest of the response being written, buffer by buffer (file slices as _FileSend).
     send: list[memoryview | _FileSend] | None = None
+    answering: Request | None = None  # the request whose response is being written (its metrics follow)
     events: int = 0  # what the selector watches for
     closed: bool = field(default=False)
 
@@ -179,6 +186,8 @@ class Processor(threading.Thread):
         self._drain_deadline: float | None = None
         self._stopped = threading.Event()
         self.bytes_sent_from_files = 0  # records sent with transfer_from (zero copy in the clear)
+        self.idle_ns = 0  # time spent waiting in the selector (written by this thread only)
+        self._request_metrics = request_channel.metrics
         request_channel.add_processor(processor_id, self)
 
     # -- called from other threads ------------------------------------------
@@ -221,6 +230,18 @@ class Processor(threading.Thread):
     @property
     def connection_count(self) -> int:
         return len(self._connections)
+
+    def connection_counts(self) -> dict[str, int]:
+        """Open connections by listener name (from any thread)."""
+        counts: dict[str, int] = {}
+        for conn in list(self._connections.values()):  # list() copies in one step: the loop may change the dict
+            counts[conn.listener_name] = counts.get(conn.listener_name, 0) + 1
+        return counts
+
+    @property
+    def response_queue_size(self) -> int:
+        """Responses handed to this processor and not yet taken (Kafka's ResponseQueueSize)."""
+        return self._responses.qsize()
 
     # -- the loop --------------------------------------------------------------
 
@@ -281,21 +302,29 @@ class Processor(threading.Thread):
                 response = self._responses.get_nowait()
             except queue.Empty:
                 return
-            conn = self._connections.get(response.request.connection_id)
+            request = response.request
+            request.times.response_dequeue_ns = now_ns()
+            conn = self._connections.get(request.connection_id)
             if conn is None or conn.closed:
                 release(response)  # the client went away while its request was handled
                 continue
             if isinstance(response, SendResponse):
                 conn.send = _send_buffers(response.payload)
+                conn.answering = request
                 self._write(conn)
             elif isinstance(response, NoOpResponse):
+                self._request_metrics.record(request.frame, request.times)
                 self._unmute(conn)
             elif isinstance(response, CloseConnectionResponse):
                 log.debug("Processor %d: closing %s: %s", self.processor_id, conn.connection_id, response.reason)
+                self._request_metrics.record(request.frame, request.times)
                 self._close(conn)
 
     def _poll(self, timeout_s: float) -> None:
-        for key, mask in self._selector.select(timeout_s):
+        waiting_since = now_ns()
+        ready = self._selector.select(timeout_s)
+        self.idle_ns += now_ns() - waiting_since
+        for key, mask in ready:
             conn = key.data
             if conn is None:
                 self._drain_wakeups()
@@ -481,6 +510,10 @@ class Processor(threading.Thread):
             self._close(conn)
             return
         conn.send = None
+        answered = conn.answering
+        if answered is not None:
+            conn.answering = None
+            self._request_metrics.record(answered.frame, answered.times)
         if conn.close_after_send:
             self._close(conn)
             return

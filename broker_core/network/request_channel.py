@@ -13,19 +13,25 @@ goes to the queue of the processor that owns the connection:
 
 Every request gets exactly one response: that is what keeps the connection's
 one-request-in-flight discipline from stalling.
+
+The channel also keeps the broker's ``RequestMetrics`` (as Kafka's channel
+keeps its ``Metrics``): each request carries its ``RequestTimes``, which
+``send_response`` stamps, and the processor records them once the response
+is out.
 """
 
 from __future__ import annotations
 
 import queue
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
 from format.file_slice import FileSlice
 from format.file_slice import release as release_records
 
 from ..security.principal import ANONYMOUS, KafkaPrincipal
+from .request_metrics import RequestMetrics, RequestTimes, now_ns
 
 DEFAULT_QUEUED_MAX_REQUESTS = 500
 
@@ -42,6 +48,7 @@ class Request:
     start_time_ms: int  # when the frame was complete (monotonic)
     principal: KafkaPrincipal = ANONYMOUS  # who the connection authenticated as
     security_protocol: str = "PLAINTEXT"  # of the listener the request came in on
+    times: RequestTimes = field(default_factory=RequestTimes)  # stamped at each stage, for the request metrics
 
 
 @dataclass(frozen=True, eq=False)
@@ -90,9 +97,10 @@ SHUTDOWN = _Shutdown()
 class RequestChannel:
     """One request queue shared by all processors; responses routed back by processor id."""
 
-    def __init__(self, queue_size: int = DEFAULT_QUEUED_MAX_REQUESTS) -> None:
+    def __init__(self, queue_size: int = DEFAULT_QUEUED_MAX_REQUESTS, metrics: RequestMetrics | None = None) -> None:
         if queue_size < 1:
             raise ValueError(f"RequestChannel: queue_size must be >= 1, got {queue_size}")
+        self.metrics = metrics if metrics is not None else RequestMetrics()
         self._requests: queue.Queue[Request | _Shutdown] = queue.Queue(queue_size)
         self._processors: dict[int, ResponseSink] = {}
         self._lock = threading.Lock()
@@ -140,6 +148,9 @@ class RequestChannel:
 
     def send_response(self, response: Response) -> None:
         """Hand ``response`` to the processor owning its connection; safe from any thread."""
+        times = response.request.times
+        times.response_complete_ns = now_ns()
+        times.local_complete(times.response_complete_ns)
         with self._lock:
             sink = self._processors.get(response.request.processor_id)
         if sink is not None:
@@ -169,4 +180,5 @@ class RequestChannel:
 
     @property
     def queue_size(self) -> int:
+        """Requests waiting for a handler (Kafka's RequestQueueSize)."""
         return self._requests.qsize()

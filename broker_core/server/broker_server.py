@@ -2,7 +2,9 @@
 
 ``BrokerServer`` wires the parts together and owns their order:
 
-start-up — open the ``Broker`` (which locks and recovers the log dirs),
+start-up — bind the metrics listener when ``metrics.listener`` names one
+(``/healthz`` answers from here on, ``/readyz`` says what is still loading),
+open the ``Broker`` (which locks and recovers the log dirs),
 check or write ``meta.properties`` (the cluster id), start the group
 and transaction coordinators (one background thread loads
 ``__consumer_offsets``, then ``__transaction_state``; they answer
@@ -15,7 +17,11 @@ accepting and reading requests, answer parked fetches at
 once, wait until every request taken has been answered, write the last
 responses, close the connections, stop the threads, then close the
 ``Broker``: flush, checkpoint and write the clean-shutdown marker, so the
-next start skips recovery.
+next start skips recovery; the metrics listener closes last.
+
+Each server has its own ``CollectorRegistry`` (``metrics_registry``: several
+brokers may run in one process), holding ``BrokerMetricsCollector`` and the
+process's standard collectors.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ import logging
 import os
 import threading
 from typing import Mapping
+
+from prometheus_client import CollectorRegistry, PlatformCollector, ProcessCollector
 
 from ..broker import Broker
 from ..client.client_security import PLAINTEXT_CLIENT, ClientSecurity
@@ -34,6 +42,7 @@ from ..coordinator.transaction import TransactionCoordinator, TxnMarker
 from ..offsets_topic import OFFSETS_TOPIC
 from ..purgatory import TopicPartitionOperationKey
 from ..meta_properties import ensure_meta_properties
+from ..metrics.metrics_listener import MetricsListener, WsgiApp
 from ..network.channel_builder import AuthenticatorFactory, sasl_authenticator_factory, sasl_enabled_mechanisms
 from ..network.endpoint import EndPoint, advertised_endpoints, inter_broker_listener_name, parse_listeners
 from ..network.listener_config import ListenerConfig
@@ -42,6 +51,7 @@ from ..network.socket_server import SocketServer
 from ..purgatory import DelayedOperationPurgatory
 from ..security.authorizer import Authorizer, authorizer_for
 from ..security.credential_store import CredentialStore
+from .broker_metrics import BrokerMetricsCollector
 from .inter_broker_security import inter_broker_security
 from .credential_stores import open_credential_store
 from .delayed_fetch import DelayedFetch
@@ -59,7 +69,8 @@ class BrokerServer:
     """A running broker: ``startup``, serve, ``shutdown``; also a context manager."""
 
     def __init__(self, config: BrokerConfig | Mapping[str, object], *, clock: Clock = SYSTEM_CLOCK,
-                 credential_store: CredentialStore | None = None) -> None:
+                 credential_store: CredentialStore | None = None, http_app: WsgiApp | None = None) -> None:
+        """``http_app``: a WSGI application the metrics listener serves every path but its own with."""
         self.config = config if isinstance(config, BrokerConfig) else BrokerConfig.from_props(config)
         self.clock = clock
         #: The users SASL listeners authenticate (SCRAM credentials; PLAIN checks passwords against them): the
@@ -82,7 +93,16 @@ class BrokerServer:
         self.inter_broker_listener: str | None = None
         #: How this broker connects to the others on that listener (its security protocol, as a client).
         self.inter_broker_security: ClientSecurity = PLAINTEXT_CLIENT
+        #: This broker's metrics (never the process-wide default registry).
+        self.metrics_registry = CollectorRegistry(auto_describe=False)
+        self.metrics_registry.register(BrokerMetricsCollector(self))
+        ProcessCollector(registry=self.metrics_registry)
+        PlatformCollector(registry=self.metrics_registry)
+        #: ``metrics.listener``: /metrics, /healthz, /readyz (and ``http_app``); None when not configured.
+        self.metrics_listener: MetricsListener | None = None
+        self._http_app = http_app
         self._lock = threading.Lock()
+        self._started = False
         self._shut_down = threading.Event()
 
     # --- lifecycle ------------------------------------------------------------
@@ -90,6 +110,9 @@ class BrokerServer:
     def startup(self) -> BrokerServer:
         config = self.config
         try:
+            if config.metrics_listener is not None:
+                self.metrics_listener = MetricsListener(config.metrics_listener, self.metrics_registry,
+                                                        self.not_ready, app=self._http_app).start()
             self.inter_broker_listener = self._inter_broker_listener()
             # As Kafka does, meta.properties is checked before any log is loaded: a start refused for
             # a foreign cluster or node id leaves the logs untouched.
@@ -145,6 +168,7 @@ class BrokerServer:
         except BaseException:
             self.shutdown()
             raise
+        self._started = True
         log.info("[BrokerServer id=%d] started: cluster %s, listening on %s", config.node_id, self.cluster_id,
                  ", ".join(e.connection_string for e in self.socket_server.bound_endpoints))
         return self
@@ -184,9 +208,29 @@ class BrokerServer:
         finally:
             if self._coordinator_loader is not None:
                 self._coordinator_loader.join()  # it reads the logs the broker is about to close
-            if self.broker is not None:
-                self.broker.close()  # flush, checkpoints, clean-shutdown marker
+            try:
+                if self.broker is not None:
+                    self.broker.close()  # flush, checkpoints, clean-shutdown marker
+            finally:
+                if self.metrics_listener is not None:
+                    self.metrics_listener.stop()
         log.info("[BrokerServer id=%d] shut down", self.config.node_id)
+
+    def not_ready(self) -> list[str]:
+        """What keeps the broker from being ready (``/readyz``): nothing once the log dirs are loaded, both
+        coordinators have loaded their topics and the listeners serve."""
+        if self._shut_down.is_set():
+            return ["the broker is shutting down"]
+        missing = []
+        if self.broker is None:
+            missing.append("log dirs: loading")
+        if self.group_coordinator is None or self.group_coordinator.is_loading:
+            missing.append("group coordinator: loading __consumer_offsets")
+        if self.transaction_coordinator is None or self.transaction_coordinator.is_loading:
+            missing.append("transaction coordinator: loading __transaction_state")
+        if not self._started:
+            missing.append("listeners: not serving yet")
+        return missing
 
     def _inter_broker_listener(self) -> str:
         """``inter.broker.listener.name`` (the first listener when unset), checked before anything starts; in a
@@ -238,6 +282,20 @@ class BrokerServer:
 
     def __exit__(self, *exc) -> None:
         self.shutdown()
+
+    # --- what the metrics read ------------------------------------------------------
+
+    @property
+    def request_channel(self) -> RequestChannel | None:
+        return self._request_channel
+
+    @property
+    def handler_pool(self) -> KafkaRequestHandlerPool | None:
+        return self._handler_pool
+
+    @property
+    def fetch_purgatory(self) -> DelayedOperationPurgatory[DelayedFetch] | None:
+        return self._fetch_purgatory
 
     # --- where it listens ----------------------------------------------------------
 

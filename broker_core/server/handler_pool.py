@@ -6,6 +6,9 @@ the ``RequestHandler`` (``KafkaApis`` in the broker, anything with a
 or later from another thread for a request parked in a purgatory. If it
 raises instead, the thread closes that connection: the client reconnects and
 retries, and no request is left without an answer.
+
+Each thread counts the time it spends waiting for a request (``idle_ns``):
+Kafka's ``RequestHandlerAvgIdlePercent`` is that time over all the threads'.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import threading
 from typing import Protocol
 
 from ..network.request_channel import SHUTDOWN, CloseConnectionResponse, Request, RequestChannel
+from ..network.request_metrics import now_ns
 
 log = logging.getLogger(__name__)
 
@@ -34,20 +38,26 @@ class KafkaRequestHandler(threading.Thread):
         super().__init__(name=f"data-plane-kafka-request-handler-{handler_id}", daemon=True)
         self.request_channel = request_channel
         self.apis = apis
+        self.idle_ns = 0  # time spent waiting for a request (written by this thread only)
 
     def run(self) -> None:
         while True:
+            waiting_since = now_ns()
             request = self.request_channel.receive_request(_POLL_S)
+            dequeued = now_ns()
+            self.idle_ns += dequeued - waiting_since
             if request is None:
                 continue
             if request is SHUTDOWN:
                 return
+            request.times.dequeue_ns = dequeued
             try:
                 self.apis.handle(request)
             except Exception as exc:  # a bug in one API must not kill the thread
                 log.exception("%s: request from %s failed; closing the connection", self.name,
                               request.connection_id)
                 self.request_channel.send_response(CloseConnectionResponse(request, f"handler error: {exc!r}"))
+            request.times.local_complete(now_ns())
 
 
 class KafkaRequestHandlerPool:

@@ -78,6 +78,7 @@ from ..log.log import (CONSUMER_REPLICA_ID, EARLIEST_LOCAL_TIMESTAMP, EARLIEST_T
 from ..log.remote.remote_log_reader import fetch_offset_for_timestamp
 from ..network.endpoint import EndPoint
 from ..network.request_channel import CloseConnectionResponse, NoOpResponse, Request, RequestChannel, SendResponse
+from ..network.request_metrics import error_codes
 from ..offsets_topic import OFFSETS_TOPIC
 from ..protocol import Request as KafkaRequest
 from ..protocol import (ApiKey, ProtocolError, SeglogApiKey, UnsupportedVersionError, api_versions_fallback_response,
@@ -89,6 +90,7 @@ from ..purgatory import DelayedOperationPurgatory, TopicPartitionOperationKey
 from ..security.authorizer import Authorizer
 from .acl_apis import AclApis
 from .auth_helper import FilteredRequest, RequestContext, authorize_request
+from .broker_topic_stats import BrokerTopicStats
 from ..security.credential_admin import alter_user_scram_credentials, describe_user_scram_credentials
 from ..security.credential_store import CredentialStore
 from .credential_stores import open_credential_store
@@ -164,6 +166,8 @@ class KafkaApis:
         self.cluster_id = cluster_id
         self.advertised = dict(advertised)
         self.fetch_purgatory = fetch_purgatory
+        #: Records and bytes in and out per topic (the broker's metrics read them).
+        self.topic_stats = BrokerTopicStats()
         self.fetch_manager = FetchManager(FetchSessionCache(self.config.max_incremental_fetch_session_cache_slots,
                                                             self.config.min_incremental_fetch_session_eviction_ms),
                                           broker.clock)
@@ -296,6 +300,7 @@ class KafkaApis:
     def _send(self, request: Request, parsed: KafkaRequest, body: dict) -> None:
         if isinstance(parsed, FilteredRequest):
             body = parsed.complete(body)  # the entries refused by the authorizer join the response
+        request.times.error_codes = error_codes(body)  # counted with the request's times once it is answered
         self.request_channel.send_response(SendResponse(request, encode_response_buffers(parsed.header, body)))
 
     def _close(self, request: Request, reason: str) -> None:
@@ -524,9 +529,11 @@ class KafkaApis:
         self.fetch_purgatory.check_and_complete(TopicPartitionOperationKey(tp.topic, tp.partition))
         return self.produce_answer(tp, info), None
 
-    @staticmethod
-    def produce_answer(tp: TopicPartition, info) -> dict:
-        """A partition's entry of a Produce response for records appended as ``info`` says."""
+    def produce_answer(self, tp: TopicPartition, info) -> dict:
+        """A partition's entry of a Produce response for records appended as ``info`` says (counted in the
+        topic's records and bytes in, unless it was a retried batch already in the log)."""
+        if not info.duplicate:
+            self.topic_stats.record_append(tp.topic, info.num_records, info.valid_bytes)
         return {"index": tp.partition, "error_code": NONE, "base_offset": info.first_offset,
                 "log_append_time_ms": info.log_append_time, "log_start_offset": info.log_start_offset,
                 "record_errors": [], "error_message": None}
@@ -576,9 +583,12 @@ class KafkaApis:
         if params.is_from_follower:
             self._record_follower_fetches(params.replica_id, results)
 
+        request.times.from_follower = params.is_from_follower
+
         def respond(final: list[LogReadResult]) -> None:
-            self._send(request, parsed, self._fetch_response(slots, final, params, self._fetch_current_leader,
-                                                             context))
+            response = self._fetch_response(slots, final, params, self._fetch_current_leader, context)
+            self.topic_stats.record_fetched(response["responses"], params.is_from_follower)
+            self._send(request, parsed, response)
 
         bytes_readable = sum(len(r.records) for r in results)
         error_reading = (any(r.error is not None or r.diverging_epoch is not None for r in results)
@@ -888,6 +898,7 @@ class KafkaApis:
                     raise UnknownTopicOrPartitionError(f"topic {resolved!r} does not exist")
                 entry["topic_id"] = topic_id_bytes(meta.topic_id)
                 self.broker.delete_topic(resolved)
+                self.topic_stats.forget(resolved)
                 # Fetches waiting on the topic answer now, with UNKNOWN_TOPIC_OR_PARTITION.
                 for p in range(meta.partitions):
                     self.fetch_purgatory.check_and_complete(TopicPartitionOperationKey(resolved, p))

@@ -234,6 +234,10 @@ class ReplicaManager:
     def partition(self, tp: TopicPartition) -> Partition | None:
         return self._partitions.get(tp)
 
+    def partitions(self) -> list[Partition]:
+        """Every partition this broker holds a replica of (the metrics count them)."""
+        return list(self._partitions.values())
+
     def leader_partition(self, tp: TopicPartition) -> Partition:
         """The partition if this broker leads it; NOT_LEADER_OR_FOLLOWER (or UNKNOWN_TOPIC_OR_PARTITION)
         otherwise, so clients refresh their metadata."""

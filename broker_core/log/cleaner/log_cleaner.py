@@ -59,6 +59,8 @@ class LogCleaner:
         self._workers: list[threading.Thread] = []
         self._stop = threading.Event()
         self._lock = threading.Lock()
+        #: The figures of the latest clean that finished (the broker's cleaner metrics read them).
+        self.last_stats: CleanerStats | None = None
 
     # --- cleaners and threads -------------------------------------------------
 
@@ -100,6 +102,11 @@ class LogCleaner:
     def running(self) -> bool:
         return any(w.is_alive() for w in self._workers)
 
+    @property
+    def dead_thread_count(self) -> int:
+        """Cleaner threads started and no longer alive while the cleaner runs (Kafka's DeadThreadCount)."""
+        return 0 if self._stop.is_set() else sum(1 for w in self._workers if not w.is_alive())
+
     def _run(self, cleaner_id: int) -> None:
         backoff_s = self.config.log_cleaner_backoff_ms / 1000
         while not self._stop.is_set():
@@ -131,6 +138,7 @@ class LogCleaner:
         error = None
         try:
             end, stats = cleaner.clean(to_clean)
+            self.last_stats = stats
         except LogCleaningAbortedError:
             log.info("cleaning of %s was aborted", tp)
         except KafkaStorageError as exc:
