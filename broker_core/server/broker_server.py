@@ -70,7 +70,8 @@ class BrokerServer:
 
     def __init__(self, config: BrokerConfig | Mapping[str, object], *, clock: Clock = SYSTEM_CLOCK,
                  credential_store: CredentialStore | None = None, http_app: WsgiApp | None = None) -> None:
-        """``http_app``: a WSGI application the metrics listener serves every path but its own with."""
+        """``http_app``: a WSGI application the metrics listener serves every path but its own with (by
+        default the web console, ``broker_core.console``)."""
         self.config = config if isinstance(config, BrokerConfig) else BrokerConfig.from_props(config)
         self.clock = clock
         #: The users SASL listeners authenticate (SCRAM credentials; PLAIN checks passwords against them): the
@@ -101,6 +102,7 @@ class BrokerServer:
         #: ``metrics.listener``: /metrics, /healthz, /readyz (and ``http_app``); None when not configured.
         self.metrics_listener: MetricsListener | None = None
         self._http_app = http_app
+        self._console = None  # the web console the metrics listener serves when no http_app is given
         self._lock = threading.Lock()
         self._started = False
         self._shut_down = threading.Event()
@@ -165,6 +167,11 @@ class BrokerServer:
             self._handler_pool = KafkaRequestHandlerPool(self._request_channel, self.apis, config.num_io_threads)
             self._handler_pool.start()
             self.socket_server.startup()
+            if self.metrics_listener is not None and self._http_app is None:
+                from ..console import ServerView, console_app
+
+                self._console = console_app(ServerView.of(self))
+                self.metrics_listener.app = self._console
         except BaseException:
             self.shutdown()
             raise
@@ -184,6 +191,8 @@ class BrokerServer:
             if self.cluster_mode is not None and self.socket_server is not None:
                 # While it still serves: clients find the new leaders through its answers.
                 self.cluster_mode.controlled_shutdown()
+            if self._console is not None:
+                self._console.close()  # its lag sampler reads the coordinator about to stop
             if self.transaction_coordinator is not None:
                 self.transaction_coordinator.shutdown()
             if self.group_coordinator is not None:

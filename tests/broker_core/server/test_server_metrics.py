@@ -3,6 +3,7 @@ Kafka clients, parsed with ``prometheus_client``'s parser; and its health endpoi
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -260,9 +261,14 @@ def test_metrics_answer_in_openmetrics_when_the_scraper_asks_for_it(metrics_brok
     assert reply.body.rstrip().endswith("# EOF")
 
 
-def test_paths_other_than_the_listeners_own_are_not_found_without_an_app(metrics_broker):
-    reply = get(metrics_broker.metrics_listener.url + "/topics")
-    assert reply.status == 404 and "/topics" in reply.body
+def test_the_listener_serves_the_web_console_on_every_other_path(metrics_broker):
+    with ProtocolClient(metrics_broker.bootstrap_servers) as client:
+        create_topic(client, TOPIC, 2, {})
+    page = get(metrics_broker.metrics_listener.url + "/")
+    assert page.status == 200 and page.content_type.startswith("text/html")
+    topics = json.loads(get(metrics_broker.metrics_listener.url + "/api/topics").body)
+    assert TOPIC in json.dumps(topics)
+    assert get(metrics_broker.metrics_listener.url + "/no-such-page").status == 404
 
 
 def test_two_brokers_in_one_process_keep_their_metrics_apart(tmp_path):
