@@ -82,7 +82,13 @@ alternating — in CPU microseconds per request, where a per-request cost
 shows most. ``--before CHECKOUT`` runs a second broker from another checkout
 (``PYTHONPATH``) beside this one, each run measuring both in turn, so that
 a shared machine's load falls on both; ``--scrape`` gives this checkout's
-broker ``metrics.listener`` and reads ``/metrics`` every second meanwhile.
+broker ``metrics.listener`` and reads ``/metrics`` every second meanwhile, and
+``--console`` has headless Chromium load one of the web console's pages from
+that listener every second (the cluster, topics, a topic, a partition's
+segments, groups, a page of records, in turn; each page polls its JSON API
+too). ``--before .`` makes the second broker this checkout itself, with
+neither: what a scraper and a browser cost the broker. Besides CPU, each
+run's wall-clock rates (produce and fetch at the wire, MB/s) are kept.
 
 Run ``python bench/broker_bench.py``; ``--quick`` for a smoke run,
 ``--markdown`` for rows to paste into BENCHMARKS.md.
@@ -919,6 +925,8 @@ class OverheadFigures:
     produce_cpu_per_gb: list[float]
     fetch_cpu_per_gb: list[float]
     small_request_cpu_us: list[float]
+    produce_mb_per_s: list[float]
+    fetch_mb_per_s: list[float]
 
 
 def small_requests(bootstrap: str, topic: str, count: int) -> None:
@@ -967,6 +975,49 @@ def scraping(url: str | None, interval_s: float = 1.0) -> Iterator[list[int]]:
             thread.join()
 
 
+CONSOLE_TOPIC = "console-watched"
+
+
+def console_pages(topic: str) -> tuple[str, ...]:
+    """The console's pages a browser goes round, for ``topic``'s partition 0."""
+    return ("index.html", "topics.html", f"topic.html?topic={topic}",
+            f"partition.html?topic={topic}&partition=0", "groups.html",
+            f"records.html?topic={topic}&partition=0&offset=0")
+
+
+@contextlib.contextmanager
+def browsing(base_url: str | None, pages: Sequence[str], profile_dir: str,
+             interval_s: float = 1.0) -> Iterator[list[str]]:
+    """Headless Chromium loading ``base_url``/page, a page every ``interval_s`` in turn, until the block ends
+    (nothing when ``base_url`` is None); yields the pages loaded."""
+    import threading
+
+    from testbed.chromium import browser_unavailable, headless_chromium
+
+    loaded: list[str] = []
+    if base_url is None:
+        yield loaded
+        return
+    reason = browser_unavailable()
+    if reason is not None:
+        raise SystemExit(f"--console: {reason}")
+    stop = threading.Event()
+    with headless_chromium(profile_dir) as driver:
+        def loop() -> None:
+            while not stop.wait(interval_s):
+                page = pages[len(loaded) % len(pages)]
+                driver.get(f"{base_url}/{page}")
+                loaded.append(page)
+
+        thread = threading.Thread(target=loop, daemon=True)
+        thread.start()
+        try:
+            yield loaded
+        finally:
+            stop.set()
+            thread.join()
+
+
 def request_metrics_cost_us(iterations: int = 200_000) -> float | None:
     """CPU microseconds the metrics add to one Produce request of one partition, in this process: its times
     stamped and recorded, the error codes of its response counted, its records counted for the topic. None
@@ -1000,13 +1051,14 @@ BEFORE = "before"
 
 
 def metrics_overhead_figures(root: str, cpu: int | None, work: Workload, runs: int, small: int, scrape: bool,
-                             before: str | None) -> dict[str, OverheadFigures]:
+                             before: str | None, console: bool = False) -> dict[str, OverheadFigures]:
     """This checkout's broker and, with ``before``, one running the checkout at that path (``PYTHONPATH``), side
     by side: each run measures both, taking turns going first, so the load of a shared machine falls on both."""
     metrics_port = free_port()
 
     def command(name: str, port: int, log_dir: str) -> list[str]:
-        extra = ["--config", f"metrics.listener=http://127.0.0.1:{metrics_port}"] if scrape and name == AFTER else []
+        listens = (scrape or console) and name == AFTER
+        extra = ["--config", f"metrics.listener=http://127.0.0.1:{metrics_port}"] if listens else []
         return [*broker_command(SEGLOG, port, log_dir), *extra]
 
     brokers: dict[str, RunningBroker] = {}
@@ -1015,17 +1067,22 @@ def metrics_overhead_figures(root: str, cpu: int | None, work: Workload, runs: i
         for name, path in ((AFTER, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), (BEFORE, before)):
             if path is not None:
                 brokers[name] = start_broker(name, root, cpu, command, env={**os.environ, "PYTHONPATH": path})
-                figures[name] = OverheadFigures([], [], [])
-        with scraping(f"http://127.0.0.1:{metrics_port}/metrics" if scrape else None) as scrapes:
+                figures[name] = OverheadFigures([], [], [], [], [])
+                create_topic(brokers[name].bootstrap, CONSOLE_TOPIC)  # what the console's pages look at
+                produce_all(brokers[name].bootstrap, CONSOLE_TOPIC, Workload(work.name, work.value_size, work.pool,
+                                                                             10_000))
+        console_url = f"http://127.0.0.1:{metrics_port}" if console else None
+        with scraping(f"http://127.0.0.1:{metrics_port}/metrics" if scrape else None) as scrapes, \
+                browsing(console_url, console_pages(CONSOLE_TOPIC), os.path.join(root, "chromium")) as pages:
             for i in range(runs + 1):
                 for name in rotated(list(brokers), i):
                     broker = brokers[name]
                     topic = f"overhead-{i}"
                     create_topic(broker.bootstrap, topic)
                     used = cpu_seconds(broker.process.pid)
-                    produce_all(broker.bootstrap, topic, work)
+                    produce_s = produce_all(broker.bootstrap, topic, work)
                     produce_used, used = cpu_seconds(broker.process.pid) - used, cpu_seconds(broker.process.pid)
-                    served = fetch_at_wire(broker.bootstrap, topic, work.count)[1]
+                    fetch_s, served = fetch_at_wire(broker.bootstrap, topic, work.count)
                     fetch_used, used = cpu_seconds(broker.process.pid) - used, cpu_seconds(broker.process.pid)
                     small_requests(broker.bootstrap, topic, small)
                     small_used = cpu_seconds(broker.process.pid) - used
@@ -1037,6 +1094,10 @@ def metrics_overhead_figures(root: str, cpu: int | None, work: Workload, runs: i
                         figures[name].produce_cpu_per_gb.append(produce_used / (work.bytes / 1e9))
                         figures[name].fetch_cpu_per_gb.append(fetch_used / (served / 1e9))
                         figures[name].small_request_cpu_us.append(small_used / small * 1e6)
+                        figures[name].produce_mb_per_s.append(work.bytes / 1e6 / produce_s)
+                        figures[name].fetch_mb_per_s.append(served / 1e6 / fetch_s)
+        if console:
+            log(f"  {len(pages)} console pages loaded, one a second")
         if scrape:
             log(f"  {len(scrapes)} scrapes of /metrics, {statistics.median(scrapes or [0]):,.0f} bytes each")
     finally:
@@ -1052,7 +1113,9 @@ def print_metrics_overhead(env: Environment, figures: dict[str, OverheadFigures]
                  + (f" {'change':>8}" if BEFORE in figures else ""))
     for label, field in (("produce, CPU s / GB", "produce_cpu_per_gb"), ("fetch at the wire, CPU s / GB",
                                                                          "fetch_cpu_per_gb"),
-                         ("small requests, CPU µs / request", "small_request_cpu_us")):
+                         ("small requests, CPU µs / request", "small_request_cpu_us"),
+                         ("produce, MB/s (wall)", "produce_mb_per_s"), ("fetch at the wire, MB/s (wall)",
+                                                                       "fetch_mb_per_s")):
         medians = {n: statistics.median(getattr(figures[n], field)) for n in names}
         change = ""
         if BEFORE in figures:  # a figure below the clock tick's resolution reads 0
@@ -1086,6 +1149,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="with --metrics-overhead: also a broker running the checkout at CHECKOUT, side by side")
     p.add_argument("--scrape", action="store_true",
                    help="with --metrics-overhead: metrics.listener set, /metrics scraped every second")
+    p.add_argument("--console", action="store_true",
+                   help="with --metrics-overhead: metrics.listener set, headless Chromium loading a web console "
+                        "page every second")
     args = p.parse_args(argv)
     args.small_requests = args.small_requests or (2_000 if args.quick else 20_000)
     args.runs = args.runs or (1 if args.quick else 5)
@@ -1108,10 +1174,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         with scratch_directory("seglog-metrics-overhead-bench-", args.dir) as root:
             env = environment([("pinned", f"client: {pinning(args.pin, args.cpu)}; brokers: {broker_pin}"),
                                ("files", file_system(root)), ("before", args.before or "-"),
-                               ("scrape", "this checkout's, every 1 s" if args.scrape else "no")])
+                               ("scrape", "this checkout's, every 1 s" if args.scrape else "no"),
+                               ("console", "this checkout's, a page every 1 s in headless Chromium"
+                                if args.console else "no")])
             work = Workload("100-byte values", 100, make_pool(100), args.records_100b)
             figures = metrics_overhead_figures(root, broker_cpu, work, args.runs, args.small_requests, args.scrape,
-                                               args.before)
+                                               args.before, args.console)
         print_metrics_overhead(env, figures, args.runs)
         return 0
     if args.zero_copy:

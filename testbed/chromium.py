@@ -9,9 +9,11 @@ root — and touches STAMP once both are there. Where they cannot be installed i
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
+from typing import Iterator
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -25,6 +27,27 @@ def browser_unavailable() -> str | None:
         return (f"{' and '.join(missing)} not installed (Debian's {' and '.join(PACKAGES)}; `make test` installs "
                 f"them with apt-get where it can)")
     return None
+
+
+@contextlib.contextmanager
+def headless_chromium(profile_dir: str, page_load_timeout_s: float = 30) -> Iterator:
+    """Headless Chromium under Selenium (a ``webdriver.Chrome``) with a fresh profile in ``profile_dir``, quit
+    when the block ends. The flags keep it off the network but for the pages it is sent to."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage", "--window-size=1400,1000", f"--user-data-dir={profile_dir}"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(page_load_timeout_s)
+    try:
+        yield driver
+    finally:
+        driver.quit()
 
 
 def install() -> None:

@@ -19,7 +19,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 from broker_core.console import ConsoleApp, ServerView, console_app
 from broker_core.server.broker_server import BrokerServer
 from format.record import Header, SimpleRecord
-from testbed.chromium import CHROMEDRIVER, CHROMIUM, browser_unavailable
+from testbed.chromium import browser_unavailable, headless_chromium
 from tests.broker_core.server.server_kit import start_broker
 
 #: The workload every console test reads (figures the tests assert).
@@ -152,21 +152,8 @@ def chromium(downloads: str):
     reason = browser_unavailable()
     if reason is not None:
         pytest.skip(reason)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage", "--window-size=1400,1000", f"--user-data-dir={downloads}/profile"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(30)
-    try:
+    with headless_chromium(f"{downloads}/profile") as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def png_pixels(png: bytes) -> tuple[int, int, list[tuple[int, int, int]]]:
