@@ -3,11 +3,13 @@
 Spark 4.2 plans a Python data source's query in Python workers, one daemon per worker module
 (``pyspark.sql.worker.*``) forking a child per concurrent call; a child is reused by the next query while it is
 warm (``spark.python.worker.reuse``, true by default) and is killed after a minute idle, so a session's first
-query, and the first after a pause, pays for a fresh child: importing the worker module, then ``pyspark_seglog``
-(the ``DataSource`` unpickled), then the calls. Each run here is such a child: a fresh interpreter that imports
-``pyspark.daemon`` (untimed: the daemon has it before it forks), then, timed apart, the worker module and
-seglog's share (importing the connector and making the calls of that worker):
+query, and the first after a pause, pays for a fresh child: importing the worker module, then the connector
+(``pyspark_seglog``, or ``connector.source`` where the pickled ``DataSource`` is loaded: the same imports), then
+the calls. Each run here is such a child: a fresh interpreter that imports
+``pyspark.daemon`` (untimed: the daemon has it before it forks), then, timed apart, the worker module,
+``pyspark_seglog`` and the calls of that worker:
 
+- ``lookup_data_sources``: no call, the import alone (once a session, finding ``pyspark_*`` modules);
 - ``create_data_source``: the data source and its ``schema()`` (at ``load()`` or ``CREATE VIEW``);
 - ``plan_data_source_read``: ``reader()`` and ``partitions()`` (a query without pushdown);
 - ``data_source_pushdown_filters``: ``reader()``, ``pushFilters()`` (a ``timestamp >=`` filter) and
@@ -35,7 +37,7 @@ from bench_common import (argument_parser, date_and_command, environment, log, p
 from pushdown_bench import PARTITIONS, TOPIC, write_log  # noqa: E402
 
 RECORDS = 100_000
-WORKERS = ("create_data_source", "plan_data_source_read", "data_source_pushdown_filters")
+WORKERS = ("lookup_data_sources", "create_data_source", "plan_data_source_read", "data_source_pushdown_filters")
 MODULES = ("numpy", "pyarrow", "pyarrow.compute", "fsspec", "format.arrow")
 
 # One planning worker's child: what it imports, then seglog's share of its work. argv: worker, log dir, cut (ms).
@@ -46,11 +48,14 @@ worker, path, cut = sys.argv[1], sys.argv[2], int(sys.argv[3])
 start = time.process_time()
 importlib.import_module("pyspark.sql.worker." + worker)
 imported = time.process_time()
-import datetime as dt
 import pyspark_seglog
+connector = time.process_time()
+import datetime as dt
 from pyspark.sql.datasource import GreaterThanOrEqual
 source = pyspark_seglog.DefaultSource({"path": path, "subscribe": "%s"})
-if worker == "create_data_source":
+if worker == "lookup_data_sources":
+    pass
+elif worker == "create_data_source":
     source.schema()
 elif worker == "plan_data_source_read":
     source.reader(None).partitions()
@@ -61,9 +66,13 @@ else:
     reader.pushFilters([GreaterThanOrEqual(("timestamp",), dt.datetime.fromtimestamp(cut / 1000, dt.timezone.utc))])
     reader.partitions()
 done = time.process_time()
-print(json.dumps({"worker": imported - start, "seglog": done - imported,
+print(json.dumps({"worker": imported - start, "import": connector - imported, "calls": done - connector,
                   "loaded": [m for m in %r if m in sys.modules]}))
 """ % (TOPIC, MODULES)
+
+
+def median(runs: list[dict], figure: str) -> float:
+    return statistics.median(r[figure] for r in runs)
 
 
 def run_child(worker: str, log_dir: str, cut_ms: int, source: str) -> dict:
@@ -97,18 +106,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                       with_memory=False)
     print_environment(env)
     print()
-    print_header(f"{'planning worker':<30} {'worker import s':>15} {'seglog s':>9} {'reader-only modules loaded'}")
+    print_header(f"{'planning worker':<30} {'worker import s':>15} {'seglog import s':>15} {'calls s':>8} "
+                 f"{'loaded by then'}")
     for worker, runs in figures.items():
-        print(f"{worker:<30} {statistics.median(r['worker'] for r in runs):>15.3f} "
-              f"{statistics.median(r['seglog'] for r in runs):>9.3f} {', '.join(runs[0]['loaded']) or '-'}")
+        print(f"{worker:<30} {median(runs, 'worker'):>15.3f} {median(runs, 'import'):>15.3f} "
+              f"{median(runs, 'calls'):>8.3f} {', '.join(runs[0]['loaded']) or '-'}")
     if args.markdown:
         day, command = date_and_command(env)
         print_markdown_header(("planning worker (cold child)", "its own imports: CPU s (median)",
-                               "seglog's import and calls: CPU s (median)", "loaded by then", "command", "date"))
+                               "importing `pyspark_seglog`: CPU s (median)", "seglog's calls: CPU s (median)",
+                               "loaded by then", "command", "date"))
         for worker, runs in figures.items():
-            print_markdown_row((f"`{worker}`", f"{statistics.median(r['worker'] for r in runs):.3f}",
-                                f"{statistics.median(r['seglog'] for r in runs):.3f}",
-                                ", ".join(runs[0]["loaded"]) or "-", f"`{command}`", day))
+            print_markdown_row((f"`{worker}`", f"{median(runs, 'worker'):.3f}", f"{median(runs, 'import'):.3f}",
+                                f"{median(runs, 'calls'):.3f}", ", ".join(runs[0]["loaded"]) or "-",
+                                f"`{command}`", day))
     return 0
 
 
