@@ -11,6 +11,8 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from typing import TYPE_CHECKING, Iterator
+
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows,
                                               SupportsTriggerAvailableNow)
@@ -23,13 +25,16 @@ from format.remote_tier import REMOTE_TIER_FILE
 from format.tiered_log import TieredLogDirectory
 
 from .client_options import open_broker
+from .data_loss import data_loss
 from .options import SeglogOptionError, SourceOptions, open_log_directory, parse_options
 from .planning import (OffsetRange, TriggerPacer, bound_to_readable, check_named_partitions, check_ranges,
                        from_offsets_json, resolve, select_partitions, split_ranges, to_offsets_json)
-from .data_loss import data_loss
 from .pushdown import ReadBounds, narrow_ranges, push_filters
 from .read_counter import ReadCounter
 from .remote import RemoteLog
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 log = logging.getLogger(__name__)
 
@@ -208,7 +213,7 @@ def _spec_option(raw: dict, prefix: str) -> str:
 
 
 def _read(options: SourceOptions, partition: InputPartition, bounds: ReadBounds = ReadBounds(),
-          counter: ReadCounter | None = None):
+          counter: ReadCounter | None = None) -> Iterator[pa.RecordBatch]:
     if not isinstance(partition, RangePartition):
         # Spark plans one InputPartition(None) for a batch reader that has no ranges to read.
         return iter(())
