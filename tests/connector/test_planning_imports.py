@@ -54,7 +54,7 @@ def test_planning_a_batch_or_streaming_query_imports_nothing_only_reading_tasks_
     assert [m for m in READING_ONLY if m in found["modules"]] == []
 
 
-def test_reading_a_partition_still_finds_what_it_needs(tmp_path):
+def test_a_reader_planned_without_the_reading_modules_still_reads_every_record(tmp_path):
     """The check above holds because reading loads its modules where it reads, not because they went away."""
     log_dir = str(tmp_path / "logs")
     produce_numbered(log_dir, "orders", 1, 30, batch=10)
