@@ -1,6 +1,6 @@
 """Filters Spark pushes to the ``seglog`` source (``DataSourceReader.pushFilters``), as bounds on what a query
-reads, the narrowing of its planned offset ranges by them, and the rows a reader keeps. Plain functions:
-tested without Spark.
+reads, and the narrowing of its planned offset ranges by them; the rows a task keeps within them are
+``partition_read.keep_rows``'s. Plain functions: tested without Spark.
 
 What is pushed, and what Spark still evaluates:
 
@@ -13,8 +13,8 @@ What is pushed, and what Spark still evaluates:
   partition early only where the log is stamped at append (``LogAppendTime``, whose stamps rise with the
   offsets); with ``CreateTime`` a producer may stamp a later record earlier, and nothing short of decoding it
   says so, so the range runs to its end. Within what is read, the reader keeps only the decoded rows inside
-  the bounds (``keep_rows``), so the filter is exact. ``timestamp IN (...)`` reads from the least to the
-  greatest and leaves the rest to Spark.
+  the bounds (``partition_read.keep_rows``), so the filter is exact. ``timestamp IN (...)`` reads from the
+  least to the greatest and leaves the rest to Spark.
 - ``key = ...``: the reader keeps only the decoded rows with that key (exact); no batch is skipped unread.
 
 Anything else (other columns, ``NOT``, ``IS NULL``, string matching, ``OR`` which Spark never pushes) is left
@@ -28,9 +28,6 @@ from __future__ import annotations
 import datetime
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Mapping
-
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from pyspark.sql.datasource import (EqualNullSafe, EqualTo, Filter, GreaterThan, GreaterThanOrEqual, In, LessThan,
                                     LessThanOrEqual)
@@ -194,21 +191,6 @@ def _timestamp_bound(f: Filter, micros: list[int]) -> dict:
     if isinstance(f, LessThan):
         return {"max_timestamp": -(-high // 1000) - 1}
     return {"max_timestamp": high // 1000}
-
-
-def keep_rows(bounds: ReadBounds, batch: pa.RecordBatch) -> pa.RecordBatch:
-    """The rows of a decoded batch inside the timestamp and key bounds (the columns of Spark's Kafka schema)."""
-    keep = None
-    if bounds.min_timestamp is not None:
-        keep = pc.greater_equal(batch.column("timestamp").cast(pa.int64()), bounds.min_timestamp * 1000)
-    if bounds.max_timestamp is not None:
-        below = pc.less_equal(batch.column("timestamp").cast(pa.int64()), bounds.max_timestamp * 1000)
-        keep = below if keep is None else pc.and_(keep, below)
-    if bounds.keys is not None:
-        keys = pa.array(sorted(bounds.keys), type=batch.schema.field("key").type)
-        same = pc.fill_null(pc.is_in(batch.column("key"), value_set=keys), False)
-        keep = same if keep is None else pc.and_(keep, same)
-    return batch if keep is None else batch.filter(keep)
 
 
 def narrow_ranges(bounds: ReadBounds, start: Mapping[TopicPartition, int], end: Mapping[TopicPartition, int], *,

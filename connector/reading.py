@@ -15,7 +15,6 @@ from __future__ import annotations
 import bisect
 import logging
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Iterator
 
 import pyarrow as pa
@@ -24,28 +23,11 @@ from format.layout import TopicPartition
 from format.log_dir import LogDirectory, SegmentInfo
 from format.segment_reader import SegmentReader
 
+from .data_loss import data_loss
 from .planning import OffsetRange
+from .read_counter import ReadCounter
 
 log = logging.getLogger(__name__)
-
-
-class DataLossError(RuntimeError):
-    """Offsets a query needed are gone (retention, truncation); raised when failOnDataLoss is true."""
-
-
-def data_loss(message: str, fail_on_data_loss: bool) -> None:
-    if fail_on_data_loss:
-        raise DataLossError(message + ". Some data may have been lost because it is not available (retention "
-                            "deleted it, or the log was truncated). If you want your query to go on, set the "
-                            "option failOnDataLoss to false.")
-    log.warning("%s; skipping ahead (failOnDataLoss is false)", message)
-
-
-@dataclass
-class ReadCounter:
-    """Bytes of segment files (``.log``) that reads counted by it have read."""
-
-    bytes_read: int = 0
 
 
 @contextmanager

@@ -4,23 +4,22 @@ With the option ``bootstrap``, partitions and their earliest/latest offsets
 come from the broker (Metadata and ListOffsets): the broker knows its log end
 before the files do. With ``path`` as well, tasks still read the segment files;
 without it, tasks fetch over the Kafka protocol and decode the batches the same
-way.
+way (``fetch_range``, which imports the decoder where it decodes: planning never
+does).
 """
 
 from __future__ import annotations
 
-from typing import Iterator, Mapping
+from typing import TYPE_CHECKING, Iterator, Mapping
 
-import pyarrow as pa
-
-from format.aborted_filter import with_marker_offsets
-from format.arrow import decode_to_arrow
-from format.batch_table import walk_batches
 from format.layout import INTERNAL_TOPICS, TopicPartition
 from format.log_dir import PartitionInfo
 
 from .client_options import open_broker
 from .planning import OffsetRange
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 class RemoteLog:
@@ -74,8 +73,11 @@ def fetch_range(bootstrap: str, r: OffsetRange, *, include_headers: bool, fail_o
     fetches at that isolation level and leaves out the aborted transactions the responses list;
     ``client_props``: the security options the broker is reached with."""
     from broker_core.errors import OffsetOutOfRangeError
+    from format.aborted_filter import with_marker_offsets
+    from format.arrow import decode_to_arrow
+    from format.batch_table import walk_batches
 
-    from .reading import data_loss
+    from .data_loss import data_loss
 
     position = r.from_offset
     with open_broker(bootstrap, client_props or {}) as broker:

@@ -11,9 +11,8 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
-import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows,
                                               SupportsTriggerAvailableNow)
@@ -26,12 +25,16 @@ from format.remote_tier import REMOTE_TIER_FILE
 from format.tiered_log import TieredLogDirectory
 
 from .client_options import open_broker
+from .data_loss import data_loss
 from .options import SeglogOptionError, SourceOptions, open_log_directory, parse_options
 from .planning import (OffsetRange, TriggerPacer, bound_to_readable, check_named_partitions, check_ranges,
                        from_offsets_json, resolve, select_partitions, split_ranges, to_offsets_json)
-from .pushdown import ReadBounds, keep_rows, narrow_ranges, push_filters
-from .reading import ReadCounter, data_loss, read_range
-from .remote import RemoteLog, fetch_range
+from .pushdown import ReadBounds, narrow_ranges, push_filters
+from .read_counter import ReadCounter
+from .remote import RemoteLog
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 log = logging.getLogger(__name__)
 
@@ -213,23 +216,11 @@ def _read(options: SourceOptions, partition: InputPartition, bounds: ReadBounds 
           counter: ReadCounter | None = None) -> Iterator[pa.RecordBatch]:
     if not isinstance(partition, RangePartition):
         # Spark plans one InputPartition(None) for a batch reader that has no ranges to read.
-        return
-    if not options.path:
-        batches = fetch_range(options.bootstrap, partition.offset_range, include_headers=options.include_headers,
-                              fail_on_data_loss=options.fail_on_data_loss, max_bytes=options.chunk_bytes,
-                              read_committed=options.read_committed, client_props=options.client_props)
-    else:
-        batches = read_range(open_log_directory(options), partition.offset_range,
-                             include_headers=options.include_headers, fail_on_data_loss=options.fail_on_data_loss,
-                             chunk_bytes=options.chunk_bytes, read_committed=options.read_committed, counter=counter)
-    if bounds.keys is None and bounds.min_timestamp is None and bounds.max_timestamp is None:
-        yield from batches
-        return
-    for batch in batches:
-        # Rows are dropped only once decoded: no batch is left out unread for its keys or timestamps.
-        batch = keep_rows(bounds, batch)
-        if batch.num_rows:
-            yield batch
+        return iter(())
+    # Imported by the task that reads, not where the query is planned (see ``partition_read``).
+    from .partition_read import read_partition
+
+    return read_partition(options, partition.offset_range, bounds, counter)
 
 
 class SeglogBatchReader(DataSourceReader):

@@ -24,7 +24,7 @@ from .batch_table import BatchTable, walk_batches
 from .errors import CorruptRecordError
 from .record_batch import RECORDS_OFFSET
 from .txn_index import AbortedTxn
-from .varint import decode_varints_at
+from .varint_arrays import decode_varints_at
 
 HEADER_TYPE = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
 

@@ -54,12 +54,13 @@ import os
 import struct
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Callable, ClassVar, TypeVar
-
-import numpy as np
+from typing import TYPE_CHECKING, Callable, ClassVar, TypeVar
 
 from format.errors import CorruptIndexError, IndexFullError, InvalidOffsetError
 from format.file_handles import FileHandleCache, default_cache
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # Kafka's segment.index.bytes default.
 DEFAULT_MAX_INDEX_SIZE = 10 * 1024 * 1024
@@ -441,8 +442,13 @@ class AbstractIndex(ABC):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _columns(self, dtype: np.dtype) -> np.ndarray:
-        return np.frombuffer(self._read(0, self._entries * self.entry_size), dtype=dtype, count=self._entries)
+    def _columns(self, fields: list[tuple[str, str]]) -> np.ndarray:
+        """The entries as a numpy array of ``fields`` (name, big-endian type), for the checks of the whole
+        file: numpy is imported here, by the owner checking its indexes, not by every reader of an offset."""
+        import numpy as np
+
+        return np.frombuffer(self._read(0, self._entries * self.entry_size), dtype=np.dtype(fields),
+                             count=self._entries)
 
     def _check_length(self) -> None:
         if self._length % self.entry_size != 0:
@@ -456,7 +462,7 @@ class OffsetIndex(AbstractIndex):
     """The ``.index`` file: sparse map from offset to position in the ``.log``."""
 
     entry_size: ClassVar[int] = _OFFSET_ENTRY.size
-    _DTYPE: ClassVar[np.dtype] = np.dtype([("relative_offset", ">i4"), ("position", ">i4")])
+    _FIELDS: ClassVar[list[tuple[str, str]]] = [("relative_offset", ">i4"), ("position", ">i4")]
 
     def _key_at(self, n: int) -> int:
         return _INT32.unpack(self._read(n * 8, 4))[0]
@@ -538,15 +544,15 @@ class OffsetIndex(AbstractIndex):
         self._check_length()
         if self._entries == 0:
             return
-        columns = self._columns(self._DTYPE)
-        relative = columns["relative_offset"].astype(np.int64)
-        positions = columns["position"].astype(np.int64)
+        columns = self._columns(self._FIELDS)
+        relative = columns["relative_offset"].astype("int64")
+        positions = columns["position"].astype("int64")
         if relative[0] < 0:
             raise CorruptIndexError(
                 f"first offset {self.base_offset + int(relative[0])} is below the base offset {self.base_offset}",
                 path=self._path,
             )
-        bad = np.flatnonzero(np.diff(relative) <= 0)
+        bad = (relative[1:] <= relative[:-1]).nonzero()[0]
         if bad.size:
             slot = int(bad[0]) + 1
             raise CorruptIndexError(
@@ -556,7 +562,7 @@ class OffsetIndex(AbstractIndex):
             )
         if positions[0] < 0:
             raise CorruptIndexError(f"negative position {int(positions[0])} at entry 0", path=self._path)
-        bad = np.flatnonzero(np.diff(positions) <= 0)
+        bad = (positions[1:] <= positions[:-1]).nonzero()[0]
         if bad.size:
             slot = int(bad[0]) + 1
             raise CorruptIndexError(
@@ -570,7 +576,7 @@ class TimeIndex(AbstractIndex):
     """The ``.timeindex`` file: sparse map from timestamp to offset."""
 
     entry_size: ClassVar[int] = _TIME_ENTRY.size
-    _DTYPE: ClassVar[np.dtype] = np.dtype([("timestamp", ">i8"), ("relative_offset", ">i4")])
+    _FIELDS: ClassVar[list[tuple[str, str]]] = [("timestamp", ">i8"), ("relative_offset", ">i4")]
 
     def _key_at(self, n: int) -> int:
         return _INT64.unpack(self._read(n * 12, 8))[0]
@@ -659,10 +665,10 @@ class TimeIndex(AbstractIndex):
         self._check_length()
         if self._entries == 0:
             return
-        columns = self._columns(self._DTYPE)
-        timestamps = columns["timestamp"].astype(np.int64)
-        relative = columns["relative_offset"].astype(np.int64)
-        bad = np.flatnonzero(np.diff(timestamps) <= 0)
+        columns = self._columns(self._FIELDS)
+        timestamps = columns["timestamp"].astype("int64")
+        relative = columns["relative_offset"].astype("int64")
+        bad = (timestamps[1:] <= timestamps[:-1]).nonzero()[0]
         if bad.size:
             slot = int(bad[0]) + 1
             raise CorruptIndexError(
@@ -675,7 +681,7 @@ class TimeIndex(AbstractIndex):
                 f"first offset {self.base_offset + int(relative[0])} is below the base offset {self.base_offset}",
                 path=self._path,
             )
-        bad = np.flatnonzero(np.diff(relative) < 0)
+        bad = (relative[1:] < relative[:-1]).nonzero()[0]
         if bad.size:
             slot = int(bad[0]) + 1
             raise CorruptIndexError(

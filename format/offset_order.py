@@ -18,9 +18,12 @@ batch that breaks these rules. It is pure: the walks that use it read the bytes.
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
 
 from .errors import CorruptRecordError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class OffsetOrderError(CorruptRecordError):
@@ -78,11 +81,11 @@ class OffsetOrder:
             ok[0] &= base_offsets[0] > self.last_offset
         reach = None
         if self.anchor is not None:
-            reaching = np.flatnonzero(last_offsets >= self.anchor)
+            reaching = (last_offsets >= self.anchor).nonzero()[0]
             if reaching.size:
                 reach = int(reaching[0])
                 ok[reach] &= last_offsets[reach] == self.anchor
-        accepted = int(np.argmin(ok)) if not ok.all() else n
+        accepted = int(ok.argmin()) if not ok.all() else n
         if accepted:
             self.last_offset = int(last_offsets[accepted - 1])
             if reach is not None and reach < accepted:

@@ -9,17 +9,17 @@ to that point, which is always a set of whole batches or a torn tail that
 reading stops before. Offsets are checked along every walk as the broker
 checks them (``offset_order``): a batch whose offsets contradict its
 neighbours or the index raises ``CorruptRecordError`` and is never decoded.
+
+Finding offsets (the indexes, a walk of batch headers) needs neither numpy nor Arrow: the chunk walk
+(``batch_table``) and the decoder (``arrow``) are imported by the reads that use them, so that planning
+a query, which only finds offsets, does not load them.
 """
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 from . import layout
-from .arrow import decode_to_arrow
-from .batch_table import BatchTable, walk_batches
 from .file_records import FileRecords, LogOffsetPosition, TimestampAndOffset
 from .fs import join
 from .index import OffsetIndex, TimeIndex
@@ -27,6 +27,11 @@ from .offset_order import OffsetOrder, OffsetOrderError
 from .record_batch import LOG_OVERHEAD, RecordBatch
 from .segment import check_tail, start_of_walk
 from .txn_index import AbortedTxn
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from .batch_table import BatchTable
 
 DEFAULT_CHUNK_BYTES = 4 * 1024 * 1024
 
@@ -122,6 +127,8 @@ class SegmentReader:
         not walk them again; the bytes may run past the last batch (into one cut short by the chunk).
         A chunk is given out only once the batch after it is seen to follow it, so a batch whose
         offsets contradict the next one's is never decoded (either may be the damaged one)."""
+        from .batch_table import walk_batches
+
         position, order = self._start_of_walk(from_offset)
         start = self.records.search_for_offset(from_offset, position, order)
         if start is None:
@@ -192,6 +199,8 @@ class SegmentReader:
                    aborted_transactions: Sequence[AbortedTxn] | None = None) -> Iterator[pa.RecordBatch]:
         """Arrow record batches of the records with ``from_offset <= offset < until_offset``, without
         those of ``aborted_transactions`` (read_committed)."""
+        from .arrow import decode_to_arrow
+
         for position, data, table in self.read_tables(from_offset, until_offset, chunk_bytes):
             batch = decode_to_arrow(data, topic=topic, partition=partition, from_offset=from_offset,
                                     until_offset=until_offset, include_headers=include_headers,

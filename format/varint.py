@@ -1,13 +1,8 @@
-"""Kafka's variable-length integers (protobuf style, zigzag-signed).
-
-Scalar encode/decode for building records, and a vectorized decoder that reads
-one varint at each of many positions of a byte array at once, used by the Arrow
-decode path so per-record fields never pass through a Python loop.
+"""Kafka's variable-length integers (protobuf style, zigzag-signed), one at a time: encode and decode for
+building and reading records. The vectorized decoder, for many records at once, is ``varint_arrays``.
 """
 
 from __future__ import annotations
-
-import numpy as np
 
 from .errors import CorruptRecordError
 
@@ -100,62 +95,3 @@ def decode_varlong(buf, pos: int) -> tuple[int, int]:
 
 def decode_unsigned_varint(buf, pos: int) -> tuple[int, int]:
     return _decode_unsigned(buf, pos, VARINT_MAX_BYTES)
-
-
-def decode_varints_at(data: np.ndarray, positions: np.ndarray, max_bytes: int = VARLONG_MAX_BYTES
-                      ) -> tuple[np.ndarray, np.ndarray]:
-    """Decode one zigzag varint at every position of ``positions`` in ``data``.
-
-    ``data`` is a uint8 array, ``positions`` an int64 array. Returns (values as
-    int64, positions just after each varint). Work is proportional to the
-    number of varint bytes: each round only touches the varints still open, so
-    the usual one- and two-byte varints cost one or two vectorized gathers.
-    Raises CorruptRecordError (position = the varint's start) on a varint that
-    runs off the end or past ``max_bytes``.
-    """
-    n = len(data)
-    if positions.size and (positions.min() < 0 or positions.max() >= n):
-        bad = int(positions[(positions < 0) | (positions >= n)][0])
-        raise CorruptRecordError("varint starts outside the buffer", position=bad)
-    first = data[positions]
-    more = first >= 0x80
-    if not more.any():
-        raw = first.astype(np.int64)
-        return (raw >> 1) ^ -(raw & 1), positions + 1
-    if max_bytes >= 2 and positions.max() < n - 1:
-        # Lengths, deltas and counts under 8 KiB take one or two bytes: decoded on every
-        # position at once, without gathering the open ones by index. A second byte counts
-        # only after a first with its continuation bit set (multiplied by ``more``).
-        second = data[positions + 1]
-        if not (first & second & 0x80).any():
-            raw = (first & 0x7F).astype(np.int64)
-            raw |= second.astype(np.int64) * (more * 0x80)
-            ends = positions + more
-            ends += 1
-            return (raw >> 1) ^ -(raw & 1), ends
-    return _decode_varints_in_rounds(data, positions, first, max_bytes)
-
-
-def _decode_varints_in_rounds(data: np.ndarray, positions: np.ndarray, first: np.ndarray, max_bytes: int
-                              ) -> tuple[np.ndarray, np.ndarray]:
-    """``decode_varints_at`` for varints of any length: one round per byte, over the varints still open."""
-    n = len(data)
-    raw = (first & 0x7F).astype(np.uint64)
-    ends = positions + 1
-    open_idx = np.flatnonzero(first & 0x80)
-    shift = 7
-    while open_idx.size:
-        if shift >= 7 * max_bytes:
-            raise CorruptRecordError(f"varint longer than {max_bytes} bytes",
-                                     position=int(positions[open_idx[0]]))
-        at = ends[open_idx]
-        if at.max() >= n:
-            raise CorruptRecordError("varint runs past the end of the buffer",
-                                     position=int(positions[open_idx[at >= n][0]]))
-        b = data[at]
-        raw[open_idx] |= (b & 0x7F).astype(np.uint64) << np.uint64(shift)
-        ends[open_idx] = at + 1
-        open_idx = open_idx[(b & 0x80) != 0]
-        shift += 7
-    values = (raw >> np.uint64(1)).astype(np.int64) ^ -(raw & np.uint64(1)).astype(np.int64)
-    return values, ends

@@ -3,8 +3,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 from format.errors import CorruptRecordError
-from format.varint import (decode_varint, decode_varints_at, decode_varlong, encode_varint, encode_varlong,
-                           size_of_varint)
+from format.varint import decode_varint, decode_varlong, encode_varint, encode_varlong, size_of_varint
+from format.varint_arrays import decode_varints_at
 
 INT32 = st.integers(-(1 << 31), (1 << 31) - 1)
 INT64 = st.integers(-(1 << 63), (1 << 63) - 1)

@@ -23,7 +23,7 @@ from format.arrow import locate_records  # the record walk shared with the Arrow
 from format.compression import CompressionType
 from format.errors import CorruptRecordError
 from format.record_batch import RECORDS_OFFSET, RecordBatch, TimestampType
-from format.varint import decode_varints_at
+from format.varint_arrays import decode_varints_at
 
 _U64 = np.uint64
 _C1 = _U64(0x87C37B91114253D5)
