@@ -36,6 +36,24 @@ DELTA_CONF = {"spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
               "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog"}
 
 
+def source_options(args: argparse.Namespace) -> dict[str, str]:
+    """``--source-option``s, after the client properties of ``--command-config`` as the source's ``kafka.*``
+    options (as Spark's Kafka source takes them); a ``--source-option`` of the same name wins."""
+    from broker_core.client.client_security import read_client_properties
+    from broker_core.errors import InvalidConfigurationError
+    from connector.client_options import PREFIX, SECURITY_KEYS
+
+    options: dict[str, str] = {}
+    if args.command_config:
+        try:
+            props = read_client_properties(args.command_config)
+        except InvalidConfigurationError as exc:
+            raise SeglogOptionError(str(exc)) from None
+        options.update({PREFIX + key: value for key, value in props.items() if key in SECURITY_KEYS})
+    options.update(parse_key_values(args.source_option, "--source-option"))
+    return options
+
+
 def sync_settings(args: argparse.Namespace) -> dict:
     """The keyword arguments of ``connector.tables.sync`` for parsed sync arguments."""
     return dict(table=args.table, topic=args.topic, topic_pattern=args.topic_pattern, log_dir=args.log_dir,
@@ -44,7 +62,7 @@ def sync_settings(args: argparse.Namespace) -> dict:
                 dead_letter_table=args.dead_letter_table, max_offsets_per_trigger=args.max_offsets_per_trigger,
                 optimize_interval=args.optimize_interval, vacuum_retain_hours=args.vacuum_retain,
                 storage_options=parse_key_values(args.storage, "--storage"),
-                source_options=parse_key_values(args.source_option, "--source-option"))
+                source_options=source_options(args))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
+
+from .broker_access import add_command_config_argument
 
 DATE_COLUMN = "date"
 
@@ -41,6 +44,7 @@ def add_sync_arguments(parser: argparse.ArgumentParser) -> None:
                              "endpoint_url (repeatable)")
     parser.add_argument("--source-option", action="append", metavar="KEY=VALUE",
                         help="an option of the seglog source, e.g. kafka.security.protocol=SSL (repeatable)")
+    add_command_config_argument(parser)
 
 
 def sync_argv(args: argparse.Namespace) -> list[str]:
@@ -56,4 +60,6 @@ def sync_argv(args: argparse.Namespace) -> list[str]:
         argv += ["--storage", item]
     for item in args.source_option or ():
         argv += ["--source-option", item]
+    if args.command_config:
+        argv += ["--command-config", os.path.abspath(args.command_config)]
     return argv

@@ -131,3 +131,27 @@ def test_delta_rs_gets_the_same_storage_settings_by_its_own_names():
 def test_a_storage_setting_that_is_not_an_object_store_s_fails_naming_it():
     with pytest.raises(SeglogOptionError, match="--storage anon: not an object store setting of a table"):
         parse_sync_options(table="s3://lake/t", topic="orders", log_dir="/data/logs", storage_options={"anon": "1"})
+
+
+def test_a_command_config_file_becomes_the_source_s_kafka_options_and_a_source_option_wins(tmp_path):
+    import argparse
+
+    from broker_core.cli.table_sync_arguments import add_sync_arguments
+    from connector.tables_job import source_options
+
+    config = tmp_path / "client.properties"
+    config.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\n"
+                      "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+                      "username=\"etl\" password=\"p\";\nclient.id=ignored\n")
+    parser = argparse.ArgumentParser()
+    add_sync_arguments(parser)
+    args = parser.parse_args(["--table", "/t", "--topic", "o", "--bootstrap", "127.0.0.1:9092", "--command-config",
+                              str(config), "--source-option", "kafka.sasl.mechanism=PLAIN"])
+    assert source_options(args) == {
+        "kafka.security.protocol": "SASL_PLAINTEXT", "kafka.sasl.mechanism": "PLAIN",
+        "kafka.sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required username="etl" '
+                                  'password="p";'}
+    missing = parser.parse_args(["--table", "/t", "--topic", "o", "--bootstrap", "h:1", "--command-config",
+                                 str(tmp_path / "nowhere.properties")])
+    with pytest.raises(SeglogOptionError, match="nowhere.properties"):
+        source_options(missing)
