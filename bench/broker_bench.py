@@ -980,9 +980,8 @@ CONSOLE_TOPIC = "console-watched"
 
 def console_pages(topic: str) -> tuple[str, ...]:
     """The console's pages a browser goes round, for ``topic``'s partition 0."""
-    return ("index.html", "topics.html", f"topic.html?topic={topic}",
-            f"partition.html?topic={topic}&partition=0", "groups.html",
-            f"records.html?topic={topic}&partition=0&offset=0")
+    return ("", "topics", f"topic?topic={topic}", f"partition?topic={topic}&partition=0", "groups",
+            f"records?topic={topic}&partition=0&offset=0")
 
 
 @contextlib.contextmanager

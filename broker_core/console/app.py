@@ -1,4 +1,5 @@
-"""The console as a WSGI application: pages and assets from the package's ``static/`` files, the JSON API
+"""The console as a WSGI application: pages (one shell, ``static/page.html``, each page's title and name filled
+in; the page's script draws the rest) and assets from the package's ``static/`` files, the JSON API
 under ``/api/``. Read-only: anything but GET and HEAD answers 405.
 
 ``console_app(view)`` builds it and starts its lag sampler; ``close()`` stops the sampler. Pages link
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from importlib import resources
+from string import Template
 from typing import Callable, Iterable
 from urllib.parse import parse_qsl
 
@@ -21,11 +23,17 @@ from .server_view import ServerView
 
 log = logging.getLogger(__name__)
 
-#: Each page's path and the file it is.
-PAGES = {"/": "index.html", "/topics": "topics.html", "/topic": "topic.html", "/partition": "partition.html",
-         "/groups": "groups.html", "/group": "group.html", "/records": "records.html"}
-_CONTENT_TYPES = {".html": "text/html; charset=utf-8", ".css": "text/css; charset=utf-8",
-                  ".js": "text/javascript; charset=utf-8", ".svg": "image/svg+xml"}
+#: Each page's path, its name (``data-page``, what console.js draws) and its title.
+PAGES = {"/": ("cluster", "Cluster"), "/topics": ("topics", "Topics"), "/topic": ("topic", "Topic"),
+         "/partition": ("partition", "Partition"), "/groups": ("groups", "Consumer groups"),
+         "/group": ("group", "Consumer group"), "/records": ("records", "Records")}
+#: What a page holds besides its content, by name: before it (the record browser's form), after it (the lag chart).
+_BEFORE = {"records": "records-form.html"}
+_AFTER = {"groups": "lag-chart.html", "group": "lag-chart.html"}
+#: The assets served under /static/ (the page shell and forms are not).
+_CONTENT_TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8",
+                  ".svg": "image/svg+xml"}
+_HTML = "text/html; charset=utf-8"
 
 StartResponse = Callable[..., object]
 
@@ -35,6 +43,16 @@ def _static_files() -> dict[str, bytes]:
     return {entry.name: entry.read_bytes() for entry in root.iterdir() if entry.is_file()}
 
 
+def _pages(files: dict[str, bytes]) -> dict[str, bytes]:
+    """Each page's HTML: the shell with its name, title and what it holds beside its content."""
+    def part(parts: dict[str, str], name: str) -> str:
+        return files[parts[name]].decode() if name in parts else ""
+
+    shell = Template(files["page.html"].decode())
+    return {path: shell.substitute(page=name, title=title, form=part(_BEFORE, name), after=part(_AFTER, name)).encode()
+            for path, (name, title) in PAGES.items()}
+
+
 class ConsoleApp:
     """The WSGI callable; holds the view, the lag sampler and the static files (read once)."""
 
@@ -42,6 +60,7 @@ class ConsoleApp:
         self.view = view
         self.sampler = sampler
         self._files = _static_files()
+        self._pages = _pages(self._files)
 
     def close(self) -> None:
         self.sampler.close()
@@ -55,9 +74,11 @@ class ConsoleApp:
             headers.append(("Allow", "GET, HEAD"))
         elif path.startswith("/api/"):
             status, headers, body = self._api(path, environ.get("QUERY_STRING", ""))
-        elif path in PAGES:
-            status, headers, body = self._file(PAGES[path])
-        elif path.startswith("/static/") and path[len("/static/"):] in self._files:
+        elif path in self._pages:
+            status, headers, body = "200 OK", [("Content-Type", _HTML), ("Cache-Control", "no-cache")], \
+                self._pages[path]
+        elif path.startswith("/static/") and path[path.rfind("."):] in _CONTENT_TYPES \
+                and path[len("/static/"):] in self._files:
             status, headers, body = self._file(path[len("/static/"):])
         else:
             status, headers, body = self._json(404, {"error": "NOT_FOUND", "message": f"no console page {path}"})
@@ -83,7 +104,7 @@ class ConsoleApp:
 
     def _file(self, name: str) -> tuple[str, list, bytes]:
         suffix = name[name.rfind("."):]
-        return "200 OK", [("Content-Type", _CONTENT_TYPES.get(suffix, "application/octet-stream")),
+        return "200 OK", [("Content-Type", _CONTENT_TYPES[suffix]),
                           ("Cache-Control", "no-cache")], self._files[name]
 
     @staticmethod
