@@ -53,7 +53,7 @@ demo: $(STAMP)
 TEST_WORKERS ?= 4
 
 test: $(STAMP) $(JVM_STAMP) $(KCAT_STAMP) $(CHROMIUM_STAMP)
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=25 $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(PY) bench/format_bench.py
