@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 from fsspec.spec import AbstractFileSystem
 
@@ -262,21 +262,34 @@ def _log_end_offset(roots: Sequence[tuple[AbstractFileSystem, str]], tp: TopicPa
     return None
 
 
+def member_assignment(group_id: str, member_id: str, protocol_type: str,
+                      assignment: bytes | None) -> tuple[TopicPartition, ...]:
+    """A member's assigned partitions: decoded for a consumer group, none for another protocol, for a member
+    not assigned yet, or (with a warning) for an assignment that cannot be read."""
+    if protocol_type != CONSUMER_PROTOCOL_TYPE or not assignment:
+        return ()
+    try:
+        return tuple(decode_assignment(assignment))
+    except ProtocolError as exc:
+        log.warning("group %r: member %s has an assignment that cannot be read: %s", group_id, member_id, exc)
+        return ()
+
+
+def lag_rows(group_id: str, committed: Mapping[TopicPartition, int], members: Sequence[GroupMember],
+             end_offset: Callable[[TopicPartition], int | None]) -> tuple[PartitionLag, ...]:
+    """A row per partition the group committed or a member owns, by topic and partition, its end offset
+    from ``end_offset`` (None where unknown)."""
+    return tuple(PartitionLag(group_id, tp.topic, tp.partition, committed.get(tp), end_offset(tp))
+                 for tp in sorted(set(committed) | {tp for m in members for tp in m.assignment}))
+
+
 def group_members(group_id: str, value: GroupMetadataValue | None) -> tuple[GroupMember, ...]:
     """The members of a stored generation, with their assignments decoded for consumer groups."""
     if value is None:
         return ()
-    members = []
-    for m in value.members:
-        assignment: list[TopicPartition] = []
-        if value.protocol_type == CONSUMER_PROTOCOL_TYPE:
-            try:
-                assignment = decode_assignment(m.assignment)
-            except ProtocolError as exc:
-                log.warning("group %r: member %s has an assignment that cannot be read: %s", group_id, m.member_id,
-                            exc)
-        members.append(GroupMember(m.member_id, m.client_id, m.client_host, m.group_instance_id, tuple(assignment)))
-    return tuple(members)
+    return tuple(GroupMember(m.member_id, m.client_id, m.client_host, m.group_instance_id,
+                             member_assignment(group_id, m.member_id, value.protocol_type, m.assignment))
+                 for m in value.members)
 
 
 def describe_consumer_group(log_dirs: str | Sequence[str], group_id: str,
@@ -293,15 +306,10 @@ def describe_consumer_group(log_dirs: str | Sequence[str], group_id: str,
         raise GroupIdNotFoundError(f"consumer group {group_id!r} does not exist")
     value = loaded.groups.get(group_id)
     members = group_members(group_id, value)
-    offsets = loaded.offsets.get(group_id, {})
-    wanted = sorted(set(offsets) | {tp for m in members for tp in m.assignment})
+    committed = {tp: o.offset for tp, o in loaded.offsets.get(group_id, {}).items()}
     roots = [filesystem_for(url, storage_options) for url in dirs]
-    rows = []
-    for tp in wanted:
-        committed = offsets.get(tp)
-        rows.append(PartitionLag(group_id, tp.topic, tp.partition, None if committed is None else committed.offset,
-                                 _log_end_offset(roots, tp)))
+    rows = lag_rows(group_id, committed, members, lambda tp: _log_end_offset(roots, tp))
     # A stored generation with members was Stable when written; one without is Empty.
     state = "Stable" if members else "Empty"
     return GroupDescription(group_id, state, value.protocol_type if value else "", value.protocol if value else None,
-                            members, tuple(rows))
+                            members, rows)

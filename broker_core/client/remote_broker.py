@@ -46,7 +46,7 @@ from ..errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableErr
                       NotCoordinatorError, NotLeaderOrFollowerError, UnknownLeaderEpochError,
                       UnknownTopicOrPartitionError, UnstableOffsetCommitError, UnsupportedVersionError,
                       error_for_code)
-from ..group_offsets import GroupDescription, GroupMember, PartitionLag
+from ..group_offsets import GroupDescription, GroupMember, lag_rows, member_assignment
 from ..log.producer_state_manager import ActiveProducer
 from ..partitioner import StickyPartitioner, assign_partitions
 from ..protocol import ApiKey
@@ -510,28 +510,25 @@ class RemoteBroker:
 
     def describe_group(self, group_id: str) -> GroupDescription:
         """The live group: state, members with their assignments, committed offsets, log end offsets and lag."""
-        from ..consumer_protocol import CONSUMER_PROTOCOL_TYPE, decode_assignment
-
         group = self._describe(group_id)
         # As kafka-consumer-groups.sh: the offsets committed so far, an open transaction's not waited for.
         committed = self._fetch_offsets(group_id, require_stable=False)
         if group["group_state"] == "Dead" and not committed:
             raise GroupIdNotFoundError(f"consumer group {group_id!r} does not exist")
-        members = tuple(GroupMember(
-            m["member_id"], m["client_id"], m["client_host"], m.get("group_instance_id"),
-            tuple(decode_assignment(m["member_assignment"])) if group["protocol_type"] == CONSUMER_PROTOCOL_TYPE
-            else ()) for m in group["members"])
-        rows = []
-        for tp in sorted(set(committed) | {tp for m in members for tp in m.assignment}):
+        members = tuple(GroupMember(m["member_id"], m["client_id"], m["client_host"], m.get("group_instance_id"),
+                                    member_assignment(group_id, m["member_id"], group["protocol_type"],
+                                                      m["member_assignment"]))
+                        for m in group["members"])
+
+        def latest(tp: TopicPartition) -> int | None:
             try:
-                end: int | None = self._offset(tp.topic, tp.partition, _SPECS["latest"]).offset
+                return self._offset(tp.topic, tp.partition, _SPECS["latest"]).offset
             except UnknownTopicOrPartitionError:
-                end = None
-            current = committed.get(tp)
-            rows.append(PartitionLag(group_id, tp.topic, tp.partition, None if current is None else current.offset,
-                                     end))
+                return None
+
+        rows = lag_rows(group_id, {tp: o.offset for tp, o in committed.items()}, members, latest)
         return GroupDescription(group_id, group["group_state"], group["protocol_type"],
-                                group["protocol_data"] or None, members, tuple(rows))
+                                group["protocol_data"] or None, members, rows)
 
     # --- transactions (the transaction coordinator) ------------------------------
 

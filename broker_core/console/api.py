@@ -54,15 +54,8 @@ def _int(params: Params, name: str, default: int | None = None) -> int | None:
         raise ApiError(400, f"query parameter {name}={value!r} is not an integer") from None
 
 
-def _topic(view: ServerView, params: Params) -> str:
-    name = _required(params, "topic")
-    if name not in view.topic_names():
-        raise ApiError(404, f"topic {name!r} does not exist", UnknownTopicOrPartitionError.kafka_error_name)
-    return name
-
-
 def _partition(view: ServerView, params: Params) -> tuple[str, int]:
-    topic = _topic(view, params)
+    topic = _required(params, "topic")
     partition = _int(params, "partition")
     count = view.partition_count(topic)
     if partition is None or not 0 <= partition < count:
@@ -121,7 +114,7 @@ def topics(view: ServerView, sampler: LagSampler, params: Params) -> dict:
 
 
 def topic(view: ServerView, sampler: LagSampler, params: Params) -> dict:
-    name = _topic(view, params)
+    name = _required(params, "topic")
     described = view.describe_topic(name)
     return {
         "name": name,
@@ -193,7 +186,7 @@ def lag_history(view: ServerView, sampler: LagSampler, params: Params) -> dict:
         "interval_ms": sampler.interval_ms,
         "window_ms": sampler.window_ms,
         "now_ms": sampler.clock.milliseconds(),
-        "series": {g: [[s.timestamp_ms, s.lag[g]] for s in samples if g in s.lag] for g in names},
+        "series": {g: sampler.history(g) for g in names},
     }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+from http import HTTPStatus
 from importlib import resources
 from string import Template
 from typing import Callable, Iterable
@@ -92,12 +93,10 @@ class ConsoleApp:
             return self._json(404, {"error": "NOT_FOUND", "message": f"no API {path}"})
         params = dict(parse_qsl(query, keep_blank_values=True))
         try:
-            try:
-                return self._json(200, handler(self.view, self.sampler, params))
-            except KafkaError as exc:
-                raise api.ApiError.of(exc) from exc
-        except api.ApiError as exc:
-            return self._json(exc.status, {"error": exc.error, "message": str(exc)})
+            return self._json(200, handler(self.view, self.sampler, params))
+        except (api.ApiError, KafkaError) as exc:
+            error = exc if isinstance(exc, api.ApiError) else api.ApiError.of(exc)
+            return self._json(error.status, {"error": error.error, "message": str(error)})
         except Exception as exc:
             log.exception("console API %s?%s failed", path, query)
             return self._json(500, {"error": "UNKNOWN_SERVER_ERROR", "message": f"{path}: {exc}"})
@@ -109,9 +108,7 @@ class ConsoleApp:
 
     @staticmethod
     def _json(status: int, body: object) -> tuple[str, list, bytes]:
-        reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
-                  416: "Range Not Satisfiable", 500: "Internal Server Error", 503: "Service Unavailable"}
-        return (f"{status} {reason.get(status, '')}".strip(),
+        return (f"{status} {HTTPStatus(status).phrase}",
                 [("Content-Type", "application/json"), ("Cache-Control", "no-store")],
                 json.dumps(body).encode())
 

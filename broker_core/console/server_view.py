@@ -1,7 +1,7 @@
 """``ServerView``: what the console reads of a running broker, and nothing it could write with.
 
-It holds the ``Broker`` (topics, logs, fetches), the group coordinator when one runs (live groups from
-memory), the cluster id and the brokers of the cluster: this node's listeners on a single broker, the
+It reads the server's ``Broker`` (topics, logs, fetches), its group coordinator (live groups from memory),
+the cluster id and the brokers of the cluster: this node's listeners on a single broker, the
 metadata cache's live brokers in cluster mode. In cluster mode the topics and their partitions' leaders,
 replicas and in-sync replicas are the metadata cache's too, the offsets and sizes those of the replicas this
 broker holds (unknown for the others). Every answer comes from memory or an index.
@@ -10,19 +10,18 @@ broker holds (unknown for the others). Every answer comes from memory or an inde
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from format.layout import TopicPartition
 
 from ..broker import PartitionDescription, TopicDescription
 from ..errors import KafkaError, UnknownTopicOrPartitionError
 from ..group_offsets import GroupDescription
-from .live_groups import describe_live_group
+from ..live_groups import describe_live_group
 from .segments import SegmentDescription, describe_segments
 
 if TYPE_CHECKING:
     from ..broker import Broker
-    from ..coordinator.group import GroupCoordinator
     from ..log.log import Log
     from ..server.broker_server import BrokerServer
     from ..server.metadata_cache import MetadataCache
@@ -49,47 +48,33 @@ class ClusterDescription:
 
 
 class ServerView:
-    """A read interface over a broker: ``ServerView.of(server)`` for a running ``BrokerServer``, or
-    ``ServerView(broker, coordinator)`` around an embedded one (groups then come from the files)."""
+    """A read interface over a running ``BrokerServer``: ``ServerView.of(server)``."""
 
-    def __init__(self, broker: Broker, group_coordinator: GroupCoordinator | None = None, *,
-                 cluster_id: str | None = None,
-                 cluster: Callable[[], tuple[int | None, tuple[BrokerNode, ...]]] | None = None,
-                 metadata_cache: Callable[[], MetadataCache | None] | None = None) -> None:
-        self.broker = broker
-        self.group_coordinator = group_coordinator
-        self.cluster_id = cluster_id
-        self._cluster = cluster
-        self._metadata_cache = metadata_cache or (lambda: None)
+    def __init__(self, server: BrokerServer) -> None:
+        self.server = server
+        self.broker: Broker = server.broker
+        self.cluster_id = server.cluster_id
 
     @classmethod
     def of(cls, server: BrokerServer) -> ServerView:
-        def metadata_cache() -> MetadataCache | None:
-            replica_manager = getattr(server.cluster_mode, "replica_manager", None)
-            return None if replica_manager is None else replica_manager.metadata_cache
+        return cls(server)
 
-        def cluster() -> tuple[int | None, tuple[BrokerNode, ...]]:
-            cache = metadata_cache()
-            if cache is not None:
-                return cache.controller_id(), tuple(
-                    BrokerNode(b.id, tuple(e.connection_string for e in b.endpoints), b.rack)
-                    for _, b in sorted(cache.alive_brokers().items()))
-            # A single broker is its own controller.
-            node = server.config.node_id
-            return node, (BrokerNode(node, tuple(e.connection_string for e in server.bound_endpoints),
-                                     server.config.broker_rack),)
-
-        return cls(server.broker, server.group_coordinator, cluster_id=server.cluster_id, cluster=cluster,
-                   metadata_cache=metadata_cache)
+    def _metadata_cache(self) -> MetadataCache | None:
+        replica_manager = getattr(self.server.cluster_mode, "replica_manager", None)
+        return None if replica_manager is None else replica_manager.metadata_cache
 
     # --- cluster ----------------------------------------------------------------------
 
     def cluster(self) -> ClusterDescription:
         node_id = self.broker.node_id
-        if self._cluster is None:
-            controller, brokers = node_id, (BrokerNode(node_id, ()),)
-        else:
-            controller, brokers = self._cluster()
+        cache = self._metadata_cache()
+        if cache is not None:
+            controller, brokers = cache.controller_id(), tuple(
+                BrokerNode(b.id, tuple(e.connection_string for e in b.endpoints), b.rack)
+                for _, b in sorted(cache.alive_brokers().items()))
+        else:  # a single broker is its own controller
+            controller, brokers = node_id, (BrokerNode(node_id, tuple(
+                e.connection_string for e in self.server.bound_endpoints), self.server.config.broker_rack),)
         return ClusterDescription(self.cluster_id, controller, node_id, brokers)
 
     # --- topics -----------------------------------------------------------------------
@@ -98,22 +83,21 @@ class ServerView:
         cache = self._metadata_cache()
         return cache.topic_names() if cache is not None else sorted(self.broker.list_topics())
 
-    def partition_count(self, topic: str) -> int:
-        cache = self._metadata_cache()
-        if cache is None:
-            return self.broker.partitions_for(topic)
+    def _cached_partitions(self, cache: MetadataCache, topic: str) -> dict:
         partitions = cache.topic(topic)
         if partitions is None:
             raise UnknownTopicOrPartitionError(f"topic {topic!r} does not exist")
-        return len(partitions)
+        return partitions
+
+    def partition_count(self, topic: str) -> int:
+        cache = self._metadata_cache()
+        return self.broker.partitions_for(topic) if cache is None else len(self._cached_partitions(cache, topic))
 
     def describe_topic(self, name: str) -> TopicDescription:
         cache = self._metadata_cache()
         if cache is None:
             return self.broker.describe_topic(name)
-        partitions = cache.topic(name)
-        if partitions is None:
-            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        partitions = self._cached_partitions(cache, name)
         local = self.broker.topics.get(name)
         described = []
         for p, meta in sorted(partitions.items()):
@@ -133,14 +117,7 @@ class ServerView:
         return {key: props[key] for key in RETENTION_CONFIG_NAMES if key in props}
 
     def replica_log(self, tp: TopicPartition) -> Log | None:
-        """The partition's log when this broker holds a replica of it. (In a cluster a broker keeps an empty
-        log of every partition of a topic, of those it is no replica of too: those are not shown.)"""
-        log = self.broker.log_manager.get_log(tp)
-        cache = self._metadata_cache()
-        if log is None or cache is None:
-            return log
-        meta = cache.partition(tp)
-        return log if meta is not None and self.broker.node_id in meta.replicas else None
+        return self.server.replica_log(tp)
 
     def held_log(self, topic: str, partition: int) -> Log:
         """``replica_log``, or UnknownTopicOrPartitionError saying this broker holds no replica of it."""
@@ -156,18 +133,10 @@ class ServerView:
     # --- consumer groups --------------------------------------------------------------
 
     def group_ids(self) -> list[str]:
-        if self.group_coordinator is not None:
-            return self.group_coordinator.group_ids()
-        return self.broker.list_groups()
+        return self.server.group_coordinator.group_ids()
 
     def describe_group(self, group_id: str) -> GroupDescription:
-        if self.group_coordinator is not None:
-            return describe_live_group(self.group_coordinator, self._log_end_offset, group_id)
-        return self.broker.describe_group(group_id)
-
-    def _log_end_offset(self, tp: TopicPartition) -> int | None:
-        log = self.broker.log_manager.get_log(tp)
-        return None if log is None else log.log_end_offset
+        return describe_live_group(self.server.group_coordinator, self.server.high_watermark, group_id)
 
     def group_lag(self) -> dict[str, int]:
         """Each live group's total lag over the partitions it has committed or been assigned."""

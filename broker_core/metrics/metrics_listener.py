@@ -18,11 +18,11 @@ from __future__ import annotations
 import logging
 import socket
 import threading
-from socketserver import ThreadingMixIn
 from typing import Callable, Iterable
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
+from prometheus_client.exposition import ThreadingWSGIServer
 
 from .listener_url import parse_metrics_listener
 
@@ -33,13 +33,14 @@ WsgiApp = Callable[[dict, Callable], Iterable[bytes]]
 _POLL_INTERVAL_S = 0.2  # how soon serve_forever notices a shutdown
 
 
-class _ThreadingWSGIServer(ThreadingMixIn, WSGIServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-
-class _ThreadingWSGIServerV6(_ThreadingWSGIServer):
+class _ThreadingWSGIServerV6(ThreadingWSGIServer):
     address_family = socket.AF_INET6
+
+
+def _server_class(host: str, port: int) -> type[ThreadingWSGIServer]:
+    """The server for the family ``host`` resolves to (an IPv6 address or name, or IPv4)."""
+    family = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
+    return _ThreadingWSGIServerV6 if family == socket.AF_INET6 else ThreadingWSGIServer
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -65,9 +66,9 @@ class MetricsListener:
         self.readiness = readiness
         self.app = app
         self._metrics_app = make_wsgi_app(registry)
-        server_class = _ThreadingWSGIServerV6 if ":" in address.host else _ThreadingWSGIServer
         try:
-            self._server = make_server(address.host, address.port, self, server_class=server_class,
+            self._server = make_server(address.host, address.port, self,
+                                       server_class=_server_class(address.host, address.port),
                                        handler_class=_QuietHandler)
         except OSError as exc:
             raise OSError(exc.errno, f"metrics.listener {url}: cannot listen there: {exc.strerror}") from exc

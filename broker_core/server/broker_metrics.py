@@ -22,7 +22,8 @@ their times, idle time) is counted on the request path, by
 The lag is the coordinator's committed offset against the partition's high
 watermark, which is what ``seglog groups describe --bootstrap`` shows (its
 OffsetFetch and ListOffsets answer from the same two), through the same
-``PartitionLag`` row.
+``describe_live_group`` as the web console; in a cluster only the leader of a
+partition tells its high watermark.
 """
 
 from __future__ import annotations
@@ -33,12 +34,10 @@ from typing import TYPE_CHECKING, Iterator
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from format.layout import TopicPartition
-
 from ..coordinator.group.group_state import GroupState
-from ..errors import ERRORS_BY_CODE, NONE, KafkaError
-from ..group_offsets import PartitionLag
+from ..errors import NONE, KafkaError, error_for_code
 from ..network.request_metrics import TIME_METRICS, now_ns
+from ..live_groups import describe_live_group
 from .metadata_cache import NO_LEADER
 
 if TYPE_CHECKING:
@@ -55,10 +54,7 @@ _GROUP_STATE_METRICS = {GroupState.PREPARING_REBALANCE: "numgroupspreparingrebal
 
 def error_name(code: int) -> str:
     """Kafka's name of an error code, as the ``error`` label of ErrorsPerSec holds it."""
-    if code == NONE:
-        return "NONE"
-    error = ERRORS_BY_CODE.get(code)
-    return error.kafka_error_name if error is not None else KafkaError.kafka_error_name
+    return "NONE" if code == NONE else error_for_code(code).kafka_error_name
 
 
 class _IdleRatio:
@@ -254,12 +250,14 @@ class BrokerMetricsCollector(Collector):
                                      labels=labels)
         start = GaugeMetricFamily("kafka_log_log_logstartoffset", "The partition's log start offset", labels=labels)
         end = GaugeMetricFamily("kafka_log_log_logendoffset", "The partition's log end offset", labels=labels)
-        for tp, lg in sorted(broker.log_manager.all_logs().items()):
+        for tp in sorted(broker.log_manager.all_logs()):
+            lg = self.server.replica_log(tp)
+            if lg is None:
+                continue
             try:
                 values = [tp.topic, str(tp.partition)]
-                log_segments = lg.segments
-                size.add_metric(values, sum(s.size for s in log_segments))
-                segments.add_metric(values, len(log_segments))
+                size.add_metric(values, lg.size)
+                segments.add_metric(values, len(lg.segments))
                 start.add_metric(values, lg.log_start_offset)
                 end.add_metric(values, lg.log_end_offset)
             except Exception as exc:  # deleted or taken offline under the scrape
@@ -313,13 +311,17 @@ class BrokerMetricsCollector(Collector):
                 continue
             with group.lock:
                 state = group.state
-                committed = {tp: o.offset for tp, o in group.offsets.items()}
+                offsets_count += len(group.offsets)
             by_state[state] = by_state.get(state, 0) + 1
-            offsets_count += len(committed)
-            for tp, offset in sorted(committed.items()):
-                row = PartitionLag(group_id, tp.topic, tp.partition, offset, self._high_watermark(tp))
-                values = [group_id, tp.topic, str(tp.partition)]
-                current.add_metric(values, offset)
+            try:
+                rows = describe_live_group(coordinator, server.high_watermark, group_id).partitions
+            except KafkaError:
+                continue  # deleted since listed, or its partition moved away
+            for row in rows:
+                if row.current_offset is None:
+                    continue  # assigned, nothing committed yet
+                values = [group_id, row.topic, str(row.partition)]
+                current.add_metric(values, row.current_offset)
                 if row.lag is not None:
                     lag.add_metric(values, row.lag)
         prefix = "kafka_coordinator_group_groupmetadatamanager_"
@@ -330,11 +332,6 @@ class BrokerMetricsCollector(Collector):
                                 value=offsets_count)
         yield lag
         yield current
-
-    def _high_watermark(self, tp: TopicPartition) -> int | None:
-        """Where a consumer's ListOffsets ``latest`` stands; None for a partition with no log here."""
-        lg = self.server.broker.log_manager.get_log(tp)
-        return None if lg is None else lg.high_watermark
 
 
 def _le(bound: float) -> str:

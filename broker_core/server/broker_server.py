@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from prometheus_client import CollectorRegistry, PlatformCollector, ProcessCollector
 
@@ -52,6 +52,11 @@ from ..purgatory import DelayedOperationPurgatory
 from ..security.authorizer import Authorizer, authorizer_for
 from ..security.credential_store import CredentialStore
 from .broker_metrics import BrokerMetricsCollector
+
+if TYPE_CHECKING:
+    from format.layout import TopicPartition
+
+    from ..log.log import Log
 from .inter_broker_security import inter_broker_security
 from .credential_stores import open_credential_store
 from .delayed_fetch import DelayedFetch
@@ -224,6 +229,26 @@ class BrokerServer:
                 if self.metrics_listener is not None:
                     self.metrics_listener.stop()
         log.info("[BrokerServer id=%d] shut down", self.config.node_id)
+
+    def replica_log(self, tp: TopicPartition) -> Log | None:
+        """The partition's log where this broker holds a replica of it. (In a cluster a broker keeps an empty
+        log of every partition of a topic, of those it is no replica of too: those are not its.)"""
+        if self.broker is None:
+            return None
+        if self.cluster_mode is not None and self.cluster_mode.replica_manager is not None \
+                and self.cluster_mode.replica_manager.partition(tp) is None:
+            return None
+        return self.broker.log_manager.get_log(tp)
+
+    def high_watermark(self, tp: TopicPartition) -> int | None:
+        """Where a consumer's ListOffsets ``latest`` stands for ``tp`` as this broker can tell: its replica's
+        high watermark, in a cluster only where it leads the partition (a follower's trails); None otherwise."""
+        if self.cluster_mode is not None and self.cluster_mode.replica_manager is not None:
+            partition = self.cluster_mode.replica_manager.partition(tp)
+            if partition is None or not partition.is_leader:
+                return None
+        log = self.replica_log(tp)
+        return None if log is None else log.high_watermark
 
     def not_ready(self) -> list[str]:
         """What keeps the broker from being ready (``/readyz``): nothing once the log dirs are loaded, both

@@ -28,6 +28,16 @@ def produce_numbered(log_dir: str, topic: str, partitions: int, per_partition: i
                 broker.produce(topic, records, partition=p)
 
 
+def produce_events(broker) -> None:
+    """Topic ``events`` of 2 partitions through ``broker``: 30 records a partition in batches of 10, record n
+    keyed ``k<n>``, valued ``events-<partition>-<n>``, stamped T0 + n seconds."""
+    broker.create_topic("events", 2)
+    for p in range(2):
+        for first in range(0, 30, 10):
+            broker.produce("events", [SimpleRecord(b"events-%d-%d" % (p, n), b"k%d" % n, T0 + n * 1000)
+                                      for n in range(first, first + 10)], partition=p)
+
+
 def hold_high_watermarks(log_dir: str, high_watermarks: Mapping[TopicPartition, int]) -> None:
     """What a broker in cluster mode leaves in ``log_dir`` for readers of its files: the dir marked as
     holding replicas and ``replication-offset-checkpoint`` naming each partition's high watermark

@@ -14,7 +14,7 @@ from connector.options import parse_options
 from connector.pushdown import ReadBounds, push_filters
 from connector.source import PushdownBatchReader, SeglogBatchReader, SeglogDataSource
 from format.record import SimpleRecord
-from tests.connector.conftest import T0, produce_numbered
+from tests.connector.conftest import T0, produce_events, produce_numbered
 
 UTC = dt.timezone.utc
 SMALL_SEGMENTS = {"segment.bytes": 16 * 1024, "index.interval.bytes": 512}
@@ -285,12 +285,7 @@ def test_timestamp_bounds_find_their_start_in_the_remote_tier(tmp_path, s3_bucke
 
 @pytest.mark.slow
 def test_pushed_filters_narrow_reads_over_the_protocol_too(broker_server):
-    broker = broker_server.broker
-    broker.create_topic("events", 2)
-    for p in range(2):
-        for first in range(0, 30, 10):
-            broker.produce("events", [SimpleRecord(b"events-%d-%d" % (p, n), b"k%d" % n, T0 + n * 1000)
-                                      for n in range(first, first + 10)], partition=p)
+    produce_events(broker_server.broker)
     reader = PushdownBatchReader(parse_options({"bootstrap": broker_server.bootstrap_servers,
                                                 "subscribe": "events"}))
     filters = [EqualTo(("partition",), 1), GreaterThan(("timestamp",), at(T0 + 21_000)),

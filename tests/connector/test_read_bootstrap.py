@@ -4,7 +4,7 @@ import pytest
 
 from broker_core.server.broker_server import BrokerServer
 from format.record import SimpleRecord
-from tests.connector.conftest import T0
+from tests.connector.conftest import T0, produce_events
 
 pytestmark = pytest.mark.slow
 
@@ -15,12 +15,7 @@ def running(tmp_path):
     server = BrokerServer({"log.dirs": str(log_dir), "listeners": "PLAINTEXT://127.0.0.1:0",
                            "num.network.threads": 2, "num.io.threads": 2}).startup()
     try:
-        broker = server.broker
-        broker.create_topic("events", 2)
-        for p in range(2):
-            for first in range(0, 30, 10):
-                broker.produce("events", [SimpleRecord(b"events-%d-%d" % (p, n), b"k%d" % n, T0 + n * 1000)
-                                          for n in range(first, first + 10)], partition=p)
+        produce_events(server.broker)
         yield server, str(log_dir)
     finally:
         server.shutdown()

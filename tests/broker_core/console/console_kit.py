@@ -1,4 +1,4 @@
-"""The web console under test: served with wsgiref on 127.0.0.1 (``serve``), asked through its JSON API
+"""The web console under test: served on a metrics listener on 127.0.0.1 (``serve``), asked through its JSON API
 (``get``), over a running broker with a known workload (``console_workload``), and looked at in headless
 Chromium driven by Selenium (``chromium``)."""
 
@@ -7,16 +7,17 @@ from __future__ import annotations
 import contextlib
 import json
 import tempfile
-import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from typing import Iterator
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+from prometheus_client import CollectorRegistry
 
 from broker_core.console import ConsoleApp, ServerView, console_app
+from broker_core.metrics.metrics_listener import MetricsListener
 from broker_core.server.broker_server import BrokerServer
 from format.record import Header, SimpleRecord
 from testbed.chromium import browser_unavailable, headless_chromium
@@ -36,40 +37,15 @@ BASE_TIMESTAMP = 1_700_000_000_000  # orders-0 record i has timestamp BASE_TIMES
 LAG_INTERVAL_MS = 200
 
 
-class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, format, *args) -> None:  # noqa: A002 - the base class's name
-        pass
-
-
-class _ThreadedServer(WSGIServer):
-    """wsgiref's server, one thread per request (a browser opens several connections at once)."""
-
-    daemon_threads = True
-
-    def process_request(self, request, client_address) -> None:
-        threading.Thread(target=self._handle, args=(request, client_address), daemon=True).start()
-
-    def _handle(self, request, client_address) -> None:
-        try:
-            self.finish_request(request, client_address)
-        except Exception:
-            self.handle_error(request, client_address)
-        finally:
-            self.shutdown_request(request)
-
-
 @contextlib.contextmanager
 def serve(app) -> Iterator[str]:
-    """``app`` served on 127.0.0.1 (a port the OS picks); yields its base URL."""
-    server = make_server("127.0.0.1", 0, app, server_class=_ThreadedServer, handler_class=_QuietHandler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
+    """``app`` mounted on a metrics listener, as ``seglog broker`` mounts the console, on 127.0.0.1 (a port the
+    OS picks); yields its base URL."""
+    listener = MetricsListener("http://127.0.0.1:0", CollectorRegistry(), list, app=app).start()
     try:
-        yield f"http://127.0.0.1:{server.server_port}"
+        yield listener.url
     finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+        listener.stop()
 
 
 def get(base: str, path: str, method: str = "GET", **query) -> tuple[int, object]:
