@@ -94,7 +94,7 @@ def main() -> None:
             requests = []
             offsets = [0] * PARTITIONS
             for n in range(args.fetches):
-                requests.append(Request(0, "bench", "PLAINTEXT", ("127.0.0.1", 0), fetch_frame(offsets, n), 0))
+                requests.append(Request(0, "bench", "PLAINTEXT", ("127.0.0.1", 0), fetch_frame(offsets, n)))
                 offsets = [o + _step(server, p, o) for p, o in enumerate(offsets)]
                 offsets = [0 if o >= e else o for o, e in zip(offsets, end)]
             per_fetch = []

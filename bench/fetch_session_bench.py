@@ -265,7 +265,7 @@ def handler_cpu_ms_per_fetch(args: argparse.Namespace) -> dict[str, float]:
             end, every = args.records_per_partition, range(args.partitions)
 
             def request(frame: bytes) -> Request:
-                return Request(0, "bench", "PLAINTEXT", ("127.0.0.1", 0), frame, 0)
+                return Request(0, "bench", "PLAINTEXT", ("127.0.0.1", 0), frame)
 
             sessionless = [request(_fetch_frame(0, -1, every, end, n)) for n in range(args.handler_fetches)]
             apis.handle(request(_fetch_frame(0, 0, every, end, 0)))

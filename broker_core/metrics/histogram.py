@@ -9,7 +9,6 @@ each request several times what this does.
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from dataclasses import dataclass
 
 #: Bucket upper bounds in milliseconds (Kafka's request times are in ms): from 50 µs to 10 s.
@@ -24,13 +23,9 @@ class HistogramSnapshot:
     buckets: tuple[tuple[float, int], ...]
     total: float
 
-    @property
-    def count(self) -> int:
-        return self.buckets[-1][1]
-
 
 class Histogram:
-    """Counts of observations per bucket and their sum."""
+    """Counts of observations per bucket and their sum (``RequestMetrics`` adds to them on the request path)."""
 
     __slots__ = ("bounds", "counts", "total")
 
@@ -39,10 +34,6 @@ class Histogram:
         self.bounds = bounds
         self.counts = [0] * (len(bounds) + 1)  # the last one counts what lies above every bound
         self.total = 0.0
-
-    def observe(self, value: float) -> None:
-        self.counts[bisect_left(self.bounds, value)] += 1
-        self.total += value
 
     def snapshot(self) -> HistogramSnapshot:
         cumulative = []

@@ -414,7 +414,7 @@ class Processor(threading.Thread):
         conn.muted = True
         self._update_interest(conn)
         request = Request(self.processor_id, conn.connection_id, conn.listener_name, conn.address, frame,
-                          self.clock.hi_res_clock_ms(), conn.principal, conn.security_protocol)
+                          conn.principal, conn.security_protocol)
         while not self.request_channel.send_request(request, timeout_s=_QUEUE_RETRY_S):
             if not self._running:
                 self._close(conn)

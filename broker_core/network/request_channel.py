@@ -45,10 +45,10 @@ class Request:
     listener_name: str
     client_address: tuple[str, int]
     frame: bytes  # without the size prefix
-    start_time_ms: int  # when the frame was complete (monotonic)
     principal: KafkaPrincipal = ANONYMOUS  # who the connection authenticated as
     security_protocol: str = "PLAINTEXT"  # of the listener the request came in on
-    times: RequestTimes = field(default_factory=RequestTimes)  # stamped at each stage, for the request metrics
+    # Stamped at each stage, for the request metrics; made (and its start stamped) when the frame was complete.
+    times: RequestTimes = field(default_factory=RequestTimes)
 
 
 @dataclass(frozen=True, eq=False)

@@ -109,10 +109,9 @@ class BrokerMetricsCollector(Collector):
                 requests.add_metric([stats.request, str(version)], count)
             for code, count in sorted(stats.errors.items()):
                 errors.add_metric([stats.request, error_name(code)], count)
-            if stats.requests:
-                for metric, snapshot in stats.times.items():
-                    times[metric].add_metric([stats.request], [(_le(bound), count) for bound, count in
-                                                               snapshot.buckets], snapshot.total)
+            for metric, snapshot in stats.times.items():
+                times[metric].add_metric([stats.request], [(_le(bound), count) for bound, count in snapshot.buckets],
+                                         snapshot.total)
         yield requests
         yield errors
         yield from times.values()
@@ -164,7 +163,7 @@ class BrokerMetricsCollector(Collector):
                         ("messages_in", "messagesin", "Records appended by Produce requests (MessagesInPerSec)"),
                         ("bytes_in", "bytesin", "Bytes of record batches appended by Produce requests (BytesInPerSec)"),
                         ("bytes_out", "bytesout", "Bytes of record batches sent to consumers (BytesOutPerSec)"))}
-        for topic, stats in sorted(apis.topic_stats.snapshot().items()):
+        for topic, stats in sorted(apis.topic_stats.snapshot(set(self.server.broker.list_topics())).items()):
             for field, family in families.items():
                 family.add_metric([topic], getattr(stats, field))
         yield from families.values()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from typing import Container
 
 
 @dataclass
@@ -57,11 +58,10 @@ class BrokerTopicStats:
                 else:
                     self._of(topic["topic"]).bytes_out += size
 
-    def snapshot(self) -> dict[str, TopicStats]:
+    def snapshot(self, existing: Container[str]) -> dict[str, TopicStats]:
+        """The counts of the topics in ``existing``; a deleted topic's counts go with it, however it was deleted
+        (a DeleteTopics request here, the controller in a cluster), as Kafka removes its metrics."""
         with self._lock:
+            for topic in [t for t in self._topics if t not in existing]:
+                del self._topics[topic]
             return {topic: TopicStats(s.messages_in, s.bytes_in, s.bytes_out) for topic, s in self._topics.items()}
-
-    def forget(self, topic: str) -> None:
-        """A deleted topic's counts go with it (Kafka removes its metrics)."""
-        with self._lock:
-            self._topics.pop(topic, None)

@@ -898,7 +898,6 @@ class KafkaApis:
                     raise UnknownTopicOrPartitionError(f"topic {resolved!r} does not exist")
                 entry["topic_id"] = topic_id_bytes(meta.topic_id)
                 self.broker.delete_topic(resolved)
-                self.topic_stats.forget(resolved)
                 # Fetches waiting on the topic answer now, with UNKNOWN_TOPIC_OR_PARTITION.
                 for p in range(meta.partitions):
                     self.fetch_purgatory.check_and_complete(TopicPartitionOperationKey(resolved, p))

@@ -15,10 +15,14 @@ from kafka.structs import OffsetAndMetadata, TopicPartition
 
 from broker_core import cli
 from broker_core.client.protocol_client import ProtocolClient
+from broker_core.errors import NONE, UnknownTopicOrPartitionError
+from broker_core.protocol import ApiKey
 from broker_core.server.broker_server import BrokerServer
+from format.record import SimpleRecord
+from format.record_batch import build_batch
 from tests.broker_core.cli_kit import run
 from tests.broker_core.metrics.metrics_kit import get, scrape
-from tests.broker_core.server.server_kit import BrokerProcess, create_topic, fetch, start_broker
+from tests.broker_core.server.server_kit import BrokerProcess, create_topic, fetch, produce, start_broker
 
 TOPIC = "orders"
 RECORDS = 50
@@ -329,3 +333,21 @@ def test_a_metrics_listener_port_in_use_stops_the_start_naming_the_setting(tmp_p
     finally:
         taken.close()
     assert code != 0 and f"metrics.listener http://127.0.0.1:{port}: cannot listen there" in err
+
+
+def test_a_produce_error_is_counted_by_its_name_and_a_deleted_topic_s_counters_go_with_it(metrics_broker):
+    base = metrics_broker.metrics_listener.url
+    with ProtocolClient(metrics_broker.bootstrap_servers) as client:
+        create_topic(client, "gone", 1, {})
+        batch = build_batch([SimpleRecord(b"v%d" % n, None, 1_700_000_000_000) for n in range(3)])
+        assert produce(client, "gone", 0, batch)["error_code"] == NONE
+        assert produce(client, "gone", 7, batch)["error_code"] == UnknownTopicOrPartitionError.code
+        samples = scrape(base)
+        assert samples.value("kafka_server_brokertopicmetrics_messagesin_total", topic="gone") == 3
+        assert samples.value("kafka_network_requestmetrics_errors_total", request="Produce",
+                             error="UNKNOWN_TOPIC_OR_PARTITION") == 1
+        deleted = client.send(ApiKey.DELETE_TOPICS, {"topic_names": ["gone"], "timeout_ms": 5000}, version=5)
+        assert [t["error_code"] for t in deleted["responses"]] == [NONE]
+    samples = scrape(base)
+    assert samples.all("kafka_server_brokertopicmetrics_messagesin_total", topic="gone") == []
+    assert samples.all("kafka_log_log_size", topic="gone") == []
