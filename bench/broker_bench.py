@@ -98,6 +98,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import os
 import random
 import signal
@@ -950,29 +951,46 @@ def small_requests(bootstrap: str, topic: str, count: int) -> None:
 
 
 @contextlib.contextmanager
-def scraping(url: str | None, interval_s: float = 1.0) -> Iterator[list[int]]:
-    """A thread reading ``url`` every ``interval_s`` until the block ends (nothing when ``url`` is None); yields the
-    scrapes' sizes in bytes."""
+def every(interval_s: float, action: Callable[[], object] | None) -> Iterator[list]:
+    """A thread calling ``action`` every ``interval_s`` until the block ends (nothing when ``action`` is None);
+    yields what the calls returned. A call that fails stops the thread, and the block ends with its error: a
+    figure said to be taken beside a poller is never taken without one."""
     import threading
-    import urllib.request
 
-    sizes: list[int] = []
+    results: list = []
+    failed: list[BaseException] = []
     stop = threading.Event()
 
     def loop() -> None:
-        while not stop.wait(interval_s):
-            with urllib.request.urlopen(url, timeout=10) as response:
-                sizes.append(len(response.read()))
+        try:
+            while not stop.wait(interval_s):
+                results.append(action())
+        except BaseException as exc:
+            failed.append(exc)
 
-    thread = threading.Thread(target=loop, daemon=True) if url is not None else None
+    thread = threading.Thread(target=loop, daemon=True) if action is not None else None
     if thread is not None:
         thread.start()
     try:
-        yield sizes
+        yield results
     finally:
         stop.set()
         if thread is not None:
             thread.join()
+    if failed:
+        raise RuntimeError(f"the poller beside the benchmark failed after {len(results)} calls") from failed[0]
+
+
+def scraping(url: str | None, interval_s: float = 1.0):
+    """``url`` read every ``interval_s`` until the block ends (nothing when ``url`` is None); yields the scrapes'
+    sizes in bytes."""
+    import urllib.request
+
+    def scrape() -> int:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return len(response.read())
+
+    return every(interval_s, scrape if url is not None else None)
 
 
 CONSOLE_TOPIC = "console-watched"
@@ -989,32 +1007,25 @@ def browsing(base_url: str | None, pages: Sequence[str], profile_dir: str,
              interval_s: float = 1.0) -> Iterator[list[str]]:
     """Headless Chromium loading ``base_url``/page, a page every ``interval_s`` in turn, until the block ends
     (nothing when ``base_url`` is None); yields the pages loaded."""
-    import threading
-
     from testbed.chromium import browser_unavailable, headless_chromium
 
-    loaded: list[str] = []
     if base_url is None:
-        yield loaded
+        with every(interval_s, None) as loaded:
+            yield loaded
         return
     reason = browser_unavailable()
     if reason is not None:
         raise SystemExit(f"--console: {reason}")
-    stop = threading.Event()
     with headless_chromium(profile_dir) as driver:
-        def loop() -> None:
-            while not stop.wait(interval_s):
-                page = pages[len(loaded) % len(pages)]
-                driver.get(f"{base_url}/{page}")
-                loaded.append(page)
+        turn = itertools.count()
 
-        thread = threading.Thread(target=loop, daemon=True)
-        thread.start()
-        try:
+        def load() -> str:
+            page = pages[next(turn) % len(pages)]
+            driver.get(f"{base_url}/{page}")
+            return page
+
+        with every(interval_s, load) as loaded:
             yield loaded
-        finally:
-            stop.set()
-            thread.join()
 
 
 def request_metrics_cost_us(iterations: int = 200_000) -> float | None:
