@@ -23,11 +23,12 @@ from .remote import fetch_range
 def read_partition(options: SourceOptions, offset_range: OffsetRange, bounds: ReadBounds = ReadBounds(),
                    counter: ReadCounter | None = None) -> Iterator[pa.RecordBatch]:
     """Arrow record batches of ``offset_range`` in offset order, only rows inside ``bounds``; ``counter``
-    counts the bytes of segment files read."""
+    counts the bytes of segment files read, or of record batches fetched."""
     if not options.path:
         batches = fetch_range(options.bootstrap, offset_range, include_headers=options.include_headers,
                               fail_on_data_loss=options.fail_on_data_loss, max_bytes=options.chunk_bytes,
-                              read_committed=options.read_committed, client_props=options.client_props)
+                              read_committed=options.read_committed, client_props=options.client_props,
+                              counter=counter)
     else:
         batches = read_range(open_log_directory(options), offset_range, include_headers=options.include_headers,
                              fail_on_data_loss=options.fail_on_data_loss, chunk_bytes=options.chunk_bytes,

@@ -1,5 +1,6 @@
 """The bytes of segment files a batch reader's reads have read (``SeglogBatchReader.counter``): made with the
-reader when a query is planned, added to by ``reading.read_range`` where the reader reads."""
+reader when a query is planned, added to by ``reading.read_range`` (or, through a broker, by
+``remote.fetch_range``) where the reader reads."""
 
 from __future__ import annotations
 

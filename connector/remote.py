@@ -21,6 +21,8 @@ from .planning import OffsetRange
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from .read_counter import ReadCounter
+
 
 class RemoteLog:
     """Metadata of the partitions served by the broker at ``bootstrap`` (``host:port``)."""
@@ -67,11 +69,12 @@ class RemoteLog:
 
 
 def fetch_range(bootstrap: str, r: OffsetRange, *, include_headers: bool, fail_on_data_loss: bool,
-                max_bytes: int, read_committed: bool = False,
-                client_props: Mapping[str, str] | None = None) -> Iterator[pa.RecordBatch]:
+                max_bytes: int, read_committed: bool = False, client_props: Mapping[str, str] | None = None,
+                counter: ReadCounter | None = None) -> Iterator[pa.RecordBatch]:
     """Arrow record batches of ``r`` fetched over the protocol, in offset order; ``read_committed``
     fetches at that isolation level and leaves out the aborted transactions the responses list;
-    ``client_props``: the security options the broker is reached with."""
+    ``client_props``: the security options the broker is reached with; ``counter`` counts the record bytes
+    fetched (the broker's segment bytes, as a read from the files counts them)."""
     from broker_core.errors import OffsetOutOfRangeError
     from format.aborted_filter import with_marker_offsets
     from format.arrow import decode_to_arrow
@@ -95,6 +98,8 @@ def fetch_range(bootstrap: str, r: OffsetRange, *, include_headers: bool, fail_o
                 continue
             where = f"{bootstrap}/{r.topic}-{r.partition}"
             records = bytes(result.records)
+            if counter is not None:
+                counter.bytes_read += len(records)
             batches = walk_batches(records, path=where)
             if not len(batches):
                 return  # nothing more below the high watermark

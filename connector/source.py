@@ -9,7 +9,6 @@ connector's planning and reading functions.
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from typing import TYPE_CHECKING, Iterator
 
@@ -186,14 +185,20 @@ class _Planner:
         return [b for b in out if r.from_offset < b < r.until_offset]
 
 
-_PUSHDOWN_WORKER = "data_source_pushdown_filters.py"
+PUSHDOWN_WORKER = "pyspark.sql.worker.data_source_pushdown_filters"
 
 
 def _planned_with_pushdown() -> bool:
-    """Whether the reader is being made by Spark's planning worker that pushes filters (the caller of
-    ``DataSource.reader``)."""
-    caller = sys._getframe(2)
-    return os.path.basename(caller.f_code.co_filename) == _PUSHDOWN_WORKER
+    """Whether the reader is being made by Spark's planning worker that pushes filters: a frame of that module
+    (by its spec's name, which holds when it runs as ``__main__`` too) among the callers of
+    ``DataSource.reader``."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        spec = frame.f_globals.get("__spec__")
+        if spec is not None and spec.name == PUSHDOWN_WORKER:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _log_directory(options: SourceOptions) -> TieredLogDirectory:
@@ -236,15 +241,20 @@ class SeglogBatchReader(DataSourceReader):
         self.options = options
         self.bounds = ReadBounds()
         self.counter = ReadCounter()
-        planner = _Planner(options)
+        self._planner = planner = _Planner(options)
         self._infos = planner.infos()
         self._start = planner.starting_offsets(self._infos)
         end = planner.resolve(options.ending, self._infos, is_start=False)
         check_ranges(self._start, end)
         self._end = bound_to_readable(self._start, end, self._infos, read_committed=options.read_committed)
 
+    def __getstate__(self) -> dict:
+        # Spark pickles the reader into every task's read function: the tasks read by their partition, the
+        # planning state (every partition's segments, the log directory's handles) stays behind.
+        return {k: v for k, v in vars(self).items() if k not in ("_planner", "_infos", "_start", "_end")}
+
     def partitions(self):
-        planner = _Planner(self.options)
+        planner = self._planner
         start, end = self._start, self._end
         if not self.bounds.is_unbounded:
             start, end = narrow_ranges(self.bounds, start, end, first_reaching=planner.find_by_timestamp,

@@ -12,7 +12,7 @@ from broker_core import Broker
 from broker_core.clock import MockTime
 from connector.options import parse_options
 from connector.pushdown import ReadBounds, push_filters
-from connector.source import PushdownBatchReader, SeglogBatchReader, SeglogDataSource
+from connector.source import PUSHDOWN_WORKER, PushdownBatchReader, SeglogBatchReader, SeglogDataSource
 from format.record import SimpleRecord
 from tests.connector.conftest import T0, produce_events, produce_numbered
 
@@ -267,6 +267,17 @@ def test_the_data_source_takes_filters_only_when_spark_plans_with_pushdown(log_d
     assert "pushFilters" not in vars(SeglogBatchReader) and "pushFilters" in vars(PushdownBatchReader)
 
 
+def test_the_data_source_takes_filters_when_spark_s_pushdown_worker_makes_the_reader(log_dir):
+    """Called from code of Spark's pushdown worker module (its spec's name, as when Spark runs it), however
+    deep below it, the data source makes the reader that takes filters."""
+    import importlib.machinery
+
+    worker = {"__name__": "__main__", "__spec__": importlib.machinery.ModuleSpec(PUSHDOWN_WORKER, None),
+              "make": lambda: SeglogDataSource({"path": log_dir, "subscribe": "orders"}).reader(None)}
+    exec(compile("def plan():\n    return make()\n", "data_source_pushdown_filters.py", "exec"), worker)
+    assert type(worker["plan"]()) is PushdownBatchReader
+
+
 @pytest.mark.slow
 def test_timestamp_bounds_find_their_start_in_the_remote_tier(tmp_path, s3_bucket):
     from tests.format.tiered_log_kit import ORDERS_PER_PARTITION, tiered_orders
@@ -296,3 +307,19 @@ def test_pushed_filters_narrow_reads_over_the_protocol_too(broker_server):
     rows = [row for p in reader.partitions() for batch in reader.read(p) for row in batch.to_pylist()]
     assert remaining == filters[3:]
     assert sorted((r["partition"], r["offset"]) for r in rows) == [(1, n) for n in range(22, 26)]
+    # The fetches counted: fewer bytes than the same reader fetches with nothing pushed.
+    unpushed = SeglogBatchReader(parse_options({"bootstrap": broker_server.bootstrap_servers, "subscribe": "events"}))
+    for p in unpushed.partitions():
+        list(unpushed.read(p))
+    assert 0 < reader.counter.bytes_read < unpushed.counter.bytes_read
+
+
+def test_the_reader_sent_to_the_tasks_carries_no_planning_state_and_still_reads(log_dir):
+    import pickle
+
+    reader = SeglogDataSource({"path": log_dir, "subscribe": "orders"}).reader(None)
+    partitions = reader.partitions()
+    shipped = pickle.loads(pickle.dumps(reader))
+    assert not {"_planner", "_infos", "_start", "_end"} & set(vars(shipped))
+    rows = sum(batch.num_rows for p in partitions for batch in reader.read(p))
+    assert sum(batch.num_rows for p in partitions for batch in shipped.read(p)) == rows > 0
