@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from broker_core.cli.table_sync_arguments import DATE_COLUMN
+from format.fs import is_local_url
 
 from .option_error import SeglogOptionError
 from .options import _duration_ms
-from .table_storage import hadoop_conf, is_s3
+from .table_storage import check_storage, hadoop_conf, is_s3
 from .value_schema import ValueFormat, parse_value_format
 
 MODES = ("append", "upsert")
@@ -199,8 +200,8 @@ def parse_sync_options(*, table: str, topic: str | None = None, topic_pattern: s
     if max_offsets_per_trigger is not None:
         source["maxOffsetsPerTrigger"] = str(max_offsets_per_trigger)
     storage = dict(storage_options or {})
-    hadoop_conf(storage)  # the settings checked, whichever locations use them
-    if log_dir is not None and "://" in log_dir and not log_dir.startswith("file://"):
+    check_storage(storage)
+    if log_dir is not None and not is_local_url(log_dir):
         source.update({f"storage.{name}": value for name, value in storage.items()})
     source.update(source_options or {})
     group = GROUP_PREFIX + url

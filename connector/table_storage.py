@@ -30,10 +30,11 @@ def is_s3(url: str | None) -> bool:
     return url is not None and "://" in url and url.split("://", 1)[0].lower() in S3_SCHEMES
 
 
-def _checked(storage: Mapping[str, str], option: str) -> Mapping[str, str]:
+def check_storage(storage: Mapping[str, str]) -> Mapping[str, str]:
+    """``storage``, once every name in it is one seglog knows (else an error naming ``--storage`` and it)."""
     unknown = sorted(k for k in storage if k not in _NAMES)
     if unknown:
-        raise SeglogOptionError(f"{option} {unknown[0]}: not an object store setting of a table; "
+        raise SeglogOptionError(f"--storage {unknown[0]}: not an object store setting of a table; "
                                 f"use {', '.join(_NAMES)}")
     return storage
 
@@ -43,11 +44,11 @@ def fsspec_options(url: str, storage: Mapping[str, str]) -> dict[str, str]:
     return dict(storage) if is_s3(url) else {}
 
 
-def hadoop_conf(storage: Mapping[str, str], option: str = "--storage") -> dict[str, str]:
+def hadoop_conf(storage: Mapping[str, str]) -> dict[str, str]:
     """The Hadoop settings that let Spark (and Delta) read and write a table at an ``s3://`` or ``s3a://``
     URL with ``storage``: an endpoint of its own (an S3-compatible server) is addressed by path."""
     conf = {"fs.s3.impl": S3A_FILE_SYSTEM, "fs.s3a.impl": S3A_FILE_SYSTEM}
-    for name, value in _checked(storage, option).items():
+    for name, value in check_storage(storage).items():
         conf[_NAMES[name][0]] = str(value)
     endpoint = storage.get("endpoint_url")
     if endpoint:
@@ -57,9 +58,9 @@ def hadoop_conf(storage: Mapping[str, str], option: str = "--storage") -> dict[s
     return conf
 
 
-def delta_rs_options(storage: Mapping[str, str], option: str = "--storage") -> dict[str, str]:
+def delta_rs_options(storage: Mapping[str, str]) -> dict[str, str]:
     """delta-rs's storage options for a table with ``storage``."""
-    out = {_NAMES[name][1]: str(value) for name, value in _checked(storage, option).items()}
+    out = {_NAMES[name][1]: str(value) for name, value in check_storage(storage).items()}
     if str(storage.get("endpoint_url", "")).startswith("http://"):
         out["AWS_ALLOW_HTTP"] = "true"
     if "endpoint_url" in storage:

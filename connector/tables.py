@@ -41,7 +41,10 @@ from typing import Callable, Mapping
 
 import fsspec
 
+from format.fs import is_local_url
+
 from .client_options import security_props
+from .option_error import SeglogOptionError
 from .sink_transaction import pause_at
 from .table_options import DATE_COLUMN, SyncOptions, parse_sync_options
 from .table_storage import fsspec_options
@@ -58,7 +61,7 @@ _TOMBSTONE = "__tombstone"
 
 def cleanup_policies(*, topic: str | None = None, topic_pattern: str | None = None, log_dir: str | None = None,
                      bootstrap: str | None = None, client_props: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``cleanup.policy`` of each topic synced, from the log dir's topic metadata (beside a running broker
+    """``cleanup.policy`` of each topic synced, from the local log dir's topic metadata (beside a running broker
     too) or from the broker at ``bootstrap``; topics not found are left out."""
     def wanted(name: str) -> bool:
         return name == topic if topic is not None else re.fullmatch(topic_pattern, name) is not None
@@ -69,8 +72,10 @@ def cleanup_policies(*, topic: str | None = None, topic_pattern: str | None = No
         with open_broker(bootstrap, client_props or {}) as broker:
             return {name: broker.describe_topic(name).config.get("cleanup.policy", "delete")
                     for name in broker.list_topics() if wanted(name)}
-    if "://" in log_dir and not log_dir.startswith("file://"):
-        return {}
+    if not is_local_url(log_dir):
+        raise SeglogOptionError(f"--mode: give it for a log dir in a bucket ({log_dir}): the topics' "
+                                f"cleanup.policy, which decides it otherwise, is read from a local log dir or a "
+                                f"broker")
     from broker_core.config import BrokerConfig
     from broker_core.log.topic_store import TopicStore
 

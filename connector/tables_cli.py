@@ -26,8 +26,8 @@ from broker_core.cli.table_sync_arguments import sync_argv
 from broker_core.key_values import parse_key_values
 
 from .option_error import SeglogOptionError
-from .table_options import group_id_for, parse_sync_options, table_of_group
-from .table_storage import delta_rs_options, is_s3
+from .table_options import SyncOptions, group_id_for, parse_sync_options, table_of_group
+from .table_storage import delta_rs_options
 from .tables_job import DELTA_CONF as DELTA_SESSION_CONF, sync_settings
 from .value_schema import type_name
 
@@ -39,8 +39,9 @@ def _absolute(location: str | None) -> str | None:
     return location if location is None or "://" in location else os.path.abspath(location)
 
 
-def sync_command(args: argparse.Namespace) -> tuple[list[str], str]:
-    """The spark-submit command of the sync job, and the directory to run it from."""
+def sync_command(args: argparse.Namespace, options: SyncOptions) -> tuple[list[str], str]:
+    """The spark-submit command of the sync job (``options``, its settings checked), and the directory to run
+    it from."""
     from jvm.classpath import JarsMissingError, spark_jars
 
     spec = importlib.util.find_spec(TABLES_JOB_MODULE)
@@ -48,26 +49,24 @@ def sync_command(args: argparse.Namespace) -> tuple[list[str], str]:
     root = os.path.dirname(os.path.dirname(os.path.abspath(job)))
     for name in ("table", "log_dir", "checkpoint", "dead_letter_table"):
         setattr(args, name, _absolute(getattr(args, name)))
-    in_bucket = any(is_s3(getattr(args, name)) for name in ("table", "checkpoint", "dead_letter_table"))
     try:
-        jars = spark_jars(s3=in_bucket)
+        jars = spark_jars(s3=bool(options.hadoop_conf))
     except JarsMissingError as exc:
         raise CommandError(f"Delta Lake's or Hadoop S3A's jars are missing: {exc}") from None
     command = spark_submit_prefix(root, master=args.master, conf=[*DELTA_CONF, *(args.conf or ())])
     return command + ["--jars", jars, job, *sync_argv(args)], root
 
 
-def check_sync(args: argparse.Namespace) -> None:
+def check_sync(args: argparse.Namespace) -> SyncOptions:
     """The sync's settings checked here, before spark-submit starts a JVM: a usage error names the option."""
     try:
-        parse_sync_options(**sync_settings(args))
+        return parse_sync_options(**sync_settings(args))
     except SeglogOptionError as exc:
         raise UsageError(str(exc)) from None
 
 
 def run_sync(args: argparse.Namespace) -> int:
-    check_sync(args)
-    command, root = sync_command(args)
+    command, root = sync_command(args, check_sync(args))
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
     return subprocess.call(command, cwd=root, env=env)
 

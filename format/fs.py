@@ -46,6 +46,11 @@ def join(fs: AbstractFileSystem, base: str, *parts: str) -> str:
     return sep.join([base.rstrip(sep), *parts])
 
 
+def is_local_url(url: str) -> bool:
+    """Whether ``url`` names a place on this machine's disk: a path, or a ``file://`` URL."""
+    return "://" not in url or url.startswith("file://")
+
+
 def is_local(fs: AbstractFileSystem) -> bool:
     protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
     return protocol in ("file", "local")

@@ -210,7 +210,9 @@ def compact_with_spark(args: argparse.Namespace) -> int:
         path = os.path.abspath(path)
     topics = list(args.topic or [])
     if not topics:
-        if "://" in path and not path.startswith("file://"):
+        from format.fs import is_local_url
+
+        if not is_local_url(path):
             raise UsageError("--spark on object storage needs --topic")
         from ..config import BrokerConfig
         from ..log.topic_store import TopicStore

@@ -2,7 +2,6 @@
 
 import pytest
 
-from broker_core.server.broker_server import BrokerServer
 from format.record import SimpleRecord
 from tests.connector.conftest import T0, produce_events
 
@@ -10,15 +9,9 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture()
-def running(tmp_path):
-    log_dir = tmp_path / "logs"
-    server = BrokerServer({"log.dirs": str(log_dir), "listeners": "PLAINTEXT://127.0.0.1:0",
-                           "num.network.threads": 2, "num.io.threads": 2}).startup()
-    try:
-        produce_events(server.broker)
-        yield server, str(log_dir)
-    finally:
-        server.shutdown()
+def running(broker_server, tmp_path):
+    produce_events(broker_server.broker)
+    return broker_server, str(tmp_path / "logs")
 
 
 def rows(df):

@@ -155,3 +155,10 @@ def test_a_command_config_file_becomes_the_source_s_kafka_options_and_a_source_o
                                  str(tmp_path / "nowhere.properties")])
     with pytest.raises(SeglogOptionError, match="nowhere.properties"):
         source_options(missing)
+
+
+def test_a_log_dir_in_a_bucket_needs_the_mode_given_rather_than_guessing_append():
+    from connector.tables import cleanup_policies
+
+    with pytest.raises(SeglogOptionError, match="--mode: give it for a log dir in a bucket"):
+        cleanup_policies(topic="accounts", log_dir="s3://logs/dir")
