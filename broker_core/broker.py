@@ -87,6 +87,11 @@ class PartitionDescription:
     remote_size_bytes: int | None = None
     remote_segments: int | None = None
 
+    @property
+    def is_under_replicated(self) -> bool:
+        """Fewer replicas in sync than assigned (a description without replica lists is its leader alone)."""
+        return len(self.isr or (self.leader,)) < len(self.replicas or (self.leader,))
+
 
 @dataclass(frozen=True)
 class TopicDescription:

@@ -69,10 +69,6 @@ def _failure_text(args: argparse.Namespace, exc: BaseException) -> str:
     return error_message(exc)
 
 
-def _is_under_replicated(p) -> bool:
-    return len(p.isr or (p.leader,)) < len(p.replicas or (p.leader,))
-
-
 def _is_unavailable(p) -> bool:
     return p.leader < 0
 
@@ -119,8 +115,11 @@ def _topics(args: argparse.Namespace) -> int:
                 print(name)
         elif args.action == "describe":
             names = [args.topic] if args.topic else broker.list_topics()
-            only = ((_is_under_replicated if args.under_replicated_partitions else None)
-                    or (_is_unavailable if args.unavailable_partitions else None))
+            only = None
+            if args.under_replicated_partitions:
+                only = lambda p: p.is_under_replicated  # noqa: E731 - the one filter of a flag
+            elif args.unavailable_partitions:
+                only = _is_unavailable
             for name in names:
                 for line in _describe_lines(broker.describe_topic(name), only):
                     print(line)

@@ -88,7 +88,7 @@ def cluster(view: ServerView, sampler: LagSampler, params: Params) -> dict:
         "brokers": [asdict(b) for b in described.brokers],
         "topics": len(topics),
         "partitions": len(partitions),
-        "under_replicated_partitions": sum(1 for p in partitions if len(p.isr) < len(p.replicas)),
+        "under_replicated_partitions": sum(p.is_under_replicated for p in partitions),
         "size_bytes": sum(p.size_bytes or 0 for p in partitions),
         "groups": len(view.group_ids()),
     }
