@@ -46,15 +46,6 @@ def aborted_batch_mask(producer_ids: np.ndarray, base_offsets: np.ndarray, trans
     return out
 
 
-def batch_mask(batches: Sequence[RecordBatch], aborted: Sequence[AbortedTxn]) -> np.ndarray:
-    """``aborted_batch_mask`` over the headers of ``batches``."""
-    count = len(batches)
-    producer_ids = np.fromiter((b.header.producer_id for b in batches), dtype=np.int64, count=count)
-    base_offsets = np.fromiter((b.header.base_offset for b in batches), dtype=np.int64, count=count)
-    transactional = np.fromiter((b.header.is_transactional for b in batches), dtype=bool, count=count)
-    return aborted_batch_mask(producer_ids, base_offsets, transactional, aborted)
-
-
 def with_marker_offsets(aborted: Iterable[tuple[int, int]], batches: Sequence[RecordBatch]) -> list[AbortedTxn]:
     """Aborted transactions known by (producer id, first offset), as a Fetch response lists them,
     ended at the first control batch of their producer at or after their first offset among
