@@ -219,16 +219,20 @@ class FileRecords:
     def batch_headers(self, start: int = 0, end: int | None = None,
                       stop_at_partial: bool = True, order: OffsetOrder | None = None,
                       read_ahead: int = HEADER_READ_AHEAD) -> Iterator[tuple[int, BatchHeader]]:
-        """(position, header) of each batch from ``start``, reading only headers (``read_ahead`` bytes at a
-        time); with ``order``, each batch's offsets are checked against the walk so far."""
+        """(position, header) of each batch from ``start``, reading only headers; with ``order``, each batch's
+        offsets are checked against the walk so far. A read takes ``read_ahead`` bytes where batches are small
+        enough for it to hold several headers, and one header where they are not (the first, of a size not
+        known yet, included)."""
         end = self._size if end is None else min(end, self._size)
         block = b""
         block_start = start
         pos = start
+        size = read_ahead
         while pos < end:
             if pos + HEADER.size > block_start + len(block):
                 block_start = pos
-                block = self.read(pos, min(max(read_ahead, HEADER.size), end - pos))
+                want = read_ahead if size * 4 <= read_ahead else HEADER.size
+                block = self.read(pos, min(max(want, HEADER.size), end - pos))
             off = pos - block_start
             available = end - pos
             if available < HEADER.size:

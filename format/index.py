@@ -18,10 +18,15 @@ index file is exactly its entries. Kafka maps index files into memory; here
 nothing is mapped, for two reasons: a store into a mapped hole of a full
 filesystem kills the process with SIGBUS where ``pwrite`` raises ``ENOSPC``
 (allocating the blocks up front instead would cost every partition 20 MiB of
-real disk), and a mapping holds a descriptor for as long as it lives. Reads
-are ``pread``s of the probed entries; the descriptor comes from a
-``FileHandleCache`` (``format.file_handles``), which closes it while the
-index is idle, so an index costs no descriptor between uses. On reopening, every whole entry in the file counts, as in Kafka.
+real disk), and a mapping holds a descriptor for as long as it lives. What a
+mapping gives lookups instead — entries read from memory — a writable index
+gets from a copy of its entries, read with one ``pread`` on its first lookup
+and kept up to date by its appends and truncations; the copies of all
+indexes together stay within ``ENTRY_COPY_BUDGET_BYTES`` (the oldest are
+dropped, and read again when next looked up). Other reads are ``pread``s of
+the probed entries; the descriptor comes from a ``FileHandleCache``
+(``format.file_handles``), which closes it while the index is idle, so an
+index costs no descriptor between uses. On reopening, every whole entry in the file counts, as in Kafka.
 After an unclean shutdown the file may still be preallocated with trailing
 zeros: the index does not guess; ``sanity_check()`` reports it and the owner
 rebuilds the indexes of unflushed segments from the log, as Kafka does when
@@ -52,6 +57,8 @@ import bisect
 import io
 import os
 import struct
+import threading
+import weakref
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, ClassVar, TypeVar
@@ -73,6 +80,10 @@ _INT32_MAX = 2**31 - 1
 # How many bytes at the end of the index a search tries first (Kafka's value:
 # three probes touch every page of an 8 KiB section on 4 KiB pages).
 _WARM_SECTION_BYTES = 8192
+
+# What the in-memory copies of writable indexes' entries may hold together: the entries of some
+# 3,000 GiB of log at one entry per index.interval.bytes (4 KiB).
+ENTRY_COPY_BUDGET_BYTES = 64 * 1024 * 1024
 
 _OFFSET_ENTRY = struct.Struct(">ii")  # relative offset, position
 _TIME_ENTRY = struct.Struct(">qi")  # timestamp, relative offset
@@ -96,6 +107,40 @@ class TimestampOffset:
 
     timestamp: int
     offset: int
+
+
+class _EntryCopies:
+    """The writable indexes holding a copy of their entries, oldest first, and the bytes they held when
+    made; making one past the budget drops the oldest. Safe from any thread: an index reads its copy
+    once per lookup step, so a copy dropped meanwhile is only read from the file again."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self._held: dict[weakref.ref, int] = {}  # insertion order: oldest first
+        self._total = 0
+        self._lock = threading.Lock()
+
+    def add(self, index: AbstractIndex, size: int) -> None:
+        ref = weakref.ref(index, self._forget)
+        with self._lock:
+            self._total += size - self._held.pop(ref, 0)
+            self._held[ref] = size
+            while self._total > self.budget and len(self._held) > 1:
+                oldest = next(iter(self._held))
+                self._total -= self._held.pop(oldest)
+                dropped = oldest()
+                if dropped is not None:
+                    dropped._entry_copy = None
+
+    def remove(self, index: AbstractIndex) -> None:
+        self._forget(weakref.ref(index))
+
+    def _forget(self, ref: weakref.ref) -> None:
+        with self._lock:
+            self._total -= self._held.pop(ref, 0)
+
+
+_ENTRY_COPIES = _EntryCopies(ENTRY_COPY_BUDGET_BYTES)
 
 
 class AbstractIndex(ABC):
@@ -169,6 +214,8 @@ class AbstractIndex(ABC):
         self._handles: FileHandleCache | None = None
         # An index built from bytes reads this buffer; a file-backed one reads the file.
         self._buf: bytes | bytearray | memoryview | None = None
+        # A writable index's entries as written, once a lookup read them (``_EntryCopies``).
+        self._entry_copy: bytearray | None = None
         self._length = 0
         self._dirty = False  # written since the last flush
         self._max_entries = 0
@@ -201,13 +248,41 @@ class AbstractIndex(ABC):
         # entry past the ones counted, and a lower position only makes a lookup scan further.
         return data if len(data) == size else data.ljust(size, b"\0")
 
+    def _unpack(self, entry: struct.Struct, position: int) -> tuple:
+        """``entry`` unpacked at ``position``: from the copy of the entries where there is one."""
+        copy = self._entry_copy
+        if copy is not None and position + entry.size <= len(copy):
+            return entry.unpack_from(copy, position)
+        return entry.unpack(self._read(position, entry.size))
+
+    def _copy_entries(self) -> None:
+        """Before a lookup: a writable index without a copy of its entries makes one."""
+        if self._entry_copy is None and self._writable and self._buf is None:
+            copy = bytearray(self._read(0, self._entries * self.entry_size))
+            self._entry_copy = copy
+            _ENTRY_COPIES.add(self, len(copy))
+
+    def _drop_entry_copy(self) -> None:
+        if self._entry_copy is not None:
+            self._entry_copy = None
+            _ENTRY_COPIES.remove(self)
+
     def _write(self, position: int, data: bytes) -> None:
         """Write at ``position``; a full filesystem raises OSError(ENOSPC) and leaves the entry count alone."""
         with self._handles.use(self) as fd:  # type: ignore[union-attr]
             written = os.pwrite(fd, data, position)
         self._dirty = True
         if written != len(data):
+            self._drop_entry_copy()
             raise OSError(f"{self._where()}: short write of {written} of {len(data)} bytes at position {position}")
+        copy = self._entry_copy
+        if copy is not None:
+            if position == len(copy):
+                copy += data
+            elif position + len(data) <= len(copy):
+                copy[position:position + len(data)] = data
+            else:
+                self._drop_entry_copy()
 
     def _release(self) -> None:
         if self._handles is not None:
@@ -323,6 +398,7 @@ class AbstractIndex(ABC):
         """The last slot whose field is <= target, or -1."""
         if self._entries == 0:
             return -1
+        self._copy_entries()
         lo, hi = self._search_range(read, target)
         return bisect.bisect_right(range(self._entries), target, lo, hi, key=read) - 1
 
@@ -330,6 +406,7 @@ class AbstractIndex(ABC):
         """The first slot whose field is >= target, or -1."""
         if self._entries == 0:
             return -1
+        self._copy_entries()
         lo, hi = self._search_range(read, target)
         slot = bisect.bisect_left(range(self._entries), target, lo, hi, key=read)
         return slot if slot < self._entries else -1
@@ -357,6 +434,9 @@ class AbstractIndex(ABC):
             # later crash leaves no stale entries past the valid ones.
             start, end = entries * self.entry_size, self._entries * self.entry_size
             self._write(start, bytes(end - start))
+            copy = self._entry_copy
+            if copy is not None:
+                del copy[start:]
         self._entries = entries
         self._load_last_entry()
 
@@ -411,6 +491,7 @@ class AbstractIndex(ABC):
 
     def _close_handler(self) -> None:
         self._closed = True
+        self._drop_entry_copy()
         self._release()
 
     def delete(self) -> bool:
@@ -465,13 +546,13 @@ class OffsetIndex(AbstractIndex):
     _FIELDS: ClassVar[list[tuple[str, str]]] = [("relative_offset", ">i4"), ("position", ">i4")]
 
     def _key_at(self, n: int) -> int:
-        return _INT32.unpack(self._read(n * 8, 4))[0]
+        return self._unpack(_INT32, n * 8)[0]
 
     def _value_at(self, n: int) -> int:
-        return _INT32.unpack(self._read(n * 8 + 4, 4))[0]
+        return self._unpack(_INT32, n * 8 + 4)[0]
 
     def _parse_entry(self, n: int) -> OffsetPosition:
-        relative, position = _OFFSET_ENTRY.unpack(self._read(n * 8, 8))
+        relative, position = self._unpack(_OFFSET_ENTRY, n * 8)
         return OffsetPosition(self.base_offset + relative, position)
 
     def _load_last_entry(self) -> None:
@@ -579,13 +660,13 @@ class TimeIndex(AbstractIndex):
     _FIELDS: ClassVar[list[tuple[str, str]]] = [("timestamp", ">i8"), ("relative_offset", ">i4")]
 
     def _key_at(self, n: int) -> int:
-        return _INT64.unpack(self._read(n * 12, 8))[0]
+        return self._unpack(_INT64, n * 12)[0]
 
     def _value_at(self, n: int) -> int:
-        return _INT32.unpack(self._read(n * 12 + 8, 4))[0]
+        return self._unpack(_INT32, n * 12 + 8)[0]
 
     def _parse_entry(self, n: int) -> TimestampOffset:
-        timestamp, relative = _TIME_ENTRY.unpack(self._read(n * 12, 12))
+        timestamp, relative = self._unpack(_TIME_ENTRY, n * 12)
         return TimestampOffset(timestamp, self.base_offset + relative)
 
     def _load_last_entry(self) -> None:

@@ -778,3 +778,74 @@ def test_time_index_from_bytes_of_a_padded_file_keeps_finished_entries():
     assert view.last_entry == TimestampOffset(5, BASE + 2)
     assert view.lookup(4) == TimestampOffset(0, BASE)
     assert view.lookup(100) == TimestampOffset(5, BASE + 2)
+
+
+# --- the in-memory copy of a writable index's entries -----------------------------
+
+
+def _lookups(index: OffsetIndex, offsets: list[int]) -> list[OffsetPosition]:
+    return [index.lookup(offset) for offset in offsets]
+
+
+def test_lookups_read_the_entries_copy_kept_up_to_date_by_appends_and_truncation(index_path):
+    with OffsetIndex(index_path, BASE, max_index_size=8 * 64) as index:
+        for i in range(10):
+            index.append(BASE + 10 * i, 100 * i)
+        assert index.lookup(BASE + 55) == OffsetPosition(BASE + 50, 500)
+        assert index._entry_copy is not None and len(index._entry_copy) == 80
+        index.append(BASE + 100, 1000)  # after the copy was made
+        assert index.lookup(BASE + 105) == OffsetPosition(BASE + 100, 1000)
+        index.truncate_to(BASE + 40)
+        assert len(index._entry_copy) == 32
+        assert index.lookup(BASE + 99) == OffsetPosition(BASE + 30, 300)
+        index.append(BASE + 41, 777)  # where a truncated entry was
+        assert index.lookup(BASE + 45) == OffsetPosition(BASE + 41, 777)
+        # The copy says what the file says.
+        assert bytes(index._entry_copy) == read_file(index_path)[:len(index._entry_copy)]
+    with OffsetIndex(index_path, BASE) as reopened:
+        assert reopened.lookup(BASE + 45) == OffsetPosition(BASE + 41, 777)
+
+
+def test_time_index_lookups_read_its_entries_copy(time_index_path):
+    with TimeIndex(time_index_path, BASE, max_index_size=12 * 64) as index:
+        for i in range(5):
+            index.maybe_append(10_000 + i, BASE + i)
+        assert index.lookup(10_003) == TimestampOffset(10_003, BASE + 3)
+        index.maybe_append(20_000, BASE + 9)
+        assert index.lookup(20_000) == TimestampOffset(20_000, BASE + 9)
+        assert len(index._entry_copy) == 6 * 12
+
+
+def test_copies_past_the_budget_drop_the_oldest_and_lookups_read_the_file(tmp_path, monkeypatch):
+    import format.index as index_module
+
+    copies = index_module._EntryCopies(budget=2 * 88)  # two copies of ten or eleven entries
+    monkeypatch.setattr(index_module, "_ENTRY_COPIES", copies)
+    indexes = [OffsetIndex(str(tmp_path / f"{n:020d}.index"), BASE, max_index_size=8 * 64) for n in range(3)]
+    try:
+        for n, index in enumerate(indexes):
+            for i in range(10):
+                index.append(BASE + i, 10 * i + n)
+        assert indexes[2].lookup(BASE + 3) == OffsetPosition(BASE + 3, 32)
+        assert indexes[0].lookup(BASE + 3) == OffsetPosition(BASE + 3, 30)
+        assert indexes[1].lookup(BASE + 3) == OffsetPosition(BASE + 3, 31)  # drops the copy of the oldest
+        assert [i._entry_copy is not None for i in indexes] == [True, True, False]
+        assert indexes[2].lookup(BASE + 7) == OffsetPosition(BASE + 7, 72)  # read again, drops the next oldest
+        assert [i._entry_copy is not None for i in indexes] == [False, True, True]
+        indexes[0].append(BASE + 20, 999)  # without a copy: the file only
+        assert indexes[0].lookup(BASE + 25) == OffsetPosition(BASE + 20, 999)
+        assert [i._entry_copy is not None for i in indexes] == [True, False, True]
+    finally:
+        for index in indexes:
+            index.close()
+    assert copies._total == 0
+
+
+def test_read_only_indexes_make_no_copy(index_path):
+    write_file(index_path, offset_index_bytes([(BASE, 0), (BASE + 5, 50)]))
+    with OffsetIndex(index_path, BASE, writable=False) as index:
+        assert index.lookup(BASE + 6) == OffsetPosition(BASE + 5, 50)
+        assert index._entry_copy is None
+    in_memory = OffsetIndex.from_bytes(BASE, offset_index_bytes([(BASE, 0), (BASE + 5, 50)]))
+    assert in_memory.lookup(BASE + 6) == OffsetPosition(BASE + 5, 50)
+    assert in_memory._entry_copy is None
