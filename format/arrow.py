@@ -104,6 +104,7 @@ def _byte_pairs(A: np.ndarray) -> np.ndarray:
 
 
 _LONG_LENGTH = 1 << 40
+_CHECK_EVERY = 8
 # Records under 8 KiB have one- or two-byte length varints: one lookup per step of the walk.
 _ADVANCES_BY_PAIR = _record_advances()
 
@@ -139,36 +140,57 @@ def locate(data: bytes, begin: np.ndarray, finish: np.ndarray, counts: np.ndarra
     slot = out_base[order]  # where each batch's next start goes in ``starts``
     step = 0
     width = int(np.count_nonzero(left > 0))
-    walked = np.empty(len(starts), dtype=np.int64)  # the starts of each step, side by side
+    records_left = left.tolist()
+    # The starts of each step side by side, the batches still walked first: a step adds the advances to
+    # its starts where the next step's go, so a walk's positions are never copied. The room for one more
+    # step holds the ends of the batches the last step finished.
+    walked = np.empty(len(starts) + width, dtype=np.int64)
+    walked[:width] = pos[:width]
     widths = []  # how many batches each step walked
     done = 0
     pairs = _byte_pairs(A)
+    # Whether a batch ran past its records section is checked every few steps and where batches finish;
+    # one that did sends the walk back to the last check, to go on checking every step.
+    checked = (done, width, step)
+    careful = False
     while width >= _LOCKSTEP_MIN_WIDTH:
-        at = pos[:width]
+        at = walked[done:done + width]
         try:
-            advance = _ADVANCES_BY_PAIR[pairs[at]]
+            advance = _ADVANCES_BY_PAIR.take(pairs[at])
         except IndexError:
+            if not careful:
+                (done, width, step), careful = checked, True
+                del widths[step:]
+                continue
             break  # a batch ran to the end of the data: walked one by one below, which names it
-        walked[done:done + width] = at
-        at += advance
-        if (at > limit[:width]).any():
-            at -= advance
-            if advance.max() < _LONG_LENGTH:
-                break  # a batch overran its records section: walked one by one below, which names it
-            try:
-                value, after = decode_varints_at(A, at, 5)
-            except CorruptRecordError:
-                break
-            advance = after - at + np.where(value < 0, -value - 1, value)
-            at += advance
-            if (at > limit[:width]).any():
-                at -= advance
-                break
+        following = walked[done + width:done + 2 * width]
+        np.add(at, advance, out=following)
+        finished = width
+        while finished and records_left[finished - 1] <= step + 1:
+            finished -= 1
+        if careful or finished != width or step % _CHECK_EVERY == 0:
+            if (following > limit[:width]).any():
+                if not careful:
+                    (done, width, step), careful = checked, True
+                    del widths[step:]
+                    continue
+                if advance.max() < _LONG_LENGTH:
+                    break  # a batch overran its records section: walked one by one below, which names it
+                try:
+                    value, after = decode_varints_at(A, at, 5)
+                except CorruptRecordError:
+                    break
+                np.add(after, np.where(value < 0, -value - 1, value), out=following)
+                if (following > limit[:width]).any():
+                    break
+            checked = (done + width, finished, step + 1)
         widths.append(width)
         done += width
         step += 1
-        while width and left[width - 1] <= step:
-            width -= 1
+        if finished != width:
+            pos[finished:width] = following[finished:width]  # walked to their ends
+            width = finished
+    pos[:width] = walked[done:done + width]
     if widths:
         steps = np.repeat(np.arange(len(widths)), widths)
         firsts = np.zeros(len(widths), dtype=np.int64)

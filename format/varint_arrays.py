@@ -11,6 +11,19 @@ from .errors import CorruptRecordError
 from .varint import VARLONG_MAX_BYTES
 
 
+def _pair_tables() -> tuple[np.ndarray, np.ndarray]:
+    """A varint's value and size by its first two bytes (the second as the high byte of a uint16); size 0
+    where it runs past two bytes."""
+    pair = np.arange(1 << 16, dtype=np.int64)
+    low, high = pair & 0xFF, pair >> 8
+    raw = np.where(low < 0x80, low, (low & 0x7F) | (high << 7))
+    size = np.where(low < 0x80, 1, np.where(high < 0x80, 2, 0))
+    return (raw >> 1) ^ -(raw & 1), size
+
+
+_VALUE_BY_PAIR, _SIZE_BY_PAIR = _pair_tables()
+
+
 def decode_varints_at(data: np.ndarray, positions: np.ndarray, max_bytes: int = VARLONG_MAX_BYTES
                       ) -> tuple[np.ndarray, np.ndarray]:
     """Decode one zigzag varint at every position of ``positions`` in ``data``.
@@ -23,6 +36,15 @@ def decode_varints_at(data: np.ndarray, positions: np.ndarray, max_bytes: int = 
     runs off the end or past ``max_bytes``.
     """
     n = len(data)
+    if max_bytes >= 2 and positions.size and positions.min() >= 0 and positions.max() < n - 1:
+        # Lengths, deltas and counts under 8 KiB take one or two bytes: the two bytes at every position,
+        # as one uint16, look up the varint's value and size.
+        pair = data[1:].take(positions).astype(np.uint16)
+        pair <<= 8
+        pair |= data.take(positions)
+        size = _SIZE_BY_PAIR.take(pair)
+        if size.all():
+            return _VALUE_BY_PAIR.take(pair), positions + size
     if positions.size and (positions.min() < 0 or positions.max() >= n):
         bad = int(positions[(positions < 0) | (positions >= n)][0])
         raise CorruptRecordError("varint starts outside the buffer", position=bad)
@@ -31,17 +53,6 @@ def decode_varints_at(data: np.ndarray, positions: np.ndarray, max_bytes: int = 
     if not more.any():
         raw = first.astype(np.int64)
         return (raw >> 1) ^ -(raw & 1), positions + 1
-    if max_bytes >= 2 and positions.max() < n - 1:
-        # Lengths, deltas and counts under 8 KiB take one or two bytes: decoded on every
-        # position at once, without gathering the open ones by index. A second byte counts
-        # only after a first with its continuation bit set (multiplied by ``more``).
-        second = data[positions + 1]
-        if not (first & second & 0x80).any():
-            raw = (first & 0x7F).astype(np.int64)
-            raw |= second.astype(np.int64) * (more * 0x80)
-            ends = positions + more
-            ends += 1
-            return (raw >> 1) ^ -(raw & 1), ends
     return _decode_varints_in_rounds(data, positions, first, max_bytes)
 
 

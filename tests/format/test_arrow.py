@@ -149,16 +149,18 @@ def test_arrow_decoding_agrees_with_record_decoding(batches, codec, headers):
     assert actual_rows(table) == want
 
 
+@pytest.mark.parametrize("record", [0, 3, 8, 9])  # checked at its step, between checks, the last
 @pytest.mark.parametrize("length_byte", [0x7E, 0xFF])
-def test_a_bad_record_length_in_the_side_by_side_walk_names_its_batch(length_byte):
+def test_a_bad_record_length_in_the_side_by_side_walk_names_its_batch(length_byte, record):
     parts, positions, offset = [], [], 0
     for i in range(100):
         positions.append(sum(len(p) for p in parts))
         parts.append(build_batch([SimpleRecord(b"v" * 90, b"k%d" % j, 1_700_000_000_000) for j in range(10)],
                                  base_offset=offset))
         offset += 10
+    record_size = (len(parts[0]) - RECORDS_OFFSET) // 10  # every record of these batches is as long
     data = bytearray(b"".join(parts))
-    data[positions[70] + RECORDS_OFFSET] = length_byte  # the first record's length prefix of batch 70
+    data[positions[70] + RECORDS_OFFSET + record * record_size] = length_byte  # its length prefix, in batch 70
     with pytest.raises(CorruptRecordError) as caught:
         decode_to_arrow(bytes(data), topic="t", partition=0, validate=False, path="x.log")
     assert caught.value.position == positions[70] and caught.value.path == "x.log"
