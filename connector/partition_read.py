@@ -45,6 +45,8 @@ def read_partition(options: SourceOptions, offset_range: OffsetRange, bounds: Re
 
 def keep_rows(bounds: ReadBounds, batch: pa.RecordBatch) -> pa.RecordBatch:
     """The rows of a decoded batch inside the timestamp and key bounds (the columns of Spark's Kafka schema)."""
+    if bounds.keys is None and _within_timestamps(bounds, batch):
+        return batch  # the usual batch of a range planned from the time index: every row is kept
     keep = None
     if bounds.min_timestamp is not None:
         keep = pc.greater_equal(batch.column("timestamp").cast(pa.int64()), bounds.min_timestamp * 1000)
@@ -56,3 +58,13 @@ def keep_rows(bounds: ReadBounds, batch: pa.RecordBatch) -> pa.RecordBatch:
         same = pc.fill_null(pc.is_in(batch.column("key"), value_set=keys), False)
         keep = same if keep is None else pc.and_(keep, same)
     return batch if keep is None else batch.filter(keep)
+
+
+def _within_timestamps(bounds: ReadBounds, batch: pa.RecordBatch) -> bool:
+    """Whether every row of ``batch`` is inside the timestamp bounds (one pass for the smallest and largest)."""
+    if not batch.num_rows:
+        return True
+    extremes = pc.min_max(batch.column("timestamp").cast(pa.int64()))
+    low, high = extremes["min"].as_py(), extremes["max"].as_py()
+    return ((bounds.min_timestamp is None or low >= bounds.min_timestamp * 1000)
+            and (bounds.max_timestamp is None or high <= bounds.max_timestamp * 1000))

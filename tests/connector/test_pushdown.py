@@ -323,3 +323,17 @@ def test_the_reader_sent_to_the_tasks_carries_no_planning_state_and_still_reads(
     assert not {"_planner", "_infos", "_start", "_end"} & set(vars(shipped))
     rows = sum(batch.num_rows for p in partitions for batch in reader.read(p))
     assert sum(batch.num_rows for p in partitions for batch in shipped.read(p)) == rows > 0
+
+
+def test_rows_are_kept_by_timestamp_and_a_batch_wholly_inside_the_bounds_is_kept_as_it_is():
+    from connector.partition_read import keep_rows
+    from format.arrow import decode_to_arrow
+    from format.record_batch import build_batch
+
+    batch = decode_to_arrow(build_batch([SimpleRecord(b"v%d" % i, b"k", T0 + i) for i in range(10)]),
+                            topic="t", partition=0)
+    assert keep_rows(ReadBounds(min_timestamp=T0, max_timestamp=T0 + 9), batch) is batch
+    assert keep_rows(ReadBounds(min_timestamp=T0 + 3), batch).column("offset").to_pylist() == list(range(3, 10))
+    assert keep_rows(ReadBounds(max_timestamp=T0 + 3), batch).column("offset").to_pylist() == list(range(4))
+    assert keep_rows(ReadBounds(min_timestamp=T0 + 20), batch).num_rows == 0
+    assert keep_rows(ReadBounds(min_timestamp=T0, keys=frozenset({b"x"})), batch).num_rows == 0
