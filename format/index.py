@@ -112,7 +112,8 @@ class TimestampOffset:
 class _EntryCopies:
     """The writable indexes holding a copy of their entries, oldest first, and the bytes they held when
     made; making one past the budget drops the oldest. Safe from any thread: an index reads its copy
-    once per lookup step, so a copy dropped meanwhile is only read from the file again."""
+    once per lookup step, so a copy dropped meanwhile is only read from the file again. An index closed
+    gives its share back; one collected without being closed is dropped when it comes up as the oldest."""
 
     def __init__(self, budget: int) -> None:
         self.budget = budget
@@ -121,7 +122,7 @@ class _EntryCopies:
         self._lock = threading.Lock()
 
     def add(self, index: AbstractIndex, size: int) -> None:
-        ref = weakref.ref(index, self._forget)
+        ref = weakref.ref(index)
         with self._lock:
             self._total += size - self._held.pop(ref, 0)
             self._held[ref] = size
@@ -133,11 +134,8 @@ class _EntryCopies:
                     dropped._entry_copy = None
 
     def remove(self, index: AbstractIndex) -> None:
-        self._forget(weakref.ref(index))
-
-    def _forget(self, ref: weakref.ref) -> None:
         with self._lock:
-            self._total -= self._held.pop(ref, 0)
+            self._total -= self._held.pop(weakref.ref(index), 0)
 
 
 _ENTRY_COPIES = _EntryCopies(ENTRY_COPY_BUDGET_BYTES)
