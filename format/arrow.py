@@ -369,14 +369,13 @@ def _build(arena_bytes: bytes, frames: RecordFrames, topic: str, partition: int,
     offset_delta, p = decode_varints_at(A, p, 5)
     offsets = frames.base_offset + offset_delta
     keep = None
-    if from_offset is not None or until_offset is not None:
+    if len(offsets) and ((from_offset is not None and offsets.min() < from_offset)
+                         or (until_offset is not None and offsets.max() >= until_offset)):
         keep = np.ones(len(offsets), dtype=bool)
         if from_offset is not None:
             keep &= offsets >= from_offset
         if until_offset is not None:
             keep &= offsets < until_offset
-        if keep.all():
-            keep = None
     if keep is not None:
         offsets, ts_delta, p, body_end = offsets[keep], ts_delta[keep], p[keep], body_end[keep]
         frames = RecordFrames(frames.starts[keep], frames.base_offset[keep], frames.base_timestamp[keep],
