@@ -95,11 +95,9 @@ def test_the_sync_optimizes_the_table_on_its_upkeep_schedule(spark, tmp_path):
     produce_values(log_dir, "clicks", [(None, f"c{n}".encode()) for n in range(12)])
     # Every batch after the first finds the interval passed: OPTIMIZE, then VACUUM of what it replaced.
     # VACUUM lists the table's files in spark.sql.sources.parallelPartitionDiscovery.parallelism tasks
-    # (10000 unless set): on local[2] most of a VACUUM of a few files is those tasks. Delta's log state is
-    # rebuilt in spark.databricks.delta.snapshotPartitions tasks (50 unless set).
+    # (10000 unless set): on local[2] most of a VACUUM of a few files is those tasks.
     upkeep_conf = {"spark.databricks.delta.retentionDurationCheck.enabled": "false",
-                   "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
-                   "spark.databricks.delta.snapshotPartitions": "2"}
+                   "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2"}
     for name, value in upkeep_conf.items():
         spark.conf.set(name, value)
     try:
