@@ -25,9 +25,7 @@ def test_a_sync_into_a_table_in_a_bucket_writes_it_exactly_once_across_runs(tmp_
     log_dir, table = str(tmp_path / "logs"), f"s3://{bucket}/tables/orders"
     settings = [item for name, value in storage.items() for item in ("--storage", f"{name}={value}")]
     sync = ["tables", "sync", "--table", table, "--topic", "orders", "--log-dir", log_dir, "--value-format", "json",
-            "--partition-by", "none", "--master", "local[2]", *settings,
-            # Delta rebuilds its log state in 50 tasks unless told, each reading the bucket: 2 are enough here.
-            "--conf", "spark.databricks.delta.snapshotPartitions=2"]
+            "--partition-by", "none", "--master", "local[2]", *settings]
     produce_values(log_dir, "orders", [(f"k{n}".encode(), as_json(n=n)) for n in range(5)] + [(b"bad", b"{no")])
     done = seglog(*sync)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
