@@ -47,6 +47,8 @@ def spark(tmp_path_factory):
                .config("spark.driver.host", "127.0.0.1")
                .config("spark.driver.bindAddress", "127.0.0.1")
                .config("spark.sql.shuffle.partitions", "2")
+               # Delta rebuilds a table's state from its log in 50 tasks unless told: tests' tables are tiny.
+               .config("spark.databricks.delta.snapshotPartitions", "2")
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.sql.warehouse.dir", str(warehouse))
                .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={warehouse}")

@@ -57,7 +57,7 @@ def test_a_batch_run_again_after_its_table_commit_is_not_written_twice(spark, tm
     assert committed(log_dir, table) == {TopicPartition("orders", 0): 13}
 
 
-def test_a_sync_killed_between_the_table_commit_and_the_group_commit_goes_on_without_duplicates(tmp_path):
+def test_a_sync_killed_between_the_table_commit_and_the_group_commit_goes_on_without_duplicates(spark, tmp_path):
     log_dir, table = str(tmp_path / "logs"), str(tmp_path / "orders")
     produce_values(log_dir, "orders", [(f"k{n}".encode(), as_json(n=n)) for n in range(10)])
     marker = str(tmp_path / "paused")
@@ -71,13 +71,13 @@ def test_a_sync_killed_between_the_table_commit_and_the_group_commit_goes_on_wit
     # The first batch is in the table; the group is still where the batch started.
     assert delta_rs_rows(table, ["offset", "n"]) == [(n, n) for n in range(4)]
     assert committed(log_dir, table) == {TopicPartition("orders", 0): 0}
-    done = seglog(*argv)
-    assert done.returncode == 0, done.stderr[-5000:]
+    # The same sync goes on from the killed job's checkpoint, here in the test's session.
+    run_sync(spark, table, topic="orders", log_dir=log_dir, value_format="json", max_offsets_per_trigger=4)
     assert delta_rs_rows(table, ["offset", "n"]) == [(n, n) for n in range(10)]
     assert committed(log_dir, table) == {TopicPartition("orders", 0): 10}
 
 
-KILLS = 10
+KILLS = 5
 
 
 def wait_for_new_batch(table: str, sync, timeout_s: float = 300) -> None:
@@ -98,7 +98,10 @@ def test_a_sync_killed_at_random_points_again_and_again_leaves_the_table_exactly
     rng = random.Random(20)
     log_dir, table = str(tmp_path / "logs"), str(tmp_path / "accounts")
     argv = ["tables", "sync", "--table", table, "--topic", "accounts", "--log-dir", log_dir, "--value-format",
-            "json", "--mode", "upsert", "--max-offsets-per-trigger", "6", "--master", "local[2]"]
+            "json", "--mode", "upsert", "--max-offsets-per-trigger", "6", "--master", "local[2]",
+            # Delta rebuilds its log state in 50 tasks and MERGE shuffles into 8 partitions unless told:
+            # on local[2], with a few rows a batch, 2 are enough.
+            "--conf", "spark.databricks.delta.snapshotPartitions=2", "--conf", "spark.sql.shuffle.partitions=2"]
     records: list[tuple[int, int, bytes | None, bytes | None]] = []
     bad: list[int] = []
     kills = 0
