@@ -33,6 +33,7 @@ Only this module and ``tables_job`` import Spark; the rest are plain functions.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
@@ -138,6 +139,24 @@ def latest_per_key(rows):
 
     newest_first = Window.partitionBy("topic", "key").orderBy(F.col("offset").desc())
     return rows.withColumn("__rank", F.row_number().over(newest_first)).where("__rank = 1").drop("__rank")
+
+
+# How many tasks Spark lists a table's files in (VACUUM's listing); 10000 unless set.
+_LISTING_PARALLELISM = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
+
+
+@contextlib.contextmanager
+def _listing_parallelism(spark):
+    """Spark's file listing in as many tasks as the session has cores, unless the user set it: its default
+    of 10,000 tasks turns a VACUUM of a few files into a minute of empty tasks on a small cluster."""
+    if spark.conf.get(_LISTING_PARALLELISM, None) is not None:
+        yield
+        return
+    spark.conf.set(_LISTING_PARALLELISM, str(spark.sparkContext.defaultParallelism))
+    try:
+        yield
+    finally:
+        spark.conf.unset(_LISTING_PARALLELISM)
 
 
 def _quoted(path: str) -> str:
@@ -312,7 +331,8 @@ class BatchWriter:
             return
         spark.sql(f"OPTIMIZE delta.`{table}`")
         if upkeep.vacuum_retain_hours is not None:
-            spark.sql(f"VACUUM delta.`{table}` RETAIN {upkeep.vacuum_retain_hours} HOURS")
+            with _listing_parallelism(spark):
+                spark.sql(f"VACUUM delta.`{table}` RETAIN {upkeep.vacuum_retain_hours} HOURS")
         self._last_optimize_ms = now_ms
         log.info("%s: optimized%s", table, " and vacuumed" if upkeep.vacuum_retain_hours is not None else "")
 
