@@ -342,7 +342,12 @@ def test_a_produce_error_is_counted_by_its_name_and_a_deleted_topic_s_counters_g
         batch = build_batch([SimpleRecord(b"v%d" % n, None, 1_700_000_000_000) for n in range(3)])
         assert produce(client, "gone", 0, batch)["error_code"] == NONE
         assert produce(client, "gone", 7, batch)["error_code"] == UnknownTopicOrPartitionError.code
-        samples = scrape(base)
+        # A request is counted once its response is written, which the client may see a moment before.
+        deadline = time.monotonic() + 10
+        while not (samples := scrape(base)).all("kafka_network_requestmetrics_errors_total", request="Produce",
+                                                  error="UNKNOWN_TOPIC_OR_PARTITION"):
+            assert time.monotonic() < deadline, "the failed produce was never counted"
+            time.sleep(0.05)
         assert samples.value("kafka_server_brokertopicmetrics_messagesin_total", topic="gone") == 3
         assert samples.value("kafka_network_requestmetrics_errors_total", request="Produce",
                              error="UNKNOWN_TOPIC_OR_PARTITION") == 1
