@@ -43,7 +43,13 @@ CHROMIUM_STAMP := .tools/chromium/.installed
 $(CHROMIUM_STAMP): testbed/chromium.py $(STAMP)
 	$(PY) testbed/chromium.py $(CHROMIUM_STAMP)
 
+# The checkout's own modules compiled to bytecode beforehand (compileall skips those up to date): where
+# PYTHONDONTWRITEBYTECODE is set no process writes its own, and every one that Spark, a test or a command
+# starts would compile each module it imports again.
+BYTECODE := $(PY) -m compileall -q -j 0 format broker_core connector pyspark_seglog.py tests testbed bench examples > /dev/null
+
 demo: $(STAMP)
+	$(BYTECODE)
 	$(PY) examples/demo.py
 
 # The suite runs in TEST_WORKERS processes at once (pytest-xdist; most of its time is spent waiting for
@@ -53,6 +59,7 @@ demo: $(STAMP)
 TEST_WORKERS ?= 4
 
 test: $(STAMP) $(JVM_STAMP) $(KCAT_STAMP) $(CHROMIUM_STAMP)
+	$(BYTECODE)
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=25 $(PYTEST_ARGS)
 
 bench: $(STAMP)
