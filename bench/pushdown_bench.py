@@ -14,6 +14,10 @@ each run, untimed (Spark 4.2 keeps the read a relation planned with pushed filte
 the timing is the query's: its planning (a Python worker resolving the offsets and, with pushdown, taking
 the filters) and its tasks.
 
+A third query, with pushdown, filters on a partition the topic does not have (``partition = 4``): it reads
+nothing, so what it takes is what every query pays whatever it reads (planning, scheduling the stages, the
+final aggregation), the floor under the pushed query's time.
+
 Figures per mode: wall-clock seconds (best of ``--runs`` after a warm-up; median beside it) and the CPU
 seconds of the whole process tree (this driver, Spark's JVM, its Python workers: utime + stime from
 ``/proc``, children's included), which a busy machine disturbs far less than wall time. Also the bytes of
@@ -57,6 +61,7 @@ T_START = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 TAIL = 0.05
 PUSHDOWN = "spark.sql.python.filterPushdown.enabled"
 TARGET_SPEEDUP = 10.0
+NOTHING = "reads nothing"
 
 
 @dataclass(frozen=True)
@@ -92,34 +97,37 @@ def write_log(log_dir: str, per_partition: int) -> tuple[int, int]:
 
 
 def measure(spark, log_dir: str, cut_ms: int, runs: int) -> list[Figure]:
-    """Both modes, warmed up, then taking turns run after run (so that neither gets the warmer JVM)."""
+    """Both modes, warmed up, then taking turns run after run (so that neither gets the warmer JVM); and,
+    with pushdown, a query whose filter leaves nothing to read: what any query costs, whatever it reads."""
     cut = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(cut_ms / 1000))
-    query = f"SELECT count(*) AS n, sum(length(value)) AS bytes FROM bench WHERE timestamp >= TIMESTAMP '{cut}'"
+    select = "SELECT count(*) AS n, sum(length(value)) AS bytes FROM bench WHERE "
+    modes = (("pushdown", True, f"timestamp >= TIMESTAMP '{cut}'"),
+             ("no pushdown", False, f"timestamp >= TIMESTAMP '{cut}'"),
+             (NOTHING, True, f"partition = {PARTITIONS}"))
 
     def view(pushdown: bool) -> None:
         spark.conf.set(PUSHDOWN, str(pushdown).lower())
         spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW bench USING seglog OPTIONS (path '{log_dir}', "
                   f"subscribe '{TOPIC}')")
 
-    def run() -> int:
-        return spark.sql(query).collect()[0].n
+    def run(where: str) -> int:
+        return spark.sql(select + where).collect()[0].n
 
-    modes = (True, False)
-    for pushdown in modes:  # warm-up: Python workers started, the JVM's code compiled, files in the page cache
+    for _, pushdown, where in modes:  # warm-up: Python workers started, the JVM's code compiled, page cache
         view(pushdown)
-        run()
-    wall = {m: [] for m in modes}
-    cpu = {m: [] for m in modes}
+        run(where)
+    wall = {m: [] for m, _, _ in modes}
+    cpu = {m: [] for m, _, _ in modes}
     rows = {}
     for _ in range(runs):
-        for pushdown in modes:
-            log(f"  {PUSHDOWN}={str(pushdown).lower()}")
+        for mode, pushdown, where in modes:
+            log(f"  {mode}: {PUSHDOWN}={str(pushdown).lower()}, WHERE {where}")
             view(pushdown)  # untimed: the view, and its schema worker, are not the query
             before = tree_cpu_seconds(os.getpid())
-            seconds, rows[pushdown] = timed(run)
-            cpu[pushdown].append(tree_cpu_seconds(os.getpid()) - before)
-            wall[pushdown].append(seconds)
-    return [Figure("pushdown" if m else "no pushdown", tuple(wall[m]), tuple(cpu[m]), rows[m]) for m in modes]
+            seconds, rows[mode] = timed(lambda: run(where))
+            cpu[mode].append(tree_cpu_seconds(os.getpid()) - before)
+            wall[mode].append(seconds)
+    return [Figure(m, tuple(wall[m]), tuple(cpu[m]), rows[m]) for m, _, _ in modes]
 
 
 def bytes_read(log_dir: str, cut_ms: int, reader_class: type) -> tuple[int, int]:
@@ -166,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def report(env, figures: list[Figure], counted: dict[str, tuple[int, int]], args) -> None:
-    pushed, full = figures
+    pushed, full, nothing = figures
     if pushed.rows != full.rows:
         raise AssertionError(f"pushdown returned {pushed.rows} rows, without it {full.rows}")
     speedup = min(full.wall) / min(pushed.wall)
@@ -177,11 +185,12 @@ def report(env, figures: list[Figure], counted: dict[str, tuple[int, int]], args
                     cpu_speedup >= TARGET_SPEEDUP)]
     print_environment(env)
     print()
-    print_header(f"{'mode':<12} {'rows':>10} {'wall s best':>12} {'median':>8} {'CPU s best':>11} {'median':>8} "
+    print_header(f"{'mode':<13} {'rows':>10} {'wall s best':>12} {'median':>8} {'CPU s best':>11} {'median':>8} "
                  f"{'segment bytes read':>19}")
     for f in figures:
-        print(f"{f.mode:<12} {f.rows:>10,} {min(f.wall):>12.2f} {statistics.median(f.wall):>8.2f} "
-              f"{min(f.cpu):>11.2f} {statistics.median(f.cpu):>8.2f} {counted[f.mode][1] / MIB:>15,.1f} MiB")
+        read = f"{counted[f.mode][1] / MIB:>15,.1f} MiB" if f.mode in counted else f"{'-':>19}"
+        print(f"{f.mode:<13} {f.rows:>10,} {min(f.wall):>12.2f} {statistics.median(f.wall):>8.2f} "
+              f"{min(f.cpu):>11.2f} {statistics.median(f.cpu):>8.2f} {read}")
     print_targets(found)
     if args.markdown:
         day, command = date_and_command(env)
@@ -200,6 +209,11 @@ def report(env, figures: list[Figure], counted: dict[str, tuple[int, int]], args
                             f"{counted['no pushdown'][1] / MIB:,.1f} MiB",
                             f"{counted['no pushdown'][1] / max(1, counted['pushdown'][1]):.1f}x",
                             f"`{command}`", day))
+        print_markdown_row((f"a pushed query that reads nothing (`partition = {PARTITIONS}`): wall s; CPU s",
+                            f"{min(nothing.wall):.2f} ({statistics.median(nothing.wall):.2f}); "
+                            f"{min(nothing.cpu):.2f} ({statistics.median(nothing.cpu):.2f})", "-",
+                            f"{min(nothing.wall) / min(pushed.wall):.0%} of the pushed query's wall, "
+                            f"{min(nothing.cpu) / min(pushed.cpu):.0%} of its CPU", f"`{command}`", day))
         print_markdown_targets(found)
 
 
