@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import os
 import random
 import socket
@@ -26,6 +27,9 @@ def port_free(port: int) -> bool:
 SINGLE_PORTS = range(22768, 30000)
 PAIRED_PORTS = range(20000, 22768)
 PAIR_OFFSET = 10000
+# Ports this process handed out lately. A port is free until its server binds it, so two draws before
+# that (a Kafka node's broker and controller listeners) could otherwise both get it.
+_RECENT: collections.deque[int] = collections.deque(maxlen=256)
 
 
 def worker_share(ports: range) -> range:
@@ -42,7 +46,8 @@ def worker_share(ports: range) -> range:
 
 def free_port(rng: random.Random | None = None, taken: tuple[int, ...] = ()) -> int:
     """A free loopback port below the kernel's ephemeral range (so that a server can be restarted on it),
-    from this process's share (``worker_share``) and not in ``taken``."""
+    from this process's share (``worker_share``), not in ``taken`` and none of the last 256 this process
+    handed out."""
     return _draw(SINGLE_PORTS, rng, taken, ())
 
 
@@ -56,7 +61,9 @@ def _draw(block: range, rng: random.Random | None, taken: tuple[int, ...], sibli
     ports = worker_share(block)
     for _ in range(200):
         port = rng.choice(ports)
-        if port not in taken and all(port_free(port + offset) for offset in (0, *siblings)):
+        if (port not in taken and port not in _RECENT
+                and all(port_free(port + offset) for offset in (0, *siblings))):
+            _RECENT.append(port)
             return port
     also = "".join(f" with port + {offset} free too" for offset in siblings)
     raise RuntimeError(f"no free loopback port in {ports.start}..{ports.stop - 1}{also}")
