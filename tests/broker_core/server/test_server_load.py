@@ -6,8 +6,9 @@ connection, most of them confluent-kafka, a fifth kafka-python — run for
 as a user starts it. Producers, idempotent as Kafka's clients are by default,
 send at a fixed pace to every partition of one topic (acks=all) and keep what
 each acknowledgement says: partition and offset. A retried request is therefore
-written once, and each record read must have been acknowledged at its offset. Consumers, one per partition, read from offset 0 while the producers
-run. When time is up the producers flush, the consumers read up to the last
+written once, and each record read must have been acknowledged at its offset.
+Consumers, one per partition, read from offset 0 while the producers run.
+When time is up the producers flush, the consumers read up to the last
 acknowledged offset, and every acknowledged record must have been read at its
 offset with the value that was sent; no client may have seen an error, the
 broker must have held at least 50 connections at once, and it must shut down
