@@ -21,8 +21,8 @@ final aggregation), the floor under the pushed query's time.
 Figures per mode: wall-clock seconds (best of ``--runs`` after a warm-up; median beside it) and the CPU
 seconds of the whole process tree (this driver, Spark's JVM, its Python workers: utime + stime from
 ``/proc``, children's included), which a busy machine disturbs far less than wall time. Also the bytes of
-segment files each way reads, counted by the reader itself (``SeglogBatchReader.counter``) in this
-process, without Spark.
+segment files each of the three queries reads, counted by the reader itself (``SeglogBatchReader.counter``) in this
+process, without Spark; the one on a partition the topic lacks must read no byte and return no row.
 
 Run ``python bench/pushdown_bench.py``; ``--quick`` for a smoke run, ``--markdown`` for rows to paste into
 BENCHMARKS.md.
@@ -30,6 +30,7 @@ BENCHMARKS.md.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import random
 import statistics
@@ -44,7 +45,7 @@ from connector.source import PushdownBatchReader, SeglogBatchReader
 from format.layout import TopicPartition
 from format.record import SimpleRecord
 from format.record_batch import build_batch
-from pyspark.sql.datasource import GreaterThanOrEqual
+from pyspark.sql.datasource import EqualTo, GreaterThanOrEqual
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from connector_bench import spark_session  # noqa: E402
@@ -101,9 +102,8 @@ def measure(spark, log_dir: str, cut_ms: int, runs: int) -> list[Figure]:
     with pushdown, a query whose filter leaves nothing to read: what any query costs, whatever it reads."""
     cut = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(cut_ms / 1000))
     select = "SELECT count(*) AS n, sum(length(value)) AS bytes FROM bench WHERE "
-    modes = (("pushdown", True, f"timestamp >= TIMESTAMP '{cut}'"),
-             ("no pushdown", False, f"timestamp >= TIMESTAMP '{cut}'"),
-             (NOTHING, True, f"partition = {PARTITIONS}"))
+    tail = f"timestamp >= TIMESTAMP '{cut}'"
+    modes = (("pushdown", True, tail), ("no pushdown", False, tail), (NOTHING, True, f"partition = {PARTITIONS}"))
 
     def view(pushdown: bool) -> None:
         spark.conf.set(PUSHDOWN, str(pushdown).lower())
@@ -130,14 +130,13 @@ def measure(spark, log_dir: str, cut_ms: int, runs: int) -> list[Figure]:
     return [Figure(m, tuple(wall[m]), tuple(cpu[m]), rows[m]) for m, _, _ in modes]
 
 
-def bytes_read(log_dir: str, cut_ms: int, reader_class: type) -> tuple[int, int]:
-    """(rows, bytes of segment files) the reader reads in this process for the query's filter."""
-    import datetime as dt
-
-    reader = reader_class(parse_options({"path": log_dir, "subscribe": TOPIC}))
-    cut = GreaterThanOrEqual(("timestamp",), dt.datetime.fromtimestamp(cut_ms / 1000, dt.timezone.utc))
-    if reader_class is PushdownBatchReader:
-        reader.pushFilters([cut])
+def bytes_read(log_dir: str, filters: list | None) -> tuple[int, int]:
+    """(rows, bytes of segment files) a reader reads in this process: one taking ``filters``, or, given
+    None, one Spark pushes nothing to."""
+    options = parse_options({"path": log_dir, "subscribe": TOPIC})
+    reader = SeglogBatchReader(options) if filters is None else PushdownBatchReader(options)
+    if filters is not None:
+        reader.pushFilters(filters)
     rows = sum(batch.num_rows for p in reader.partitions() for batch in reader.read(p))
     return rows, reader.counter.bytes_read
 
@@ -157,8 +156,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         s, (log_bytes, cut_ms) = timed(lambda: write_log(log_dir, args.records // PARTITIONS))
         log(f"  {log_bytes / MIB:,.0f} MiB in {s:.1f} s")
         log("counting the bytes each way reads (in this process)")
-        counted = {mode: bytes_read(log_dir, cut_ms, cls)
-                   for mode, cls in (("pushdown", PushdownBatchReader), ("no pushdown", SeglogBatchReader))}
+        cut = GreaterThanOrEqual(("timestamp",), dt.datetime.fromtimestamp(cut_ms / 1000, dt.timezone.utc))
+        counted = {mode: bytes_read(log_dir, filters)
+                   for mode, filters in (("pushdown", [cut]), ("no pushdown", None),
+                                         (NOTHING, [EqualTo(("partition",), PARTITIONS)]))}
         spark = spark_session(args.master, os.path.join(root, "warehouse"), app="seglog-pushdown-bench",
                               driver_memory="2g", with_kafka_source=False)
         try:
@@ -177,6 +178,9 @@ def report(env, figures: list[Figure], counted: dict[str, tuple[int, int]], args
     pushed, full, nothing = figures
     if pushed.rows != full.rows:
         raise AssertionError(f"pushdown returned {pushed.rows} rows, without it {full.rows}")
+    if nothing.rows or counted[NOTHING][1]:
+        raise AssertionError(f"the query on partition {PARTITIONS} returned {nothing.rows} rows, its reader "
+                             f"read {counted[NOTHING][1]} bytes: it was to read nothing")
     speedup = min(full.wall) / min(pushed.wall)
     cpu_speedup = min(full.cpu) / min(pushed.cpu)
     found = [Target(f"last {TAIL:.0%} by timestamp, pushdown >= {TARGET_SPEEDUP:.0f}x faster (wall)",
@@ -188,9 +192,8 @@ def report(env, figures: list[Figure], counted: dict[str, tuple[int, int]], args
     print_header(f"{'mode':<13} {'rows':>10} {'wall s best':>12} {'median':>8} {'CPU s best':>11} {'median':>8} "
                  f"{'segment bytes read':>19}")
     for f in figures:
-        read = f"{counted[f.mode][1] / MIB:>15,.1f} MiB" if f.mode in counted else f"{'-':>19}"
         print(f"{f.mode:<13} {f.rows:>10,} {min(f.wall):>12.2f} {statistics.median(f.wall):>8.2f} "
-              f"{min(f.cpu):>11.2f} {statistics.median(f.cpu):>8.2f} {read}")
+              f"{min(f.cpu):>11.2f} {statistics.median(f.cpu):>8.2f} {counted[f.mode][1] / MIB:>15,.1f} MiB")
     print_targets(found)
     if args.markdown:
         day, command = date_and_command(env)
