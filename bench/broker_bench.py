@@ -25,9 +25,14 @@ and records (absolute rates drift on shared machines; ratios hold better):
   the broker; this client takes that cap away, so the figure is the
   broker's;
 * consume at the wire, read again: the same client reading one topic
-  ``--runs`` times over, after one untimed read (the brokers taking turns),
-  where the figure above reads each run's new topic once, right after the
-  confluent-kafka consumer;
+  ``--runs`` times over, after four untimed reads (the brokers taking
+  turns), where the figure above reads each run's new topic once, right
+  after the confluent-kafka consumer. That topic is produced with
+  ``linger.ms`` 200, so every broker holds the same batches, filled to
+  ``batch.size``: with 5 ms, how full batches get depends on how quickly
+  the broker acknowledged the ones before, and a fetch carries only the
+  whole batches that fit in 1 MiB a partition. The figure above keeps each
+  broker's own batches, this one compares the fetch paths alone;
 * produce latency at a fixed rate: the same producer sends 5,000 records a
   second for 10 s; the latency of a record runs from ``produce()`` to its
   delivery report (which includes ``linger.ms``); p50, p99 and the maximum;
@@ -109,7 +114,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterator, Mapping, Sequence
+from typing import Callable, Iterator, Mapping, NamedTuple, Sequence
 
 import confluent_kafka
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -395,20 +400,29 @@ _BATCH_HEAD = struct.Struct(">qi")  # baseOffset, batchLength
 _LAST_OFFSET_DELTA = struct.Struct(">i")
 _RECORDS_COUNT = struct.Struct(">i")
 _FRAME_SIZE = struct.Struct(">i")
+# The topic read again is produced lingering long enough for every batch to fill to batch.size (1 MB) on every
+# broker. With linger.ms 5, how full a batch gets depends on how fast the broker acknowledges the one before
+# (seglog's topic held batches of 440 kB on average, Kafka's of 995 kB), and a fetch of 1 MiB a partition
+# carries only the whole batches that fit: the figure would measure the producer's batching, not the fetch.
+WIRE_LINGER_MS = 200
+# Untimed reads first: Kafka's JVM reaches its pace after a few (its first reads ran at half of it).
+WIRE_WARM_UPS = 4
 
 
-def walk_batches(records) -> tuple[int, int | None]:
-    """Records in the complete batches of ``records`` and the offset after the last one (None when there is no
-    complete batch): a fetch may end in part of a batch, which the next fetch asks for again."""
-    count, next_offset, pos, end = 0, None, 0, len(records)
+def walk_batches(records) -> tuple[int, int | None, int, int]:
+    """Records in the complete batches of ``records``, the offset after the last one (None when there is no
+    complete batch), how many complete batches there are and their bytes: a fetch may end in part of a batch
+    (Kafka sends its first bytes), which the next fetch asks for again."""
+    count, next_offset, batches, pos, end = 0, None, 0, 0, len(records)
     while pos + 61 <= end:
         base_offset, length = _BATCH_HEAD.unpack_from(records, pos)
         if pos + 12 + length > end:
             break
         count += _RECORDS_COUNT.unpack_from(records, pos + 57)[0]
         next_offset = base_offset + _LAST_OFFSET_DELTA.unpack_from(records, pos + 23)[0] + 1
+        batches += 1
         pos += 12 + length
-    return count, next_offset
+    return count, next_offset, batches, pos
 
 
 def _receive_frame(sock: socket.socket, buffer: bytearray) -> memoryview:
@@ -433,19 +447,32 @@ def _receive_frame(sock: socket.socket, buffer: bytearray) -> memoryview:
     return view[:size]
 
 
+class WireRead(NamedTuple):
+    """A read of a topic at the wire: its seconds, the bytes of records served (parts of batches at a
+    response's end included) and the topic's complete batches, how many and their bytes."""
+
+    seconds: float
+    served: int
+    batches: int
+    batch_bytes: int
+
+    @property
+    def mean_batch_bytes(self) -> float:
+        return self.batch_bytes / max(self.batches, 1)
+
+
 def consume_at_wire(bootstrap: str, topic: str, work: Workload) -> float:
     """Seconds to fetch ``work.count`` records from the start of every partition of ``topic`` (see the module
     docstring), counting them from batch headers."""
-    return fetch_at_wire(bootstrap, topic, work.count)[0]
+    return fetch_at_wire(bootstrap, topic, work.count).seconds
 
 
-def fetch_at_wire(bootstrap: str, topic: str, count: int) -> tuple[float, int]:
-    """Seconds to fetch ``count`` records from the start of every partition of ``topic`` as ``consume_at_wire``
-    does, and the bytes of record batches served."""
+def fetch_at_wire(bootstrap: str, topic: str, count: int) -> WireRead:
+    """Fetch ``count`` records from the start of every partition of ``topic`` as ``consume_at_wire`` does."""
     host, port = bootstrap.rsplit(":", 1)
     offsets = {p: 0 for p in range(PARTITIONS)}
     buffer = bytearray(WIRE_MAX_BYTES + 1024 * 1024)  # the records and the response's framing
-    got, served, correlation = 0, 0, 0
+    got, served, batches, batch_bytes, correlation = 0, 0, 0, 0, 0
     deadline = time.monotonic() + CLIENT_TIMEOUT_S
     with socket.create_connection((host, int(port)), timeout=CLIENT_TIMEOUT_S) as sock:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -472,15 +499,17 @@ def fetch_at_wire(bootstrap: str, topic: str, count: int) -> tuple[float, int]:
                         raise RuntimeError(f"{bootstrap}: {topic}-{part['partition_index']}: fetch error "
                                            f"{part['error_code']}")
                     records = part["records"] or b""
-                    batch_records, next_offset = walk_batches(records)
+                    batch_records, next_offset, whole, whole_bytes = walk_batches(records)
                     if next_offset is not None:
                         got += batch_records
                         served += len(records)
+                        batches += whole
+                        batch_bytes += whole_bytes
                         offsets[part["partition_index"]] = next_offset
         seconds = time.perf_counter() - start
     if got != count:
         raise RuntimeError(f"{bootstrap}: fetched {got} records, expected {count}")
-    return seconds, served
+    return WireRead(seconds, served, batches, batch_bytes)
 
 
 @dataclass(frozen=True)
@@ -627,12 +656,15 @@ def throughput_rows(brokers: dict[str, RunningBroker], work: Workload, runs: int
 
 def wire_rows(brokers: dict[str, RunningBroker], work: Workload, runs: int) -> list[Row]:
     """The consumer at the wire on a topic read again and again: each broker gets the topic once (confluent-kafka,
-    as above), one untimed read, then ``runs`` timed reads, the brokers taking turns going first."""
+    as above, but with ``WIRE_LINGER_MS``, so that every broker holds the same full batches), ``WIRE_WARM_UPS``
+    untimed reads, then ``runs`` timed reads, the brokers taking turns going first."""
     topic = f"bench-wire-{work.value_size}"
     for name in BROKERS:
         create_topic(brokers[name].bootstrap, topic)
-        produce_all(brokers[name].bootstrap, topic, work)
-        fetch_at_wire(brokers[name].bootstrap, topic, work.count)
+        produce_all(brokers[name].bootstrap, topic, work, **{"linger.ms": WIRE_LINGER_MS})
+        for _ in range(WIRE_WARM_UPS):
+            read = fetch_at_wire(brokers[name].bootstrap, topic, work.count)
+        log(f"    {name}: {read.batches:,} batches of {read.mean_batch_bytes / 1e3:,.0f} kB on average")
     seconds: dict[str, list[float]] = {name: [] for name in BROKERS}
     cores: dict[str, list[float]] = {name: [] for name in BROKERS}
     for i in range(runs):
@@ -887,7 +919,7 @@ def zero_copy_figures(root: str, cpu: int | None, work: Workload, runs: int) -> 
             seconds = tuple(consume_all(broker.bootstrap, topic, work) for _ in range(runs))
             used = cpu_seconds(broker.process.pid) - before
             before = cpu_seconds(broker.process.pid)
-            served = sum(fetch_at_wire(broker.bootstrap, topic, work.count)[1] for _ in range(runs))
+            served = sum(fetch_at_wire(broker.bootstrap, topic, work.count).served for _ in range(runs))
             fetch_used = cpu_seconds(broker.process.pid) - before
         finally:
             stop_broker(broker)
@@ -1092,7 +1124,7 @@ def metrics_overhead_figures(root: str, cpu: int | None, work: Workload, runs: i
                     used = cpu_seconds(broker.process.pid)
                     produce_s = produce_all(broker.bootstrap, topic, work)
                     produce_used, used = cpu_seconds(broker.process.pid) - used, cpu_seconds(broker.process.pid)
-                    fetch_s, served = fetch_at_wire(broker.bootstrap, topic, work.count)
+                    fetch_s, served = fetch_at_wire(broker.bootstrap, topic, work.count)[:2]
                     fetch_used, used = cpu_seconds(broker.process.pid) - used, cpu_seconds(broker.process.pid)
                     small_requests(broker.bootstrap, topic, small)
                     small_used = cpu_seconds(broker.process.pid) - used
