@@ -54,7 +54,11 @@ Records have 10-byte keys (Kafka's partitioner spreads them over the
 partitions) and 100-byte JSON-like values, or 1 KiB values (ten such events
 side by side plus padding); MB/s count keys and values. Each throughput
 figure has one untimed warm-up run, then ``--runs`` runs in which the
-brokers take turns going first.
+brokers take turns going first. Each ratio to a peer is given twice: seglog's
+best run over the peer's, and the median over the runs of seglog's rate over
+the peer's in the same run (run one after the other, under what the machine
+was doing then: its speed drifts by a factor of two from one minute to the
+next, which the best runs of two brokers need not share).
 
 The brokers run as processes of their own: ``seglog broker --log-dir D
 --listeners PLAINTEXT://127.0.0.1:PORT`` with its defaults (a log dir under
@@ -603,6 +607,21 @@ class Row:
             return None
         return self.timings[SEGLOG].best_mb_s / self.timings[peer].best_mb_s
 
+    def run_ratio(self, peer: str) -> float | None:
+        """The median over the runs of seglog's rate over ``peer``'s in the same run (the two ran one after the
+        other): the machine's speed drifts from one minute to the next, and this pairs what ran under the same."""
+        if peer not in self.timings:
+            return None
+        ours, theirs = self.timings[SEGLOG].seconds, self.timings[peer].seconds
+        if len(ours) != len(theirs):
+            return None
+        return statistics.median(t / o for o, t in zip(ours, theirs))
+
+    def ratio_cell(self, peer: str) -> str:
+        """The best-over-best ratio and the median of the runs' ratios."""
+        best, paired = self.ratio(peer), self.run_ratio(peer)
+        return ratio_text(best) if paired is None else f"{ratio_text(best)}; {ratio_text(paired)}"
+
 
 def rotated(names: Sequence[str], i: int) -> tuple[str, ...]:
     """``names`` starting at the ``i``-th: run ``i`` puts a different broker first."""
@@ -776,9 +795,12 @@ def targets(rows: list[Row]) -> list[Target]:
     for row, peer, share in wanted:
         ratio = row.ratio(peer)
         if ratio is not None:
+            paired = row.run_ratio(peer)
             found.append(Target(f"{row.figure}: seglog at least {share}x {peer}",
                                 f"{ratio:.2f}x ({row.timings[SEGLOG].best_mb_s:,.1f} against "
-                                f"{row.timings[peer].best_mb_s:,.1f} MB/s)", ratio >= share))
+                                f"{row.timings[peer].best_mb_s:,.1f} MB/s)"
+                                + ("" if paired is None else f"; median of the runs' ratios {paired:.2f}x"),
+                                ratio >= share))
     return found
 
 
@@ -833,13 +855,14 @@ def mb_cells(row: Row, name: str) -> tuple[str, str, str]:
 def print_table(env: Environment, rows: list[Row], latency: dict[str, Latency], runs: int) -> None:
     print_environment(env)
     print(f"\nMB/s (10^6 bytes of keys and values a second), best of {runs} runs; median; records/s at the best "
-          f"run; ratios = seglog best / peer best")
+          f"run; ratios = seglog best / peer best; the median of the runs' ratios (seglog's rate over the peer's "
+          f"in the same run)")
     print_header(f"{'figure':<36} " + " ".join(f"{name + ' MB/s':>16} {'records/s':>10} {'CPU':>5}"
-                                               for name in BROKERS) + f" {'/Kafka':>7} {'/Tansu':>7}")
+                                               for name in BROKERS) + f" {'/Kafka':>13} {'/Tansu':>13}")
     for row in rows:
         cells = " ".join(f"{mb:>16} {records:>10} {share:>5}" for mb, records, share in
                          (mb_cells(row, name) for name in BROKERS))
-        print(f"{row.figure:<36} {cells} {ratio_text(row.ratio(KAFKA)):>7} {ratio_text(row.ratio(TANSU)):>7}")
+        print(f"{row.figure:<36} {cells} {row.ratio_cell(KAFKA):>13} {row.ratio_cell(TANSU):>13}")
     print("  CPU: the broker process's CPU time during the run over the run's wall time (median of the runs); "
           "100% is one core; for the Java client, over the seconds the tool reports")
     if latency:
@@ -858,11 +881,11 @@ def print_markdown(env: Environment, rows: list[Row], latency: dict[str, Latency
     header = ["figure"]
     for name in BROKERS:
         header += [f"{name}, MB/s (best of {runs}; median)", f"{name}, records/s (best)", f"{name} CPU"]
-    print_markdown_header((*header, "seglog / Kafka", "seglog / Tansu", "command", "date"))
+    print_markdown_header((*header, "seglog / Kafka (best; median of the runs' ratios)",
+                           "seglog / Tansu (best; median of the runs' ratios)", "command", "date"))
     for row in rows:
         cells = [cell for name in BROKERS for cell in mb_cells(row, name)]
-        print_markdown_row((row.figure, *cells, ratio_text(row.ratio(KAFKA)), ratio_text(row.ratio(TANSU)),
-                            f"`{command}`", date))
+        print_markdown_row((row.figure, *cells, row.ratio_cell(KAFKA), row.ratio_cell(TANSU), f"`{command}`", date))
     if latency:
         print_markdown_header(("produce latency, 100-byte values", "broker", "records/s sent", "p50 ms", "p99 ms",
                                "max ms", "command", "date"))
