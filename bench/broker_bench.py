@@ -32,7 +32,10 @@ and records (absolute rates drift on shared machines; ratios hold better):
   ``batch.size``: with 5 ms, how full batches get depends on how quickly
   the broker acknowledged the ones before, and a fetch carries only the
   whole batches that fit in 1 MiB a partition. The figure above keeps each
-  broker's own batches, this one compares the fetch paths alone;
+  broker's own batches, this one compares the fetch paths alone. The log
+  says, per read, where a fetch's time went: from sending the request to
+  the response's first bytes (the broker's time to answer), from there to
+  its last byte, and in the client between responses;
 * produce latency at a fixed rate: the same producer sends 5,000 records a
   second for 10 s; the latency of a record runs from ``produce()`` to its
   delivery report (which includes ``linger.ms``); p50, p99 and the maximum;
@@ -429,9 +432,9 @@ def walk_batches(records) -> tuple[int, int | None, int, int]:
     return count, next_offset, batches, pos
 
 
-def _receive_frame(sock: socket.socket, buffer: bytearray) -> memoryview:
+def _receive_frame(sock: socket.socket, buffer: bytearray) -> tuple[memoryview, float]:
     """One response frame (without its size prefix) read into ``buffer``, which holds the largest a fetch of
-    ``WIRE_MAX_BYTES`` may be answered with."""
+    ``WIRE_MAX_BYTES`` may be answered with, and when its size prefix was in (``time.perf_counter``)."""
     view = memoryview(buffer)
     got = 0
     while got < 4:
@@ -439,6 +442,7 @@ def _receive_frame(sock: socket.socket, buffer: bytearray) -> memoryview:
         if not n:
             raise ConnectionError("the broker closed the connection")
         got += n
+    first = time.perf_counter()
     (size,) = _FRAME_SIZE.unpack_from(buffer)
     if size > len(buffer):
         raise RuntimeError(f"a fetch response of {size} bytes, above the {len(buffer)} asked for")
@@ -448,27 +452,43 @@ def _receive_frame(sock: socket.socket, buffer: bytearray) -> memoryview:
         if not n:
             raise ConnectionError("the broker closed the connection")
         got += n
-    return view[:size]
+    return view[:size], first
 
 
 class WireRead(NamedTuple):
     """A read of a topic at the wire: its seconds, the bytes of records served (parts of batches at a
-    response's end included) and the topic's complete batches, how many and their bytes."""
+    response's end included), the topic's complete batches (how many, their bytes), and where the fetches'
+    time went: from sending a request to its response's first bytes (the broker's time to answer), from
+    there to its last byte, and the rest (the client's own work between responses)."""
 
     seconds: float
     served: int
     batches: int
     batch_bytes: int
+    fetches: int
+    first_byte_s: float
+    rest_of_response_s: float
 
     @property
     def mean_batch_bytes(self) -> float:
         return self.batch_bytes / max(self.batches, 1)
 
+    def split(self) -> str:
+        """Per fetch: the bytes served and the three parts of its time, in ms."""
+        n = max(self.fetches, 1)
+        client = self.seconds - self.first_byte_s - self.rest_of_response_s
+        return (f"{self.fetches:,} fetches of {self.served / n / 1e6:.2f} MB: {self.first_byte_s / n * 1e3:.2f} ms "
+                f"to the first byte, {self.rest_of_response_s / n * 1e3:.2f} ms to the last, {client / n * 1e3:.2f} "
+                f"ms in the client")
 
-def consume_at_wire(bootstrap: str, topic: str, work: Workload) -> float:
+
+def consume_at_wire(bootstrap: str, topic: str, work: Workload, reads: list[WireRead] | None = None) -> float:
     """Seconds to fetch ``work.count`` records from the start of every partition of ``topic`` (see the module
-    docstring), counting them from batch headers."""
-    return fetch_at_wire(bootstrap, topic, work.count).seconds
+    docstring), counting them from batch headers; the read is added to ``reads`` if given."""
+    read = fetch_at_wire(bootstrap, topic, work.count)
+    if reads is not None:
+        reads.append(read)
+    return read.seconds
 
 
 def fetch_at_wire(bootstrap: str, topic: str, count: int) -> WireRead:
@@ -477,6 +497,7 @@ def fetch_at_wire(bootstrap: str, topic: str, count: int) -> WireRead:
     offsets = {p: 0 for p in range(PARTITIONS)}
     buffer = bytearray(WIRE_MAX_BYTES + 1024 * 1024)  # the records and the response's framing
     got, served, batches, batch_bytes, correlation = 0, 0, 0, 0, 0
+    first_byte_s = rest_s = 0.0
     deadline = time.monotonic() + CLIENT_TIMEOUT_S
     with socket.create_connection((host, int(port)), timeout=CLIENT_TIMEOUT_S) as sock:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -492,8 +513,13 @@ def fetch_at_wire(bootstrap: str, topic: str, count: int) -> WireRead:
                         {"partition": p, "current_leader_epoch": -1, "fetch_offset": offset,
                          "last_fetched_epoch": -1, "log_start_offset": -1,
                          "partition_max_bytes": WIRE_PARTITION_MAX_BYTES} for p, offset in offsets.items()]}]}
+            sent = time.perf_counter()
             sock.sendall(encode_request(ApiKey.FETCH, WIRE_FETCH_VERSION, correlation, "broker-bench", body))
-            answered, response = parse_response(ApiKey.FETCH, WIRE_FETCH_VERSION, _receive_frame(sock, buffer))
+            frame, first = _receive_frame(sock, buffer)
+            received = time.perf_counter()
+            first_byte_s += first - sent
+            rest_s += received - first
+            answered, response = parse_response(ApiKey.FETCH, WIRE_FETCH_VERSION, frame)
             if answered != correlation or response["error_code"]:
                 raise RuntimeError(f"{bootstrap}: fetch {correlation} answered {answered}, "
                                    f"error {response['error_code']}")
@@ -513,7 +539,7 @@ def fetch_at_wire(bootstrap: str, topic: str, count: int) -> WireRead:
         seconds = time.perf_counter() - start
     if got != count:
         raise RuntimeError(f"{bootstrap}: fetched {got} records, expected {count}")
-    return WireRead(seconds, served, batches, batch_bytes)
+    return WireRead(seconds, served, batches, batch_bytes, correlation, first_byte_s, rest_s)
 
 
 @dataclass(frozen=True)
@@ -689,8 +715,10 @@ def wire_rows(brokers: dict[str, RunningBroker], work: Workload, runs: int) -> l
     for i in range(runs):
         for name in rotated(BROKERS, i):
             broker = brokers[name]
-            s, core = with_broker_cpu(broker, lambda: consume_at_wire(broker.bootstrap, topic, work))
-            log(f"    {name}: consume at the wire, read again {work.bytes / s / 1e6:,.1f} MB/s (broker CPU {core:.0%})")
+            reads: list[WireRead] = []
+            s, core = with_broker_cpu(broker, lambda: consume_at_wire(broker.bootstrap, topic, work, reads))
+            log(f"    {name}: consume at the wire, read again {work.bytes / s / 1e6:,.1f} MB/s (broker CPU {core:.0%}); "
+                f"{reads[0].split()}")
             seconds[name].append(s)
             cores[name].append(core)
     for name in BROKERS:
