@@ -264,6 +264,15 @@ class Timing:
     def median_mb_s(self) -> float:
         return self.bytes / statistics.median(self.seconds) / MB
 
+    def run_ratio(self, other: Timing) -> float | None:
+        """The median over the runs of this rate over ``other``'s in the same run: runs taken in turn ran under
+        the same load, where the best runs of two need not (this machine's speed drifts by a factor of two from
+        one minute to the next). None when the two have not run as many times."""
+        if len(self.seconds) != len(other.seconds):
+            return None
+        return statistics.median((self.count / mine) / (other.count / theirs)
+                                 for mine, theirs in zip(self.seconds, other.seconds))
+
 
 # --- reporting --------------------------------------------------------------------
 
@@ -271,6 +280,15 @@ class Timing:
 def rate(r: float) -> str:
     """A rate per second, short: ``1.23 M`` or ``456 k``."""
     return f"{r / 1e6:.2f} M" if r >= 1e6 else f"{r / 1e3:.0f} k"
+
+
+def ratio_text(ratio: float | None) -> str:
+    return "-" if ratio is None else f"{ratio:.2f}x"
+
+
+def ratio_cell(best: float | None, paired: float | None) -> str:
+    """A ratio of the best runs and the median of the runs' ratios (``Timing.run_ratio``), as one cell."""
+    return ratio_text(best) if paired is None else f"{ratio_text(best)}; {ratio_text(paired)}"
 
 
 def print_environment(env: Environment) -> None:

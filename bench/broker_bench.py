@@ -23,7 +23,7 @@ and records (absolute rates drift on shared machines; ratios hold better):
   without decoding them. A Python consumer spends about a microsecond on
   each record it hands out, which caps it near 850,000 records/s whatever
   the broker; this client takes that cap away, so the figure is the
-  broker's;
+  broker's, on the batches its own produce left (the log says how large);
 * consume at the wire, read again: the same client reading one topic
   ``--runs`` times over, after four untimed reads (the brokers taking
   turns), where the figure above reads each run's new topic once, right
@@ -135,7 +135,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_common import (Environment, Target, Timing, argument_parser, date_and_command,  # noqa: E402
                           environment, event_record, file_system, log, pinning, print_environment, print_header,
                           print_markdown_header, print_markdown_row, print_markdown_targets, print_targets, rate,
-                          scratch_directory)
+                          ratio_cell, scratch_directory)
 
 PARTITIONS = 4
 PRODUCER_SETTINGS = {"acks": "all", "linger.ms": 5, "batch.size": 1_000_000, "compression.type": "none",
@@ -634,19 +634,11 @@ class Row:
         return self.timings[SEGLOG].best_mb_s / self.timings[peer].best_mb_s
 
     def run_ratio(self, peer: str) -> float | None:
-        """The median over the runs of seglog's rate over ``peer``'s in the same run (the two ran one after the
-        other): the machine's speed drifts from one minute to the next, and this pairs what ran under the same."""
-        if peer not in self.timings:
-            return None
-        ours, theirs = self.timings[SEGLOG].seconds, self.timings[peer].seconds
-        if len(ours) != len(theirs):
-            return None
-        return statistics.median(t / o for o, t in zip(ours, theirs))
+        """The median over the runs of seglog's rate over ``peer``'s in the same run (``Timing.run_ratio``)."""
+        return None if peer not in self.timings else self.timings[SEGLOG].run_ratio(self.timings[peer])
 
     def ratio_cell(self, peer: str) -> str:
-        """The best-over-best ratio and the median of the runs' ratios."""
-        best, paired = self.ratio(peer), self.run_ratio(peer)
-        return ratio_text(best) if paired is None else f"{ratio_text(best)}; {ratio_text(paired)}"
+        return ratio_cell(self.ratio(peer), self.run_ratio(peer))
 
 
 def rotated(names: Sequence[str], i: int) -> tuple[str, ...]:
@@ -693,7 +685,11 @@ def throughput_rows(brokers: dict[str, RunningBroker], work: Workload, runs: int
         return with_broker_cpu(brokers[name], lambda: consume_all(brokers[name].bootstrap, topic, work))
 
     def consume_wire(name: str, topic: str, run: int) -> tuple[float, float]:
-        return with_broker_cpu(brokers[name], lambda: consume_at_wire(brokers[name].bootstrap, topic, work))
+        reads: list[WireRead] = []
+        measured = with_broker_cpu(brokers[name], lambda: consume_at_wire(brokers[name].bootstrap, topic, work, reads))
+        log(f"    {name}, at the wire: {reads[0].batches:,} batches of {reads[0].mean_batch_bytes / 1e3:,.0f} kB on "
+            f"average; {reads[0].split()}")
+        return measured
 
     return measured_rows(brokers, BROKERS, work, runs, work.name, "bench", produce,
                          (("consume", consume), ("consume at the wire", consume_wire)))
@@ -865,10 +861,6 @@ def kafka_version() -> str:
 
 def cpu(shares: Sequence[float] | None) -> str:
     return f"{statistics.median(shares):.0%}" if shares else "-"
-
-
-def ratio_text(ratio: float | None) -> str:
-    return "-" if ratio is None else f"{ratio:.2f}x"
 
 
 def mb_cells(row: Row, name: str) -> tuple[str, str, str]:

@@ -69,10 +69,10 @@ from testbed.seglog_cluster import SeglogCluster
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_common import (Environment, Timing, argument_parser, date_and_command, environment,  # noqa: E402
                           file_system, log, pinning, print_environment, print_header, print_markdown_header,
-                          print_markdown_row, rate, scratch_directory)
+                          print_markdown_row, rate, ratio_text, scratch_directory)
 from broker_bench import (CLIENT_TIMEOUT_S, KAFKA, LATENCY_RATE, PRODUCER_SETTINGS, SEGLOG, Latency,  # noqa: E402
                           Workload, cpu, cpu_seconds, create_topic, delete_topic, kafka_version, make_pool,
-                          produce_all, produce_at_rate, ratio_text, rotated)
+                          produce_all, produce_at_rate, rotated)
 
 CLUSTERS = (SEGLOG, KAFKA)
 BROKERS = 3

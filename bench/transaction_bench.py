@@ -52,10 +52,10 @@ from confluent_kafka import Producer
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_common import (Environment, Target, Timing, argument_parser, date_and_command, log,  # noqa: E402
                           pinning, print_environment, print_header, print_markdown_header, print_markdown_row,
-                          print_markdown_targets, print_targets, rate, scratch_directory)
+                          print_markdown_targets, print_targets, rate, ratio_text, scratch_directory)
 from broker_bench import (CLIENT_TIMEOUT_S, KAFKA, SEGLOG, RunningBroker, Workload, broker_environment,  # noqa: E402
-                          consume_all, cpu, create_topic, delete_topic, make_pool, produce_all, producer, ratio_text,
-                          rotated, start_apache_kafka, start_broker, stop_broker, with_broker_cpu)
+                          consume_all, cpu, create_topic, delete_topic, make_pool, produce_all, producer, rotated,
+                          start_apache_kafka, start_broker, stop_broker, with_broker_cpu)
 
 BROKERS = (SEGLOG, KAFKA)
 PLAIN = "produce, not idempotent"
