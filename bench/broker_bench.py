@@ -713,8 +713,8 @@ def wire_rows(brokers: dict[str, RunningBroker], work: Workload, runs: int) -> l
             broker = brokers[name]
             reads: list[WireRead] = []
             s, core = with_broker_cpu(broker, lambda: consume_at_wire(broker.bootstrap, topic, work, reads))
-            log(f"    {name}: consume at the wire, read again {work.bytes / s / 1e6:,.1f} MB/s (broker CPU {core:.0%}); "
-                f"{reads[0].split()}")
+            log(f"    {name}: consume at the wire, read again {work.bytes / s / 1e6:,.1f} MB/s "
+                f"(broker CPU {core:.0%}); {reads[0].split()}")
             seconds[name].append(s)
             cores[name].append(core)
     for name in BROKERS:
@@ -1167,7 +1167,8 @@ def metrics_overhead_figures(root: str, cpu: int | None, work: Workload, runs: i
                     used = cpu_seconds(broker.process.pid)
                     produce_s = produce_all(broker.bootstrap, topic, work)
                     produce_used, used = cpu_seconds(broker.process.pid) - used, cpu_seconds(broker.process.pid)
-                    fetch_s, served = fetch_at_wire(broker.bootstrap, topic, work.count)[:2]
+                    read = fetch_at_wire(broker.bootstrap, topic, work.count)
+                    fetch_s, served = read.seconds, read.served
                     fetch_used, used = cpu_seconds(broker.process.pid) - used, cpu_seconds(broker.process.pid)
                     small_requests(broker.bootstrap, topic, small)
                     small_used = cpu_seconds(broker.process.pid) - used
