@@ -15,7 +15,10 @@ logged as an error; the broker goes on serving every other read.
 The listing of a partition's remote segments is kept for ``LISTING_TTL_MS`` (each listing reads every
 metadata object), and listed again at once when a read meets an object that is gone. A tier that cannot be
 listed fails only what needs it: the log start offset falls back to the log's own, reads of local disk go on,
-and the listing is not tried again within the TTL outside a read of the tier.
+and outside a read of the tier the listing is not tried again for the TTL after the failed one ended, then
+for twice as long after each failure in a row, up to ``LISTING_RETRY_MAX_MS``: a fetch that asks for the log
+start offset waits on the attempt (an unreachable endpoint takes seconds to give up on), so a tier that stays
+down is waited on less and less often.
 """
 
 from __future__ import annotations
@@ -48,6 +51,8 @@ log = logging.getLogger(__name__)
 
 #: How long a partition's listing of remote segments serves before it is listed again.
 LISTING_TTL_MS = 5_000
+#: The longest wait before listing a tier again that failed to list many times in a row.
+LISTING_RETRY_MAX_MS = 60_000
 
 
 @dataclass(frozen=True)
@@ -80,7 +85,8 @@ class RemoteLogReader:
         self.clock = clock
         self._lock = threading.Lock()
         self._listings: dict[TopicPartition, tuple[int, list[ServingSegment]]] = {}
-        self._failures: dict[TopicPartition, tuple[int, str]] = {}  # the last listing that failed, and why
+        # The last listing that failed: when it ended, why, and how long to wait before the next.
+        self._failures: dict[TopicPartition, tuple[int, str, int]] = {}
 
     def __repr__(self) -> str:
         return f"RemoteLogReader({self.storage.url})"
@@ -96,8 +102,8 @@ class RemoteLogReader:
             failed = self._failures.get(tp)
         if cached is not None and not refresh and now - cached[0] < LISTING_TTL_MS:
             return cached[1]
-        if failed is not None and not refresh and now - failed[0] < LISTING_TTL_MS:
-            raise KafkaStorageError(failed[1])  # not tried again before the TTL: a fetch would wait on it
+        if failed is not None and not refresh and now - failed[0] < failed[2]:
+            raise KafkaStorageError(failed[1])  # not tried again yet: a fetch would wait on it
         topic_id = self.topic_id_of(tp.topic)
         if topic_id is None:
             return []
@@ -112,7 +118,8 @@ class RemoteLogReader:
             log.error("%s: cannot list %s: %s", self, directory, exc)
             cause = f"remote tier {self.storage.url}: cannot list {directory}: {exc}"
             with self._lock:
-                self._failures[tp] = (now, cause)
+                wait = LISTING_TTL_MS if failed is None else min(2 * failed[2], LISTING_RETRY_MAX_MS)
+                self._failures[tp] = (self.clock.milliseconds(), cause, wait)  # from when the attempt gave up
             raise KafkaStorageError(cause) from None
         kept = remote_tier.serving_segments(listed)
         with self._lock:
