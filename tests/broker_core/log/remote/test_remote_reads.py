@@ -332,13 +332,15 @@ def test_topics_describe_over_bootstrap_shows_the_tier_offsets_that_log_dir_show
     assert "RemoteSize" not in over_bootstrap and from_log_dir["RemoteSegments"] == str(len(copied))
 
 
+UNREACHABLE = {"remote.log.storage.system.enable": "true", "remote.storage.url": "s3://nowhere/tier",
+               "remote.storage.options.endpoint_url": "http://127.0.0.1:9",  # nothing listens there
+               "remote.storage.options.key": "k", "remote.storage.options.secret": "s"}
+
+
 def test_an_unreachable_remote_tier_fails_only_reads_of_the_tier(tiered):
     log_dir, _, copied, _ = tiered
-    unreachable = {"remote.log.storage.system.enable": "true", "remote.storage.url": "s3://nowhere/tier",
-                   "remote.storage.options.endpoint_url": "http://127.0.0.1:9",  # nothing listens there
-                   "remote.storage.options.key": "k", "remote.storage.options.secret": "s"}
     local_start = copied[-1].end_offset + 1
-    with Broker(log_dir, unreachable, background=False) as broker:
+    with Broker(log_dir, UNREACHABLE, background=False) as broker:
         local = broker.fetch("t", 0, local_start)
         assert [r.offset for r in local.decoded()][:1] == [local_start]
         assert local.log_start_offset == 0  # the log's own, kept across both tiers while the tier is unlisted
@@ -347,3 +349,20 @@ def test_an_unreachable_remote_tier_fails_only_reads_of_the_tier(tiered):
         (described,) = broker.describe_topic("t").partitions
         assert described.local_log_start_offset == local_start and described.remote_segments is None
         broker.create_topic("new", 1)  # answered with its description
+
+
+def test_fetches_after_one_that_waited_on_an_unreachable_tier_do_not_wait_on_it_again(tiered):
+    """A fetch asks the tier for the log start offset; giving up on an unreachable endpoint takes seconds, and the
+    failure counts from then: the fetches that follow answer from local disk at once."""
+    log_dir, _, copied, _ = tiered
+    local_start = copied[-1].end_offset + 1
+    with Broker(log_dir, UNREACHABLE, background=False) as broker:
+        started = time.monotonic()
+        broker.fetch("t", 0, local_start)
+        waited = time.monotonic() - started
+        for _ in range(3):
+            started = time.monotonic()
+            local = broker.fetch("t", 0, local_start)
+            took = time.monotonic() - started
+            assert took < 2.0, f"a fetch waited {took:.1f} s on the tier again (the first waited {waited:.1f} s)"
+            assert [r.offset for r in local.decoded()][:1] == [local_start] and local.log_start_offset == 0
