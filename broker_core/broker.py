@@ -239,7 +239,8 @@ class Broker:
         cache = None if self.read_only else RemoteIndexCache(
             os.path.join(self.log_manager.log_dirs[0], REMOTE_INDEX_CACHE_DIR),
             self.config.remote_log_index_file_cache_total_size_bytes)
-        return RemoteLogReader(storage, self._topic_id, cache, self.clock)
+        return RemoteLogReader(storage, self._topic_id, cache, self.clock,
+                               self.config.remote_log_manager_task_retry_backoff_max_ms)
 
     def _topic_id(self, topic: str) -> str | None:
         meta = self.topics.get(topic)

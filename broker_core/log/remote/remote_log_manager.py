@@ -44,6 +44,7 @@ from ..leader_epoch_file_cache import LeaderEpochFileCache
 from ..log import Log
 from ..scheduler import Scheduler
 from .remote_storage_manager import LogSegmentData, RemoteStorageManager
+from .retry_backoff import retry_backoff_ms
 
 log = logging.getLogger(__name__)
 
@@ -131,9 +132,9 @@ class RemoteLogManager:
             self._delete_expired(tp, lg, task)
         except Exception as exc:  # noqa: BLE001 — a store's failures come as OSError, botocore's, aiohttp's...
             task.failures += 1
-            backoff = min(self.config.remote_log_manager_task_retry_backoff_ms * 2 ** (task.failures - 1),
-                          self.config.remote_log_manager_task_retry_backoff_max_ms)
-            task.retry_at_ms = now + backoff
+            backoff = retry_backoff_ms(task.failures, self.config.remote_log_manager_task_retry_backoff_ms,
+                                       self.config.remote_log_manager_task_retry_backoff_max_ms)
+            task.retry_at_ms = self.clock.milliseconds() + backoff  # from when the attempt gave up
             log.warning("%s: the remote tier %s failed (%s: %s); retrying in %d ms, local segments kept",
                         lg, self.rsm.url, type(exc).__name__, exc, backoff)
         else:

@@ -15,10 +15,10 @@ logged as an error; the broker goes on serving every other read.
 The listing of a partition's remote segments is kept for ``LISTING_TTL_MS`` (each listing reads every
 metadata object), and listed again at once when a read meets an object that is gone. A tier that cannot be
 listed fails only what needs it: the log start offset falls back to the log's own, reads of local disk go on,
-and outside a read of the tier the listing is not tried again for the TTL after the failed one ended, then
-for twice as long after each failure in a row, up to ``LISTING_RETRY_MAX_MS``: a fetch that asks for the log
-start offset waits on the attempt (an unreachable endpoint takes seconds to give up on), so a tier that stays
-down is waited on less and less often.
+and outside a read of the tier the listing is not tried again for the TTL after the failed one gave up, then
+for twice as long after each failure in a row, up to ``remote.log.manager.task.retry.backoff.max.ms`` (never
+less than the TTL; ``retry_backoff``): a fetch that asks for the log start offset waits on the attempt, so a
+tier that stays down is waited on less and less often.
 """
 
 from __future__ import annotations
@@ -46,13 +46,12 @@ from ...errors import CorruptMessageError, KafkaStorageError, OffsetOutOfRangeEr
 from ..log import (EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIERED_TIMESTAMP, MAX_TIMESTAMP,
                    FetchIsolation, IsolationLevel, Log)
 from .remote_index_cache import RemoteIndexCache
+from .retry_backoff import retry_backoff_ms
 
 log = logging.getLogger(__name__)
 
 #: How long a partition's listing of remote segments serves before it is listed again.
 LISTING_TTL_MS = 5_000
-#: The longest wait before listing a tier again that failed to list many times in a row.
-LISTING_RETRY_MAX_MS = 60_000
 
 
 @dataclass(frozen=True)
@@ -74,19 +73,22 @@ def remote_storage_of(config: BrokerConfig) -> RemoteStorage | None:
 class RemoteLogReader:
     """The remote tier at ``storage``, read for the partitions of ``topic_id_of`` (a topic's id as Kafka
     writes it, ``Uuid.toString``; None for a topic the broker does not know). ``index_cache`` keeps the
-    fetched offset indexes (None: fetched for every read, as a read-only broker does, which writes nothing)."""
+    fetched offset indexes (None: fetched for every read, as a read-only broker does, which writes nothing).
+    ``retry_backoff_max_ms`` bounds the wait before a tier that failed to list is listed again."""
 
     def __init__(self, storage: RemoteStorage, topic_id_of: Callable[[str], str | None],
-                 index_cache: RemoteIndexCache | None, clock: Clock = SYSTEM_CLOCK):
+                 index_cache: RemoteIndexCache | None, clock: Clock = SYSTEM_CLOCK,
+                 retry_backoff_max_ms: int = BrokerConfig.remote_log_manager_task_retry_backoff_max_ms):
         self.storage = storage
         self.fs, self.root = filesystem_for(storage.url, storage.options)
         self.topic_id_of = topic_id_of
         self.index_cache = index_cache
         self.clock = clock
+        self.retry_backoff_max_ms = max(retry_backoff_max_ms, LISTING_TTL_MS)
         self._lock = threading.Lock()
         self._listings: dict[TopicPartition, tuple[int, list[ServingSegment]]] = {}
-        # The last listing that failed: when it ended, why, and how long to wait before the next.
-        self._failures: dict[TopicPartition, tuple[int, str, int]] = {}
+        # Why the last listing failed, how many failed in a row, and when to list again.
+        self._failures: dict[TopicPartition, tuple[str, int, int]] = {}
 
     def __repr__(self) -> str:
         return f"RemoteLogReader({self.storage.url})"
@@ -102,8 +104,8 @@ class RemoteLogReader:
             failed = self._failures.get(tp)
         if cached is not None and not refresh and now - cached[0] < LISTING_TTL_MS:
             return cached[1]
-        if failed is not None and not refresh and now - failed[0] < failed[2]:
-            raise KafkaStorageError(failed[1])  # not tried again yet: a fetch would wait on it
+        if failed is not None and not refresh and now < failed[2]:
+            raise KafkaStorageError(failed[0])  # not tried again yet: a fetch would wait on it
         topic_id = self.topic_id_of(tp.topic)
         if topic_id is None:
             return []
@@ -118,8 +120,9 @@ class RemoteLogReader:
             log.error("%s: cannot list %s: %s", self, directory, exc)
             cause = f"remote tier {self.storage.url}: cannot list {directory}: {exc}"
             with self._lock:
-                wait = LISTING_TTL_MS if failed is None else min(2 * failed[2], LISTING_RETRY_MAX_MS)
-                self._failures[tp] = (self.clock.milliseconds(), cause, wait)  # from when the attempt gave up
+                failures = 1 if failed is None else failed[1] + 1
+                wait = retry_backoff_ms(failures, LISTING_TTL_MS, self.retry_backoff_max_ms)
+                self._failures[tp] = (cause, failures, self.clock.milliseconds() + wait)  # from when it gave up
             raise KafkaStorageError(cause) from None
         kept = remote_tier.serving_segments(listed)
         with self._lock:
