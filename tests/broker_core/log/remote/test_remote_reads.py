@@ -3,7 +3,9 @@ loopback), served by the broker — embedded, over the Kafka protocol, to conflu
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
 import time
 
 import pytest
@@ -12,13 +14,16 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, OffsetSpec
 
 from broker_core.broker import Broker
+from broker_core.clock import MockTime
 from broker_core.cli import main
 from broker_core.client.protocol_client import ProtocolClient
 from broker_core.errors import KafkaStorageError, OffsetOutOfRangeError
 from broker_core.log.remote.remote_index_cache import DIR_NAME
+from broker_core.log.remote.remote_log_reader import LISTING_TTL_MS, RemoteLogReader, RemoteStorage
 from broker_core.protocol import ApiKey
 from broker_core.server.broker_server import BrokerServer
 from format import remote_tier
+from format.layout import TopicPartition as LogPartition
 from format.record_batch import iter_batches
 from testbed.broker_process import BrokerProcess
 from tests.broker_core.log.remote.tiered_partition_kit import (EVENT_MS, PER_BATCH, RECORDS, remote_config, tier, value,
@@ -332,15 +337,13 @@ def test_topics_describe_over_bootstrap_shows_the_tier_offsets_that_log_dir_show
     assert "RemoteSize" not in over_bootstrap and from_log_dir["RemoteSegments"] == str(len(copied))
 
 
-UNREACHABLE = {"remote.log.storage.system.enable": "true", "remote.storage.url": "s3://nowhere/tier",
-               "remote.storage.options.endpoint_url": "http://127.0.0.1:9",  # nothing listens there
-               "remote.storage.options.key": "k", "remote.storage.options.secret": "s"}
-
-
 def test_an_unreachable_remote_tier_fails_only_reads_of_the_tier(tiered):
     log_dir, _, copied, _ = tiered
+    unreachable = {"remote.log.storage.system.enable": "true", "remote.storage.url": "s3://nowhere/tier",
+                   "remote.storage.options.endpoint_url": "http://127.0.0.1:9",  # nothing listens there
+                   "remote.storage.options.key": "k", "remote.storage.options.secret": "s"}
     local_start = copied[-1].end_offset + 1
-    with Broker(log_dir, UNREACHABLE, background=False) as broker:
+    with Broker(log_dir, unreachable, background=False) as broker:
         local = broker.fetch("t", 0, local_start)
         assert [r.offset for r in local.decoded()][:1] == [local_start]
         assert local.log_start_offset == 0  # the log's own, kept across both tiers while the tier is unlisted
@@ -351,18 +354,46 @@ def test_an_unreachable_remote_tier_fails_only_reads_of_the_tier(tiered):
         broker.create_topic("new", 1)  # answered with its description
 
 
-def test_fetches_after_one_that_waited_on_an_unreachable_tier_do_not_wait_on_it_again(tiered):
-    """A fetch asks the tier for the log start offset; giving up on an unreachable endpoint takes seconds, and the
-    failure counts from then: the fetches that follow answer from local disk at once."""
-    log_dir, _, copied, _ = tiered
-    local_start = copied[-1].end_offset + 1
-    with Broker(log_dir, UNREACHABLE, background=False) as broker:
-        started = time.monotonic()
-        broker.fetch("t", 0, local_start)
-        waited = time.monotonic() - started
-        for _ in range(3):
-            started = time.monotonic()
-            local = broker.fetch("t", 0, local_start)
-            took = time.monotonic() - started
-            assert took < 2.0, f"a fetch waited {took:.1f} s on the tier again (the first waited {waited:.1f} s)"
-            assert [r.offset for r in local.decoded()][:1] == [local_start] and local.log_start_offset == 0
+def test_an_unreachable_tier_is_listed_again_only_after_a_wait_from_when_the_last_listing_gave_up(caplog):
+    """Giving up on an unreachable endpoint takes seconds (simulated time passes meanwhile, a minute here); every
+    fetch asks for the log start offset, so until the wait is over a failed listing answers without listing
+    again. The wait counts from when the listing gave up, and doubles with each failure in a row."""
+    clock = MockTime()
+    reader = RemoteLogReader(RemoteStorage("s3://nowhere/tier", {"endpoint_url": "http://127.0.0.1:9", "key": "k",
+                                                                   "secret": "s"}),
+                             lambda topic: "AAAAAAAAAAAAAAAAAAAAAA", None, clock, retry_backoff_max_ms=60_000)
+    tp = LogPartition("t", 0)
+
+    def listings() -> int:
+        return sum("cannot list" in r.getMessage() for r in caplog.records)
+
+    def fails(*, while_listing_ms: int = 0) -> None:
+        done = threading.Event()
+
+        def time_goes_by() -> None:  # while the endpoint is given up on
+            while not done.wait(0.05):
+                clock.sleep(while_listing_ms // 20)
+
+        ticker = threading.Thread(target=time_goes_by)
+        ticker.start()
+        try:
+            with pytest.raises(KafkaStorageError, match="s3://nowhere/tier: cannot list"):
+                reader.segments(tp)
+        finally:
+            done.set()
+            ticker.join()
+
+    with caplog.at_level(logging.ERROR, logger="broker_core.log.remote.remote_log_reader"):
+        fails(while_listing_ms=60_000)
+        assert listings() == 1
+        fails()  # at once after it gave up: not listed again
+        assert listings() == 1
+        clock.sleep(LISTING_TTL_MS)
+        fails()  # the wait is over: listed again, and failed again
+        assert listings() == 2
+        clock.sleep(LISTING_TTL_MS)
+        fails()  # the second failure in a row waits twice as long
+        assert listings() == 2
+        clock.sleep(LISTING_TTL_MS)
+        fails()
+        assert listings() == 3
