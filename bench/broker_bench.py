@@ -1006,8 +1006,8 @@ class OverheadFigures:
     fetch_mb_per_s: list[float]
 
 
-def small_requests(bootstrap: str, topic: str, count: int) -> None:
-    """``count`` requests one at a time: one-record Produce (acks=1) and one-partition Fetch (1 KiB), alternating."""
+def small_request_bodies(topic: str) -> tuple[dict, dict]:
+    """A one-record Produce (acks=1) to partition 0 of ``topic`` and a Fetch of at most 1 KiB from its start."""
     from format.record_batch import SimpleRecord, build_batch
 
     batch = build_batch([SimpleRecord(None, SMALL_REQUEST_VALUE, timestamp=int(time.time() * 1000))])
@@ -1018,6 +1018,12 @@ def small_requests(bootstrap: str, topic: str, count: int) -> None:
                   "topics": [{"topic": topic, "partitions": [
                       {"partition": 0, "current_leader_epoch": -1, "fetch_offset": 0, "last_fetched_epoch": -1,
                        "log_start_offset": -1, "partition_max_bytes": 1024}]}]}
+    return produce_body, fetch_body
+
+
+def small_requests(bootstrap: str, topic: str, count: int) -> None:
+    """``count`` requests one at a time: one-record Produce (acks=1) and one-partition Fetch (1 KiB), alternating."""
+    produce_body, fetch_body = small_request_bodies(topic)
     with ProtocolClient(bootstrap, timeout_s=CLIENT_TIMEOUT_S) as client:
         for i in range(count):
             if i % 2:

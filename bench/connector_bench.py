@@ -71,7 +71,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_common import (GIB, MIB, VALUE_SIZE, Environment, Target, Timing, argument_parser,  # noqa: E402
                           date_and_command, environment, event_record, file_system, log, print_environment,
                           print_header, print_markdown_header, print_markdown_row, print_markdown_targets,
-                          print_targets, rate, ratio_cell, scratch_directory, short_of_disk, timed)
+                          print_targets, rate, ratio_cell, ratio_text, scratch_directory, short_of_disk, timed)
 from broker_bench import broker_command, create_topic, start_broker, stop_broker  # noqa: E402
 
 # The most such records a batch of Kafka's default batch.size (16384 bytes) holds.
@@ -430,7 +430,7 @@ def targets(rows: list[Row]) -> list[Target]:
     found = [Target(f"{row.figure}: seglog at least 0.75x the ceiling",
                     f"{row.ratio('ceiling'):.2f}x ({rate(row.timings['seglog'].best_rate)} against "
                     f"{rate(row.timings['ceiling'].best_rate)} rows/s); median of the runs' ratios "
-                    f"{row.run_ratio('ceiling'):.2f}x", row.ratio("ceiling") >= 0.75)
+                    f"{ratio_text(row.run_ratio('ceiling'))}", row.ratio("ceiling") >= 0.75)
              for row in rows if row.figure.startswith(("count()", "sum(length(value))"))]
     for row in rows:
         ratio = row.ratio(KAFKA_FROM_KAFKA)

@@ -39,12 +39,13 @@ FIGURES = ("read Fetch request (4 partitions)", "write Fetch response (4 partiti
            "read Produce request (1 record)", "write Produce response", "handle small requests (Produce, Fetch)")
 
 
-def fetch_body(partitions: int, max_bytes: int) -> dict:
-    return {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": max_bytes * partitions,
+def fetch_body() -> dict:
+    """A consumer's Fetch of 1 MiB from each of ``PARTITIONS`` partitions."""
+    return {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": PARTITIONS << 20,
             "isolation_level": 0, "session_id": 0, "session_epoch": -1, "rack_id": "", "forgotten_topics_data": [],
             "topics": [{"topic": TOPIC, "partitions": [
                 {"partition": p, "current_leader_epoch": -1, "fetch_offset": 1000 * p, "last_fetched_epoch": -1,
-                 "log_start_offset": -1, "partition_max_bytes": max_bytes} for p in range(partitions)]}]}
+                 "log_start_offset": -1, "partition_max_bytes": 1 << 20} for p in range(PARTITIONS)]}]}
 
 
 def fetch_response(records: bytes) -> dict:
@@ -53,11 +54,6 @@ def fetch_response(records: bytes) -> dict:
             {"partition_index": p, "error_code": 0, "high_watermark": 5000, "last_stable_offset": 5000,
              "log_start_offset": 0, "aborted_transactions": None, "preferred_read_replica": -1,
              "records": records} for p in range(PARTITIONS)]}]}
-
-
-def produce_body(records: bytes) -> dict:
-    return {"transactional_id": None, "acks": 1, "timeout_ms": 5000,
-            "topic_data": [{"name": TOPIC, "partition_data": [{"index": 0, "records": records}]}]}
 
 
 def produce_response() -> dict:
@@ -74,13 +70,13 @@ def per_call_us(action, calls: int) -> float:
 
 
 def protocol_figures(calls: int) -> list[float]:
+    from broker_bench import small_request_bodies
     from broker_core.protocol import ApiKey, encode_request, encode_response, parse_request
     from format.record import SimpleRecord
     from format.record_batch import build_batch
 
-    one = build_batch([SimpleRecord(None, b"x" * 100, timestamp=1_767_225_600_000)])
-    fetch_frame = encode_request(ApiKey.FETCH, FETCH_VERSION, 7, "bench", fetch_body(PARTITIONS, 1024 * 1024))[4:]
-    produce_frame = encode_request(ApiKey.PRODUCE, PRODUCE_VERSION, 8, "bench", produce_body(one))[4:]
+    fetch_frame = encode_request(ApiKey.FETCH, FETCH_VERSION, 7, "bench", fetch_body())[4:]
+    produce_frame = encode_request(ApiKey.PRODUCE, PRODUCE_VERSION, 8, "bench", small_request_bodies(TOPIC)[0])[4:]
     fetch_header = parse_request(fetch_frame).header
     produce_header = parse_request(produce_frame).header
     kib = build_batch([SimpleRecord(None, b"y" * 1000, timestamp=1_767_225_600_000)])
@@ -102,11 +98,10 @@ def handler_figure(server, requests: list) -> float:
 
 def child(rounds: int, calls: int) -> None:
     """Measure this process's checkout; one JSON line of figures a round."""
+    from broker_bench import small_request_bodies
     from broker_core.network.request_channel import Request, release
     from broker_core.protocol import ApiKey, encode_request
     from broker_core.server.broker_server import BrokerServer
-    from format.record import SimpleRecord
-    from format.record_batch import build_batch
 
     with tempfile.TemporaryDirectory(prefix="request-cpu-") as log_dir:
         server = BrokerServer({"log.dirs": log_dir, "listeners": "PLAINTEXT://127.0.0.1:0",
@@ -115,9 +110,9 @@ def child(rounds: int, calls: int) -> None:
             server.broker.create_topic(TOPIC, 1)
             # In place of the network threads: each response is dropped (its file slices closed).
             server.apis.request_channel = SimpleNamespace(send_response=release)
-            one = build_batch([SimpleRecord(None, b"x" * 100, timestamp=1_767_225_600_000)])
-            frames = (encode_request(ApiKey.PRODUCE, PRODUCE_VERSION, 1, "bench", produce_body(one))[4:],
-                      encode_request(ApiKey.FETCH, FETCH_VERSION, 2, "bench", fetch_body(1, 1024))[4:])
+            produce, fetch = small_request_bodies(TOPIC)  # what --metrics-overhead sends over a socket
+            frames = (encode_request(ApiKey.PRODUCE, PRODUCE_VERSION, 1, "bench", produce)[4:],
+                      encode_request(ApiKey.FETCH, FETCH_VERSION, 2, "bench", fetch)[4:])
             requests = [Request(0, "bench", "PLAINTEXT", ("127.0.0.1", 0), frames[i % 2]) for i in range(calls)]
             handler_figure(server, requests)  # warm up: the code, the log's first segment
             for _ in range(rounds):
